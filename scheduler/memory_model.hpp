@@ -1,0 +1,62 @@
+// The memory model a lock-free structure is written against.
+//
+// Every lock-free structure in scheduler/ is a template over a MemoryModel so that one text serves both
+// production (StdMemoryModel: std::atomic, real fences) and the Relacy model tests
+// (tests/model/relacy_memory_model.hpp: every access checked under a simulated weak memory model).
+// Shared non-atomic data goes through Var so Relacy can flag data races on it too.
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <utility>
+
+namespace weft::sched {
+
+// A plain shared cell. Under Relacy the same interface records every access.
+template <class T>
+class PlainVar {
+ public:
+  PlainVar() = default;
+  explicit PlainVar(T value) noexcept(std::is_nothrow_move_constructible_v<T>) : value_(std::move(value)) {}
+
+  [[nodiscard]] const T& load() const noexcept { return value_; }
+  void store(T value) noexcept(std::is_nothrow_move_assignable_v<T>) { value_ = std::move(value); }
+
+ private:
+  T value_{};
+};
+
+struct StdMemoryModel {
+  template <class T>
+  using atomic = std::atomic<T>;
+  template <class T>
+  using var = PlainVar<T>;
+
+  static void thread_fence(std::memory_order order) noexcept { std::atomic_thread_fence(order); }
+  // True when standalone fences are invisible to the race detector (ThreadSanitizer does not model
+  // atomic_thread_fence). Structures then use the equivalent ordered operations on the atomics themselves.
+#if defined(__SANITIZE_THREAD__)
+  static constexpr bool fences_invisible = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  static constexpr bool fences_invisible = true;
+#else
+  static constexpr bool fences_invisible = false;
+#endif
+#else
+  static constexpr bool fences_invisible = false;
+#endif
+};
+
+// What a structure needs from its memory model.
+template <class M>
+concept MemoryModel = requires {
+  typename M::template atomic<int>;
+  typename M::template var<int>;
+  { M::thread_fence(std::memory_order_seq_cst) };
+  { M::fences_invisible } -> std::convertible_to<bool>;
+};
+
+static_assert(MemoryModel<StdMemoryModel>);
+
+}  // namespace weft::sched

@@ -1,0 +1,40 @@
+#include "src/os_thread.hpp"
+
+#include <algorithm>
+#include <array>
+#include <thread>
+
+#include <pthread.h>
+#include <sched.h>
+
+namespace weft::os {
+
+unsigned usable_cpu_count() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+bool set_current_thread_name(std::string_view name) noexcept {
+  std::array<char, 16> buffer{};  // Linux keeps 15 characters plus the terminator.
+  const auto length = std::min(name.size(), buffer.size() - 1);
+  std::copy_n(name.data(), length, buffer.data());
+  return pthread_setname_np(pthread_self(), buffer.data()) == 0;
+}
+
+bool pin_current_thread(std::span<const unsigned> cpus) noexcept {
+  if (cpus.empty()) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const unsigned cpu : cpus) {
+    if (cpu >= CPU_SETSIZE) return false;
+    CPU_SET(cpu, &set);
+  }
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+}  // namespace weft::os
