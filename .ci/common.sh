@@ -1,0 +1,28 @@
+# Shared by .ci/test, .ci/demo and .ci/run: install what the build needs, configure a build directory.
+# Sourced, not run.
+
+WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WEFT_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev libboost-context-dev doctest-dev
+  libbenchmark-dev libtbb-dev relacy-dev)
+
+weft_install_dependencies() {
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+      echo "weft: need root (or sudo) to apt-get install: ${WEFT_PACKAGES[*]}" >&2; return 1
+    fi
+  fi
+  echo "weft: installing build dependencies (apt-get)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${WEFT_PACKAGES[@]}" >/dev/null
+}
+
+# weft_configure DIR [meson options...]: set up DIR (or reconfigure it with these options) with warnings as errors.
+weft_configure() {
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson configure "$dir" --werror "$@" >/dev/null
+  else
+    meson setup "$dir" "$WEFT_ROOT" --werror "$@"
+  fi
+}

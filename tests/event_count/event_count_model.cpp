@@ -1,0 +1,113 @@
+// Relacy model test of the EventCount protocol: a waiter that checks the condition after prepare_wait() and
+// finds nothing is always followed by an epoch bump, so its wait() cannot sleep through the notify.
+// Nothing sleeps in the model: "would sleep" is recorded and judged in after().
+// Built three times: as is (must pass) and with each fence removed (WEFT_MODEL_MUTANT_*; must fail).
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "tests/model/relacy_memory_model.hpp"
+
+#include "scheduler/event_count.hpp"
+
+namespace {
+
+using Model = weft::model::RelacyMemoryModel;
+using Events = weft::sched::BasicEventCount<Model>;
+
+// Waiter side of the protocol: returns the key the waiter would sleep on, or nothing if it found work.
+std::optional<Events::Key> try_park(Events& events, Model::atomic<int>& flag, int want) {
+  if (flag.load(std::memory_order_acquire) >= want) return std::nullopt;
+  const auto key = events.prepare_wait();
+  if (flag.load(std::memory_order_acquire) >= want) {
+    events.cancel_wait();
+    return std::nullopt;
+  }
+  return key;
+}
+
+// A waiter that decided to sleep must find the epoch moved on (wait_for with no time left reports it).
+bool woken(Events& events, const std::optional<Events::Key>& parked) {
+  return !parked || events.wait_for(*parked, std::chrono::nanoseconds::zero());
+}
+
+// One notifier publishes and calls notify_one; one waiter parks.
+struct OneWaiter : rl::test_suite<OneWaiter, 2> {
+  Events events;
+  Model::atomic<int> flag{0};
+  std::optional<Events::Key> parked;
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      flag.store(1, std::memory_order_release);
+      events.notify_one();
+    } else {
+      parked = try_park(events, flag, 1);
+    }
+  }
+  void after() { RL_ASSERT(woken(events, parked)); }
+};
+
+// One notify_all must reach both waiters.
+struct TwoWaitersNotifyAll : rl::test_suite<TwoWaitersNotifyAll, 3> {
+  Events events;
+  Model::atomic<int> flag{0};
+  std::optional<Events::Key> parked[2];
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      flag.store(1, std::memory_order_release);
+      events.notify_all();
+    } else {
+      parked[index - 1] = try_park(events, flag, 1);
+    }
+  }
+  void after() {
+    RL_ASSERT(woken(events, parked[0]));
+    RL_ASSERT(woken(events, parked[1]));
+  }
+};
+
+// Two notifiers each publish one unit; the waiter needs both, and parks twice if it must.
+struct TwoNotifiers : rl::test_suite<TwoNotifiers, 3> {
+  Events events;
+  Model::atomic<int> flag{0};
+  std::optional<Events::Key> parked;
+
+  void thread(unsigned index) {
+    if (index < 2) {
+      flag.fetch_add(1, std::memory_order_release);
+      events.notify_one();
+    } else {
+      parked = try_park(events, flag, 2);
+    }
+  }
+  void after() { RL_ASSERT(woken(events, parked)); }
+};
+
+template <class Scenario>
+bool check(const char* name) {
+  bool ok = true;
+  for (const auto kind : {rl::random_scheduler_type, rl::fair_context_bound_scheduler_type}) {
+    rl::test_params params;
+    params.search_type = kind;
+    params.iteration_count = kind == rl::random_scheduler_type ? 1'000'000 : 0;
+    params.context_bound = 2;
+    params.output_history = false;
+    const bool passed = rl::simulate<Scenario>(params);
+    std::printf("%s [%s]: %s after %llu executions\n", name,
+                kind == rl::random_scheduler_type ? "random" : "context bound 2", passed ? "ok" : "FAILED",
+                static_cast<unsigned long long>(params.stop_iteration));
+    ok = ok && passed;
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main() {
+  bool ok = check<OneWaiter>("one waiter, notify_one");
+  ok = check<TwoWaitersNotifyAll>("two waiters, notify_all") && ok;
+  ok = check<TwoNotifiers>("two notifiers, one waiter") && ok;
+  return ok ? 0 : 1;
+}
