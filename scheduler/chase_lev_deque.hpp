@@ -1,0 +1,247 @@
+// Chase–Lev work-stealing deque: one owner pushes and pops at the bottom, any number of thieves steal at the
+// top. Memory orders follow Lê, Pop, Cohen, Zappa Nardelli, "Correct and Efficient Work-Stealing for Weak
+// Memory Models" (PPoPP 2013), with the fixes in ../shared/notes/lockfree.md: push reloads the array after
+// growing, indices are signed 64-bit, slots are initialised atomics. When M::fences_invisible (TSan), the
+// standalone fences are replaced by the equivalent ordered operations on the atomics themselves.
+//
+// Reclamation of arrays replaced by growth: a thief announces itself in `thieves_` before it loads the array
+// pointer and withdraws after its last slot read. The owner frees retired arrays at its next push/pop that
+// sees `thieves_ == 0`. Why that is safe is written at reclaim_if_quiescent(). Retired arrays are each half
+// the size of their successor, so together they hold fewer slots than the current array: memory stays within
+// twice the live array even if thieves never pause, and all of it is freed at the first quiescent moment.
+//
+// Planted bugs for the model test (tests/deque/deque_model.cpp) are the WEFT_PLANT_DEQUE_* macros; only that
+// test defines them, so production builds compile exactly the correct text.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "scheduler/cache_line.hpp"
+#include "scheduler/deque_array.hpp"
+#include "scheduler/memory_model.hpp"
+#include "scheduler/steal_result.hpp"
+
+// A planted bug outside the Relacy model test would be a real bug: refuse to compile it.
+#if !defined(RL_RELACY_HPP) &&                                                                \
+    (defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) ||    \
+     defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||             \
+     defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX))
+#error "WEFT_PLANT_DEQUE_* plants a bug for the Relacy model test (tests/deque/deque_model.cpp) only"
+#endif
+
+namespace weft::sched {
+
+template <DequeItem T, MemoryModel M = StdMemoryModel>
+class ChaseLevDeque {
+  using Array = DequeArray<T, M>;
+
+ public:
+  // An empty deque whose first array holds `initial_capacity` items, rounded up to a power of two; it grows
+  // by doubling. Throws std::invalid_argument for 0 and std::length_error above Array::max_capacity.
+  explicit ChaseLevDeque(std::size_t initial_capacity = 64)
+      : top_(DequeIndex{0}), thieves_(std::uint32_t{0}), bottom_(DequeIndex{0}),
+        array_(new Array(rounded(initial_capacity))) {}
+
+  ChaseLevDeque(const ChaseLevDeque&) = delete;
+  ChaseLevDeque& operator=(const ChaseLevDeque&) = delete;
+
+  // Frees every array. Every steal() must have returned before (happens-before) destruction.
+  ~ChaseLevDeque() {
+    free_retired();
+    delete array_.load(std::memory_order_relaxed);  // relaxed: no other thread is left (contract above)
+  }
+
+  // Owner only. Adds `item` at the bottom, doubling the array when full. Throws std::bad_alloc (or
+  // std::length_error past Array::max_capacity) from growth, leaving the deque unchanged.
+  void push(T item) {
+    reclaim_if_quiescent();
+    const DequeIndex b = bottom_.load(std::memory_order_relaxed);  // relaxed: only the owner writes bottom_
+    // acquire: a thief reads slot t and then CASes top past t (seq_cst, so release). Reading that CAS here
+    // orders the thief's slot read before our overwrite of the same slot one lap later, so a successful
+    // thief never returns an item pushed after the one it won.
+    const DequeIndex t = top_.load(std::memory_order_acquire);
+    Array* a = array_.load(std::memory_order_relaxed);  // relaxed: only the owner writes array_
+    // Reload after growth (the paper kept writing into the old array; found by CDSChecker).
+#if defined(WEFT_PLANT_DEQUE_NO_RELOAD)
+    if (b - t >= a->capacity()) (void)grow(a, t, b);  // planted bug: the item goes into the retired array
+#else
+    if (b - t >= a->capacity()) a = grow(a, t, b);
+#endif
+    a->store(b, item);
+#if defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH)
+    bottom_.store(b + 1, std::memory_order_relaxed);  // planted bug: the slot write is not published
+#else
+    if constexpr (M::fences_invisible) {
+      // release: a thief that acquires b + 1 sees the slot write (and a growth's copy) above. pop()'s
+      // exchange is an RMW, so it continues this release sequence.
+      bottom_.store(b + 1, std::memory_order_release);
+    } else {
+      // release fence: orders the slot write before this and every later store to bottom_, including
+      // pop()'s relaxed ones, so a thief that acquires any of them sees the item.
+      M::thread_fence(std::memory_order_release);
+      bottom_.store(b + 1, std::memory_order_relaxed);  // relaxed: published by the fence above
+    }
+#endif
+  }
+
+  // Owner only (the paper's take). Removes and returns the most recently pushed item still present, or
+  // nullopt when the deque is empty or a thief won the race for its last item.
+  [[nodiscard]] std::optional<T> pop() noexcept {
+    reclaim_if_quiescent();
+    const DequeIndex b = bottom_.load(std::memory_order_relaxed) - 1;  // relaxed: only the owner writes it
+    Array* a = array_.load(std::memory_order_relaxed);                  // relaxed: only the owner writes it
+    DequeIndex t;
+    // Reserve slot b by lowering bottom, then read top: the store-buffering (Dekker) pattern with steal(),
+    // which reads top then bottom. Sequential consistency between the two sides guarantees that either we
+    // see a thief's CAS of top past b, or that thief sees our lowered bottom and backs off: never both miss.
+    if constexpr (M::fences_invisible) {
+      // seq_cst RMW: takes part in the single order S with steal()'s seq_cst loads; being an RMW it also
+      // continues push's release sequence, so a thief reading this value still synchronizes with pushes.
+      bottom_.exchange(b, std::memory_order_seq_cst);
+#if defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE)
+      t = top_.load(std::memory_order_acquire);  // planted bug: escapes the order S
+#else
+      t = top_.load(std::memory_order_seq_cst);  // seq_cst: the reading half of the Dekker pattern
+#endif
+    } else {
+      bottom_.store(b, std::memory_order_relaxed);  // relaxed: ordered by the fence below
+#if !defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE)
+      M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with steal()'s fence (Dekker)
+#endif
+      t = top_.load(std::memory_order_relaxed);  // relaxed: ordered by the fence above
+    }
+    if (t < b) return a->load(b);  // thieves stop before b: after the Dekker point they see bottom <= b
+    std::optional<T> taken;
+    if (t == b) {
+      // The last item: thieves may be after it too, and the CAS on top decides. seq_cst as in the paper, so
+      // the winner is agreed in S; nothing is read on failure, hence relaxed.
+      const T item = a->load(b);
+      if (top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        taken = item;
+      }
+    }
+    // Empty now either way (top >= b + 1): undo the reservation. Relaxed: a thief that reads this value with
+    // a stale top fails its CAS, because every top value below b + 1 has already been CASed away.
+    bottom_.store(b + 1, std::memory_order_relaxed);
+    return taken;
+  }
+
+  // Any thread. Takes the oldest item. StealStatus::empty when the deque looked empty; lost_race when
+  // another thief or the owner took that item first (the deque may still hold items: retrying is sensible).
+  [[nodiscard]] StealResult<T> steal() noexcept {
+    DequeIndex t;
+    DequeIndex b;
+    if constexpr (M::fences_invisible) {
+      t = top_.load(std::memory_order_seq_cst);     // seq_cst: the other side of pop()'s Dekker pattern
+      b = bottom_.load(std::memory_order_seq_cst);  // seq_cst (so acquire): sees the slot pushed before b
+    } else {
+      // acquire (as in the paper): synchronizes with the CAS that advanced top to t, so our loads of
+      // bottom_ and array_ below return values at least as new as those that made t - 1 valid to its thread.
+      t = top_.load(std::memory_order_acquire);
+      M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with pop()'s fence (Dekker)
+      b = bottom_.load(std::memory_order_acquire);  // acquire: pairs with push's release fence: slot visible
+    }
+    if (t >= b) return {StealStatus::empty, T{}};
+    // Announce before loading the array pointer; seq_cst so that it is ordered in S against the owner's
+    // seq_cst store of a grown array and its seq_cst check of thieves_ (see reclaim_if_quiescent()).
+    thieves_.fetch_add(1, std::memory_order_seq_cst);
+    // seq_cst (stronger than the paper's acquire): the second half of the announcement argument; acquire
+    // is included, so the copied slots of a grown array are visible.
+    const Array* a = array_.load(std::memory_order_seq_cst);
+    const T item = a->load(t);
+    // release: our slot read happens before the owner's free once it reads the count this leaves.
+    thieves_.fetch_sub(1, std::memory_order_release);
+    // seq_cst as in the paper: the winner of position t is agreed in S with pop()'s CAS. Nothing is read
+    // on failure, hence relaxed.
+    if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      return {StealStatus::lost_race, T{}};
+    }
+    return {StealStatus::success, item};
+  }
+
+  // Any thread. Approximate number of items: exact when no one else is operating, otherwise some value the
+  // deque held during the call or a value off by the operations in flight. For heuristics only (which
+  // victim to pick, whether to wake a worker), never for correctness. Relaxed loads for that reason.
+  [[nodiscard]] std::size_t size_hint() const noexcept {
+    const DequeIndex b = bottom_.load(std::memory_order_relaxed);
+    const DequeIndex t = top_.load(std::memory_order_relaxed);
+    return b > t ? static_cast<std::size_t>(b - t) : 0;
+  }
+
+  // Any thread. Approximate, as size_hint(): a steal() after `false` may still find the deque empty.
+  [[nodiscard]] bool empty() const noexcept { return size_hint() == 0; }
+
+  // Owner only. Slots in the current array.
+  [[nodiscard]] std::size_t capacity() const noexcept {
+    return static_cast<std::size_t>(array_.load(std::memory_order_relaxed)->capacity());  // owner writes it
+  }
+
+  // Owner only (tests and diagnostics). Arrays replaced by growth and not yet freed, and their total slots;
+  // the latter is always below capacity().
+  [[nodiscard]] std::size_t retired_arrays() const noexcept { return retired_count_; }
+  [[nodiscard]] std::size_t retired_slots() const noexcept { return retired_slots_; }
+
+ private:
+  static DequeIndex rounded(std::size_t requested) {
+    if (requested == 0) throw std::invalid_argument("weft::sched::ChaseLevDeque: initial capacity must be >= 1");
+    if (requested > static_cast<std::size_t>(Array::max_capacity)) {
+      throw std::length_error("weft::sched::ChaseLevDeque: initial capacity above 2^40");
+    }
+    DequeIndex capacity = 1;
+    while (static_cast<std::size_t>(capacity) < requested) capacity *= 2;
+    return capacity;
+  }
+
+  // Owner only: doubles the array, publishes it and retires the old one. Returns the new array.
+  Array* grow(Array* old, DequeIndex t, DequeIndex b) {
+    Array* bigger = old->grown(t, b);
+    // seq_cst (release would publish the copy): it must precede in S the owner's later seq_cst check of
+    // thieves_, for the announcement argument in reclaim_if_quiescent().
+    array_.store(bigger, std::memory_order_seq_cst);
+    old->next_retired = retired_;
+    retired_ = old;
+    ++retired_count_;
+    retired_slots_ += static_cast<std::size_t>(old->capacity());
+    return bigger;
+  }
+
+  // Owner only, at the start of push/pop: frees the retired arrays if no thief is between its announcement
+  // and its withdrawal. Safe because all counter operations except the release decrement are seq_cst, and
+  // grow()'s store of array_ is seq_cst and sequenced before this load, so in the single order S:
+  //  - a thief whose increment comes after this load in S loads array_ after that store: it reads the
+  //    current array (or a later one), never one retired before this check;
+  //  - a thief whose increment comes before this load in S is counted until its decrement; reading 0 means
+  //    reading that decrement or a later RMW of its release sequence, so its slot read happens before the
+  //    free (seq_cst includes acquire).
+  // Cheap: the owner-private list is empty except after growth, and thieves_ shares top_'s cache line,
+  // which push and pop read anyway.
+  void reclaim_if_quiescent() noexcept {
+    if (retired_ == nullptr) return;
+#if !defined(WEFT_PLANT_DEQUE_EARLY_FREE)
+    if (thieves_.load(std::memory_order_seq_cst) != 0) return;
+#endif
+    free_retired();
+  }
+
+  void free_retired() noexcept {
+    while (retired_ != nullptr) delete std::exchange(retired_, retired_->next_retired);
+    retired_count_ = 0;
+    retired_slots_ = 0;
+  }
+
+  // Thieves' line: top and the announcement counter, both written by thieves' RMWs.
+  alignas(kCacheLine) typename M::template atomic<DequeIndex> top_;
+  typename M::template atomic<std::uint32_t> thieves_;
+  // Owner's line: bottom and the array pointer (written only by the owner), then owner-private state.
+  alignas(kCacheLine) typename M::template atomic<DequeIndex> bottom_;
+  typename M::template atomic<Array*> array_;
+  Array* retired_ = nullptr;
+  std::size_t retired_count_ = 0;
+  std::size_t retired_slots_ = 0;
+};
+
+}  // namespace weft::sched

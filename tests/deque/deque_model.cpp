@@ -1,0 +1,258 @@
+// Relacy model test of ChaseLevDeque: every scenario runs under the random scheduler and the context-bound
+// search (bound 2), for the fence variant (the paper's) and the fence-free variant used under TSan.
+// Each scenario checks exactly-once delivery: every pushed item is obtained by exactly one pop or steal (or
+// by the final drain), no item is invented, and after the drain every retired array has been freed.
+//
+// Usage: deque_model <fence|fence_free|both> [scenario...]   (no scenario = all)
+// Planted bugs: the same source compiled with -DWEFT_PLANT_DEQUE_<BUG> (see tests/deque/meson.build); the
+// production header holds those guarded lines, nothing else changes. A correct build exits 0 only if every
+// requested run passed. A planted build exits 1 only if every requested run (each scenario, random AND
+// bounded search) caught the bug, and 0 otherwise, including for a usage error: it is registered with
+// should_fail, so a bug that slips through, or a misspelt scenario, fails the test suite.
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tests/model/relacy_memory_model.hpp"
+
+#include "scheduler/chase_lev_deque.hpp"
+
+namespace {
+
+using Item = std::uintptr_t;  // items are ids 1..n; 0 (the value of an empty slot) is never pushed
+
+// The TSan variant: same Relacy checking, but the deque takes its fences_invisible branches.
+struct FenceFreeRelacyModel : weft::model::RelacyMemoryModel {
+  static constexpr bool fences_invisible = true;
+};
+
+template <class M>
+using Deque = weft::sched::ChaseLevDeque<Item, M>;
+
+constexpr unsigned max_threads = 3;
+constexpr unsigned max_items = 8;
+
+// Per-thread log of obtained items (each thread writes only its own row) and the exactly-once check.
+template <class Derived, class M, unsigned Threads>
+struct DequeScenario : rl::test_suite<Derived, Threads> {
+  Deque<M>* deque = nullptr;
+  Item got[max_threads][max_items] = {};
+  unsigned got_count[max_threads] = {};
+  Item pushed = 0;  // written by the owner (thread 0) only; read in after()
+
+  void before() {
+    deque = new Deque<M>(Derived::initial_capacity);
+    pushed = 0;
+    for (unsigned& n : got_count) n = 0;
+  }
+  void push() { deque->push(++pushed); }
+  void record(unsigned thread, Item item) {
+    RL_ASSERT(item != 0);  // invented: 0 is the value of a slot that never held an item
+    RL_ASSERT(got_count[thread] < max_items);
+    got[thread][got_count[thread]++] = item;
+  }
+  void pop(unsigned thread) {
+    if (auto item = deque->pop()) record(thread, *item);
+  }
+  void steal(unsigned thread) {
+    if (auto result = deque->steal()) record(thread, result.item);
+  }
+  void after() {
+    unsigned seen[max_items + 1] = {};
+    for (unsigned th = 0; th != Threads; ++th) {
+      for (unsigned i = 0; i != got_count[th]; ++i) {
+        const Item item = got[th][i];
+        RL_ASSERT(item >= 1 && item <= pushed);  // never invented
+        ++seen[item];
+      }
+    }
+    while (auto item = deque->pop()) {  // the drain is an owner operation: it also reclaims
+      RL_ASSERT(*item >= 1 && *item <= pushed);
+      ++seen[*item];
+    }
+    for (Item item = 1; item <= pushed; ++item) RL_ASSERT(seen[item] == 1);  // exactly once
+    RL_ASSERT(deque->empty());
+    RL_ASSERT(deque->retired_arrays() == 0);  // quiescent owner operation freed every retired array
+    delete deque;
+  }
+};
+
+// Owner pop and thief steal race for the only item.
+template <class M>
+struct LastElement : DequeScenario<LastElement<M>, M, 2> {
+  static constexpr std::size_t initial_capacity = 2;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->pop(th);
+    } else {
+      this->steal(th);
+    }
+  }
+};
+
+// The owner grows the array twice (1 -> 2 -> 4) while a thief reads it.
+template <class M>
+struct GrowthWithThief : DequeScenario<GrowthWithThief<M>, M, 2> {
+  static constexpr std::size_t initial_capacity = 1;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->push();
+      this->push();
+    } else {
+      this->steal(th);
+      this->steal(th);
+    }
+  }
+};
+
+// pop() on a deque that was never pushed to (bottom 0), then the last-item race.
+template <class M>
+struct EmptyTake : DequeScenario<EmptyTake<M>, M, 2> {
+  static constexpr std::size_t initial_capacity = 2;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->pop(th);
+      this->push();
+      this->pop(th);
+    } else {
+      this->steal(th);
+    }
+  }
+};
+
+// Two thieves and the owner compete for two items.
+template <class M>
+struct TwoThieves : DequeScenario<TwoThieves<M>, M, 3> {
+  static constexpr std::size_t initial_capacity = 2;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->push();
+      this->pop(th);
+    } else {
+      this->steal(th);
+    }
+  }
+};
+
+// Pops and steals interleaved over several items, wrapping around a ring of 2.
+template <class M>
+struct Interleaved : DequeScenario<Interleaved<M>, M, 2> {
+  static constexpr std::size_t initial_capacity = 2;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->push();
+      this->pop(th);
+      this->push();
+      this->pop(th);
+    } else {
+      this->steal(th);
+      this->steal(th);
+    }
+  }
+};
+
+// Growth retires the first array while a thief may be reading it; the owner's next operations try to free
+// it. Two thieves, so one may announce while the other withdraws.
+template <class M>
+struct Reclaim : DequeScenario<Reclaim<M>, M, 3> {
+  static constexpr std::size_t initial_capacity = 1;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->push();  // grows 1 -> 2, retires the first array
+      this->pop(th);  // tries to free it
+      this->push();
+      this->push();  // grows 2 -> 4 unless a thief took an item: a second retirement
+    } else {
+      this->steal(th);
+    }
+  }
+};
+
+struct Totals {
+  unsigned runs = 0;
+  unsigned failures = 0;
+};
+
+template <template <class> class Scenario, class M>
+void check(const char* name, const char* variant, Totals& totals) {
+  struct Search {
+    rl::scheduler_type_e type;
+    const char* label;
+  };
+  for (const Search search : {Search{rl::random_scheduler_type, "random"},
+                              Search{rl::fair_context_bound_scheduler_type, "bound2"}}) {
+    rl::test_params params;
+    params.search_type = search.type;
+    params.iteration_count = 1000000;
+    params.context_bound = 2;
+    const std::clock_t start = std::clock();
+    const bool ok = rl::simulate<Scenario<M>>(params);
+    const double seconds = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+    std::printf("[deque_model] %-16s %-10s %-6s %s: %llu executions, %.1f s\n", name, variant, search.label,
+                ok ? "passed" : "FAILED", static_cast<unsigned long long>(params.stop_iteration), seconds);
+    std::fflush(stdout);
+    ++totals.runs;
+    if (!ok) ++totals.failures;
+  }
+}
+
+template <class M>
+void check_all(const char* variant, const std::vector<std::string_view>& only, Totals& totals) {
+  const auto wanted = [&](std::string_view name) {
+    if (only.empty()) return true;
+    for (std::string_view o : only) {
+      if (o == name) return true;
+    }
+    return false;
+  };
+  if (wanted("last_element")) check<LastElement, M>("last_element", variant, totals);
+  if (wanted("growth")) check<GrowthWithThief, M>("growth", variant, totals);
+  if (wanted("empty_take")) check<EmptyTake, M>("empty_take", variant, totals);
+  if (wanted("two_thieves")) check<TwoThieves, M>("two_thieves", variant, totals);
+  if (wanted("interleaved")) check<Interleaved, M>("interleaved", variant, totals);
+  if (wanted("reclaim")) check<Reclaim, M>("reclaim", variant, totals);
+}
+
+}  // namespace
+
+#if defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) || \
+    defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||          \
+    defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX)
+constexpr bool planted = true;
+#else
+constexpr bool planted = false;
+#endif
+constexpr int usage_error = planted ? 0 : 2;  // never the exit code a should_fail test accepts
+
+int main(int argc, char** argv) {
+  const std::string_view variant = argc > 1 ? argv[1] : "both";
+  if (variant != "fence" && variant != "fence_free" && variant != "both") {
+    std::fprintf(stderr, "usage: deque_model <fence|fence_free|both> [scenario...]\n");
+    return usage_error;
+  }
+  std::vector<std::string_view> only(argv + (argc > 1 ? 2 : 1), argv + argc);
+  Totals totals;
+  if (variant != "fence_free") check_all<weft::model::RelacyMemoryModel>("fence", only, totals);
+  if (variant != "fence") check_all<FenceFreeRelacyModel>("fence_free", only, totals);
+  std::printf("[deque_model] %u of %u runs failed%s\n", totals.failures, totals.runs,
+              planted ? " (planted bug: every run must fail)" : "");
+  if (totals.runs == 0) return usage_error;  // a misspelt scenario must not pass silently
+  if (planted) return totals.failures == totals.runs ? 1 : 0;
+  return totals.failures == 0 ? 0 : 1;
+}
