@@ -1,0 +1,188 @@
+// Recycling of fixed-size node blocks so a steady stream of push/pop never calls malloc.
+//
+// Two levels: a per-thread NodeCache (plain lists, no atomics: only its owner touches it) in front of a
+// shared NodePool (one lock-free stack per size class). The shared stacks are ABA-safe by construction:
+// blocks are pushed with a CAS (a push never reads the old top's fields, so an A-B-A top is harmless) and
+// taken only all at once with exchange(nullptr), never with the read-next-then-CAS pop that suffers ABA.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include "scheduler/cache_line.hpp"
+#include "scheduler/memory_model.hpp"
+
+namespace weft::sched {
+
+// Blocks are pooled in size classes of 64, 128, 192 and 256 bytes; larger or over-aligned nodes bypass the pool.
+inline constexpr std::size_t kPoolGranule = 64;
+inline constexpr std::size_t kPoolClasses = 4;
+inline constexpr std::size_t kUnpooled = kPoolClasses;
+
+[[nodiscard]] constexpr std::size_t pool_class_for(std::size_t bytes, std::size_t align) noexcept {
+  if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__ || bytes > kPoolGranule * kPoolClasses) return kUnpooled;
+  return (bytes + kPoolGranule - 1) / kPoolGranule - 1;
+}
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+template <MemoryModel M>
+class NodePool {
+ public:
+  // recycle = false frees every block at once: the model tests need real frees so Relacy sees early frees.
+  explicit NodePool(bool recycle) noexcept : recycle_(recycle) {
+    for (auto& s : shared_) s.top.store(nullptr, std::memory_order_relaxed);  // no other thread sees us yet
+  }
+  NodePool(const NodePool&) = delete;
+  NodePool& operator=(const NodePool&) = delete;
+  ~NodePool() {
+    for (auto& s : shared_) release_chain(s.top.load(std::memory_order_relaxed));  // no user is left
+  }
+
+  [[nodiscard]] bool recycles() const noexcept { return recycle_; }
+  // Blocks obtained from / returned to the system since construction.
+  [[nodiscard]] std::uint64_t system_allocations() const noexcept {
+    return system_allocations_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
+  }
+  [[nodiscard]] std::uint64_t system_frees() const noexcept {
+    return system_frees_.load(std::memory_order_relaxed);  // a statistic: no ordering needed
+  }
+
+  [[nodiscard]] void* allocate_from_system(std::size_t bytes, std::size_t align) {
+    const std::size_t cls = pool_class_for(bytes, align);
+    void* p = cls == kUnpooled ? ::operator new(bytes, std::align_val_t{align})
+                               : ::operator new((cls + 1) * kPoolGranule);
+    system_allocations_.fetch_add(1, std::memory_order_relaxed);  // a statistic: no ordering needed
+    return p;
+  }
+  void free_to_system(void* p, std::size_t cls, std::size_t align) noexcept {
+    if (cls == kUnpooled) {
+      ::operator delete(p, std::align_val_t{align});
+    } else {
+      ::operator delete(p);
+    }
+    system_frees_.fetch_add(1, std::memory_order_relaxed);  // a statistic: no ordering needed
+  }
+
+  // Returns one block without a cache: to the shared pool when recycling, else to the system.
+  void give_back(void* p, std::size_t bytes, std::size_t align) noexcept {
+    const std::size_t cls = pool_class_for(bytes, align);
+    if (cls == kUnpooled || !recycle_) {
+      free_to_system(p, cls, align);
+      return;
+    }
+    auto* b = ::new (p) FreeBlock{nullptr};
+    push_chain(cls, b, b);
+  }
+
+  // Pushes the chain first..last (linked through FreeBlock::next) onto the shared stack of class cls.
+  void push_chain(std::size_t cls, FreeBlock* first, FreeBlock* last) noexcept {
+    FreeBlock* top = shared_[cls].top.load(std::memory_order_relaxed);  // only a guess for the CAS
+    do {
+      last->next = top;
+      // release: the taker's acquire exchange must see the chain's links (and the blocks' last writes).
+    } while (!shared_[cls].top.compare_exchange_weak(top, first, std::memory_order_release,
+                                                      std::memory_order_relaxed));
+  }
+  // Takes every block of class cls at once (nullptr if none).
+  [[nodiscard]] FreeBlock* take_all(std::size_t cls) noexcept {
+    // acquire: pairs with push_chain's release so the links and the blocks' prior use happen-before our reuse.
+    return shared_[cls].top.exchange(nullptr, std::memory_order_acquire);
+  }
+
+  void release_chain(FreeBlock* b) noexcept {
+    while (b != nullptr) {
+      FreeBlock* next = b->next;
+      free_to_system(b, 0, 0);
+      b = next;
+    }
+  }
+
+ private:
+  struct alignas(kCacheLine) SharedStack {
+    typename M::template atomic<FreeBlock*> top;
+  };
+  std::array<SharedStack, kPoolClasses> shared_;
+  bool recycle_;
+  std::atomic<std::uint64_t> system_allocations_{0};
+  std::atomic<std::uint64_t> system_frees_{0};
+};
+
+// One thread's cache in front of a NodePool. Not thread-safe: owned by one thread record.
+template <MemoryModel M>
+class NodeCache {
+ public:
+  explicit NodeCache(NodePool<M>& pool) noexcept : pool_(&pool) {}
+  NodeCache(const NodeCache&) = delete;
+  NodeCache& operator=(const NodeCache&) = delete;
+  ~NodeCache() { free_all(); }
+
+  // A block of at least `bytes` bytes aligned to `align`: from this cache, else the shared pool, else malloc.
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t align) {
+    const std::size_t cls = pool_class_for(bytes, align);
+    if (cls == kUnpooled || !pool_->recycles()) return pool_->allocate_from_system(bytes, align);
+    if (lists_[cls] == nullptr) refill(cls);
+    if (FreeBlock* b = lists_[cls]; b != nullptr) {
+      lists_[cls] = b->next;
+      --counts_[cls];
+      return b;
+    }
+    return pool_->allocate_from_system(bytes, align);
+  }
+
+  // Returns a block obtained from allocate() with the same bytes/align.
+  void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept {
+    const std::size_t cls = pool_class_for(bytes, align);
+    if (cls == kUnpooled || !pool_->recycles()) {
+      pool_->free_to_system(p, cls, align);
+      return;
+    }
+    auto* b = ::new (p) FreeBlock{lists_[cls]};
+    lists_[cls] = b;
+    if (++counts_[cls] >= 2 * kCapacity) spill(cls, kCapacity);
+  }
+
+  // Hands every cached block to the shared pool (a thread leaving the domain).
+  void drain() noexcept {
+    for (std::size_t cls = 0; cls < kPoolClasses; ++cls) spill(cls, counts_[cls]);
+  }
+  // Frees every cached block to the system (the domain is being destroyed).
+  void free_all() noexcept {
+    for (std::size_t cls = 0; cls < kPoolClasses; ++cls) {
+      if (lists_[cls] == nullptr) continue;  // an orphaned record's cache may outlive its pool, emptied
+      pool_->release_chain(lists_[cls]);
+      lists_[cls] = nullptr;
+      counts_[cls] = 0;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kCapacity = 128;
+
+  void refill(std::size_t cls) noexcept {
+    FreeBlock* chain = pool_->take_all(cls);
+    lists_[cls] = chain;
+    for (; chain != nullptr; chain = chain->next) ++counts_[cls];
+  }
+  // Moves the first n cached blocks of class cls to the shared pool as one chain.
+  void spill(std::size_t cls, std::size_t n) noexcept {
+    if (n == 0) return;
+    FreeBlock* first = lists_[cls];
+    FreeBlock* last = first;
+    for (std::size_t i = 1; i < n; ++i) last = last->next;
+    lists_[cls] = last->next;
+    counts_[cls] -= n;
+    pool_->push_chain(cls, first, last);
+  }
+
+  NodePool<M>* pool_;
+  std::array<FreeBlock*, kPoolClasses> lists_{};
+  std::array<std::size_t, kPoolClasses> counts_{};
+};
+
+}  // namespace weft::sched
