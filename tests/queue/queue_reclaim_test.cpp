@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "tests/queue/queue_test_support.hpp"
@@ -35,7 +36,14 @@ TEST_CASE_TEMPLATE("short-lived threads reuse records: memory stays bounded", Do
   MESSAGE("records after 400 short-lived threads: ", s.records, ", retired now: ", s.retired_now,
           ", blocks from the system: ", s.system_allocations);
   CHECK(s.records <= records_after_first_wave + 2);  // released at exit and reused, not one per thread
-  CHECK(s.retired_now <= s.records * 2 * 2 * s.records + 64 * s.records);  // both domains' per-record limits
+  if constexpr (std::is_same_v<Domain, weft::test::HpDomain>) {
+    CHECK(s.retired_now <= s.records * 2 * 2 * s.records);  // N x R with R = 2H, H = 2N
+  } else {
+    // QSBR has no hard bound: what a record could not free at release (the other thread was inside an
+    // operation) waits for its next owner's first pass. Bounded by one thread's life of retires (500) per
+    // record plus a pass's threshold, twice over — not by the 200,000 retires of the whole run.
+    CHECK(s.retired_now <= s.records * (2 * 500 + 64));
+  }
   CHECK(s.system_allocations < 10000);  // 200000 pushes: nodes came back through the pool
 }
 
