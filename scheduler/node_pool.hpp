@@ -27,8 +27,12 @@ inline constexpr std::size_t kUnpooled = kPoolClasses;
   return (bytes + kPoolGranule - 1) / kPoolGranule - 1;
 }
 
+// A free block. On the shared stack, blocks travel in chains; the first block of each chain records the
+// chain's length and last block, so that a taker can count what it took by visiting chain heads only.
 struct FreeBlock {
   FreeBlock* next;
+  std::size_t chain_length = 1;
+  FreeBlock* chain_last = this;
 };
 
 template <MemoryModel M>
@@ -77,11 +81,14 @@ class NodePool {
       return;
     }
     auto* b = ::new (p) FreeBlock{nullptr};
-    push_chain(cls, b, b);
+    push_chain(cls, b, b, 1);
   }
 
-  // Pushes the chain first..last (linked through FreeBlock::next) onto the shared stack of class cls.
-  void push_chain(std::size_t cls, FreeBlock* first, FreeBlock* last) noexcept {
+  // Pushes the chain first..last of `length` blocks (linked through FreeBlock::next) onto the shared stack
+  // of class cls.
+  void push_chain(std::size_t cls, FreeBlock* first, FreeBlock* last, std::size_t length) noexcept {
+    first->chain_length = length;
+    first->chain_last = last;
     FreeBlock* top = shared_[cls].top.load(std::memory_order_relaxed);  // only a guess for the CAS
     do {
       last->next = top;
@@ -149,7 +156,9 @@ class NodeCache {
 
   // Hands every cached block to the shared pool (a thread leaving the domain).
   void drain() noexcept {
-    for (std::size_t cls = 0; cls < kPoolClasses; ++cls) spill(cls, counts_[cls]);
+    for (std::size_t cls = 0; cls < kPoolClasses; ++cls) {
+      if (counts_[cls] != 0) spill(cls, counts_[cls]);
+    }
   }
   // Frees every cached block to the system (the domain is being destroyed).
   void free_all() noexcept {
@@ -164,10 +173,12 @@ class NodeCache {
  private:
   static constexpr std::size_t kCapacity = 128;
 
+  // Takes the shared pool's whole stack and counts it by visiting chain heads only: walking every cold block
+  // just to count it cost a cache miss per block on the submission path.
   void refill(std::size_t cls) noexcept {
     FreeBlock* chain = pool_->take_all(cls);
     lists_[cls] = chain;
-    for (; chain != nullptr; chain = chain->next) ++counts_[cls];
+    for (; chain != nullptr; chain = chain->chain_last->next) counts_[cls] += chain->chain_length;
   }
   // Moves the first n cached blocks of class cls to the shared pool as one chain.
   void spill(std::size_t cls, std::size_t n) noexcept {
@@ -177,7 +188,7 @@ class NodeCache {
     for (std::size_t i = 1; i < n; ++i) last = last->next;
     lists_[cls] = last->next;
     counts_[cls] -= n;
-    pool_->push_chain(cls, first, last);
+    pool_->push_chain(cls, first, last, n);
   }
 
   NodePool<M>* pool_;
