@@ -4,8 +4,14 @@
 #include <array>
 #include <thread>
 
+#include <cerrno>
+#include <cstring>
+
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace weft::os {
 
@@ -35,6 +41,26 @@ bool pin_current_thread(std::span<const unsigned> cpus) noexcept {
     CPU_SET(cpu, &set);
   }
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+std::vector<unsigned> allowed_cpus() {
+  std::vector<unsigned> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (unsigned cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+  }
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
+}
+
+std::optional<std::string> set_current_thread_nice(int nice) {
+  // On Linux the nice value is per thread: PRIO_PROCESS with the thread id changes only this thread.
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  if (setpriority(PRIO_PROCESS, tid, nice) != 0) return std::string(std::strerror(errno));
+  return std::nullopt;
 }
 
 }  // namespace weft::os

@@ -2,8 +2,11 @@
 // Internal to weft: the scheduler calls these; users configure them through PoolOptions.
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace weft::os {
 
@@ -18,5 +21,11 @@ bool set_current_thread_name(std::string_view name) noexcept;
 // Restricts the calling thread to the given CPUs. Returns false (and changes nothing) if a CPU
 // index is out of range or the OS refused, e.g. because the CPU is not in the process's mask.
 bool pin_current_thread(std::span<const unsigned> cpus) noexcept;
+
+// The CPUs in this process's affinity mask, ascending.
+[[nodiscard]] std::vector<unsigned> allowed_cpus();
+
+// Sets the calling thread's nice value. Returns an empty optional on success, else the OS's reason.
+[[nodiscard]] std::optional<std::string> set_current_thread_nice(int nice);
 
 }  // namespace weft::os

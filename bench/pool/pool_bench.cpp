@@ -1,0 +1,117 @@
+// weft::Pool against oneTBB on the workloads of issue 3 (bench/common/pool_workloads.hpp), side by side in one
+// binary. Each library's pool (weft::Pool, tbb::task_arena) is created once in main(), before any timing, with
+// the same number of threads (WEFT_BENCH_THREADS, default: every usable CPU). One benchmark iteration is one
+// whole workload. Ratios: run with --benchmark_repetitions=N --benchmark_report_aggregates_only=true and divide
+// the weft median by the oneTBB median.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/common/peak_rss.hpp"
+#include "bench/common/pool_workloads.hpp"
+#include "bench/common/tbb_side.hpp"
+#include "bench/common/weft_side.hpp"
+
+namespace {
+
+using namespace weft::bench;
+
+template <PoolSide S>
+void noop_burst(benchmark::State& state, S& side) {
+  for (auto _ : state) side.noop_burst(kNoopTasks);
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kNoopTasks));
+}
+
+template <PoolSide S>
+void fib(benchmark::State& state, S& side) {
+  for (auto _ : state) {
+    if (side.fib(kFibN) != kFibExpected) state.SkipWithError("fib returned a wrong value");
+  }
+}
+
+template <PoolSide S>
+void round_trips(benchmark::State& state, S& side) {
+  for (auto _ : state) {
+    if (side.round_trips(kRoundTrips) != round_trip_sum(kRoundTrips)) state.SkipWithError("lost a round trip");
+  }
+  state.SetItemsProcessed(state.iterations() * kRoundTrips);
+}
+
+// Manual time: only post -> start counts, not the idle period before it. The time column is the mean of the
+// samples, which one descheduled sample can dominate on a busy machine: the p50_us counter is their median.
+template <PoolSide S>
+void wake_latency(benchmark::State& state, S& side) {
+  std::vector<double> samples;
+  for (auto _ : state) {
+    const double seconds = std::chrono::duration<double>(wake_after_idle(side)).count();
+    state.SetIterationTime(seconds);
+    samples.push_back(seconds * 1e6);
+  }
+  if (samples.empty()) return;
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  state.counters["p50_us"] = samples[samples.size() / 2];
+}
+
+// One fresh child process per iteration; the counters are that child's figures (averaged over iterations).
+template <PoolSide S>
+void peak_rss(benchmark::State& state, S&, unsigned threads) {
+  double peak = 0;
+  double workload = 0;
+  for (auto _ : state) {
+    const auto rss = measure_peak_rss(S::kName, threads);
+    if (!rss) {
+      state.SkipWithError("the peak-RSS child process failed");
+      return;
+    }
+    peak += static_cast<double>(rss->peak_kib) / 1024.0;
+    workload += static_cast<double>(rss->workload_kib()) / 1024.0;
+  }
+  const auto runs = static_cast<double>(state.iterations());
+  state.counters["peak_MiB"] = peak / runs;
+  state.counters["over_baseline_MiB"] = workload / runs;
+}
+
+template <PoolSide S>
+void register_side(S& side, unsigned threads) {
+  const std::string name(S::kName);
+  benchmark::RegisterBenchmark(("noop_1M/" + name).c_str(), noop_burst<S>, std::ref(side))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("fib28/" + name).c_str(), fib<S>, std::ref(side))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("submit_wait_x1000/" + name).c_str(), round_trips<S>, std::ref(side))
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  // A fixed count: each iteration sleeps kIdleBeforeWake first, which manual time does not see.
+  benchmark::RegisterBenchmark(("wake_latency/" + name).c_str(), wake_latency<S>, std::ref(side))
+      ->Unit(benchmark::kMicrosecond)
+      ->UseManualTime()
+      ->Iterations(40);
+  benchmark::RegisterBenchmark(("peak_rss_1M/" + name).c_str(), peak_rss<S>, std::ref(side), threads)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const auto code = run_peak_rss_child_if_asked(argc, argv)) return *code;
+  const unsigned threads = default_threads();
+  WeftSide weft_side(threads);
+  TbbSide tbb_side(threads);
+  register_side(weft_side, threads);
+  register_side(tbb_side, threads);
+  benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("oneTBB", std::string(tbb_runtime_version()));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,175 @@
+// The state a weft::Future shares with its task. Public only because Future<T> is a template; users never
+// name anything here.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <new>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace weft::detail {
+
+// Lifecycle: pending -> running -> value | exception, or pending -> dropped. Whoever moves it from pending to
+// running (a worker, or a waiter running the task inline) is the only one to call the task.
+class FutureStateBase {
+ public:
+  enum Status : std::uint32_t { pending, running, has_value, has_exception, dropped };
+
+  FutureStateBase(const FutureStateBase&) = delete;
+  FutureStateBase& operator=(const FutureStateBase&) = delete;
+
+  // Runs the task unless someone already claimed it. Called through the queued task, and by waiters.
+  bool run_if_unclaimed() noexcept {
+    std::uint32_t expected = pending;
+    // acq_rel: the winner sees the state as constructed; relaxed failure: a loser touches nothing.
+    if (!status_.compare_exchange_strong(expected, running, std::memory_order_acq_rel, std::memory_order_relaxed))
+      return false;
+    publish(run_task());
+    return true;
+  }
+
+  // The queued task was destroyed without running (DropPending shutdown): tell the future.
+  void drop_if_unclaimed() noexcept {
+    std::uint32_t expected = pending;
+    if (status_.compare_exchange_strong(expected, dropped, std::memory_order_acq_rel, std::memory_order_relaxed))
+      wake_waiters();
+  }
+
+  [[nodiscard]] Status status() const noexcept {
+    // acquire: pairs with publish(), so a reader of a final status sees the value or exception stored.
+    return static_cast<Status>(status_.load(std::memory_order_acquire));
+  }
+  [[nodiscard]] bool ready() const noexcept { return status() >= has_value; }
+  // False if the task has an affinity: then only the pool may run it, never a waiter inline.
+  [[nodiscard]] bool may_run_inline() const noexcept { return may_run_inline_; }
+
+  // For the blocking wait (scheduler): the word a sleeping waiter watches, and its announce/withdraw.
+  [[nodiscard]] std::atomic<std::uint32_t>& status_word() noexcept { return status_; }
+  void add_waiter() noexcept { waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  void remove_waiter() noexcept { waiters_.fetch_sub(1, std::memory_order_relaxed); }
+
+  void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    // acq_rel: the last owner must see every write the other owner made before destroying.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+  }
+
+ protected:
+  explicit FutureStateBase(bool may_run_inline) noexcept : may_run_inline_(may_run_inline) {}
+  ~FutureStateBase() = default;
+
+  std::exception_ptr error_;
+
+ private:
+  virtual Status run_task() noexcept = 0;
+  virtual void destroy() noexcept = 0;
+
+  void publish(Status final_status) noexcept {
+    // seq_cst store + the seq_cst load in wake_waiters() pair with add_waiter() and the waiter's seq_cst
+    // re-check: either the waiter sees the final status, or we see its announcement and wake it.
+    status_.store(final_status, std::memory_order_seq_cst);
+    wake_waiters();
+  }
+  void wake_waiters() noexcept;
+
+  std::atomic<std::uint32_t> status_{pending};
+  std::atomic<std::uint32_t> waiters_{0};
+  std::atomic<std::uint32_t> refs_{2};  // the future and the queued task
+  const bool may_run_inline_;
+};
+
+// Blocks until the state is ready. On a worker of a weft pool the worker runs other tasks meanwhile; anywhere,
+// a task nobody has started yet (and that has no affinity) is run inline by the waiter.
+void wait_until_ready(FutureStateBase& state);
+// As wait_until_ready, giving up at the deadline; returns state.ready().
+bool wait_until_ready_for(FutureStateBase& state, std::chrono::nanoseconds timeout);
+
+// The typed half: where the result lives.
+template <class R>
+class FutureResult : public FutureStateBase {
+ public:
+  R take_value() { return std::move(*std::launder(reinterpret_cast<R*>(&value_))); }
+  std::exception_ptr take_error() noexcept { return std::move(error_); }
+
+ protected:
+  using FutureStateBase::FutureStateBase;
+  ~FutureResult() {
+    if (status() == has_value) std::launder(reinterpret_cast<R*>(&value_))->~R();
+  }
+  template <class... A>
+  void emplace_value(A&&... args) {
+    ::new (static_cast<void*>(&value_)) R(std::forward<A>(args)...);
+  }
+
+ private:
+  alignas(R) std::byte value_[sizeof(R)];
+};
+
+template <>
+class FutureResult<void> : public FutureStateBase {
+ public:
+  void take_value() noexcept {}
+  std::exception_ptr take_error() noexcept { return std::move(error_); }
+
+ protected:
+  using FutureStateBase::FutureStateBase;
+  ~FutureResult() = default;
+};
+
+// The callable and its arguments, run once by whoever claims the state.
+template <class R, class F, class... Args>
+class FutureTask final : public FutureResult<R> {
+ public:
+  template <class G, class... A>
+  FutureTask(bool may_run_inline, G&& f, A&&... args)
+      : FutureResult<R>(may_run_inline), f_(std::forward<G>(f)), args_(std::forward<A>(args)...) {}
+
+ private:
+  FutureStateBase::Status run_task() noexcept override {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        std::apply(f_, std::move(args_));
+      } else {
+        this->emplace_value(std::apply(f_, std::move(args_)));
+      }
+      return FutureStateBase::has_value;
+    } catch (...) {
+      this->error_ = std::current_exception();
+      return FutureStateBase::has_exception;
+    }
+  }
+  void destroy() noexcept override { delete this; }
+
+  F f_;
+  std::tuple<Args...> args_;
+};
+
+// The closure a submitted task is queued as: runs the state's task unless a waiter already ran it inline, and
+// if destroyed without running (a DropPending shutdown), reports the task dropped. Either way it releases its
+// reference, so nothing submitted is lost without its future knowing.
+class RunFutureTask {
+ public:
+  explicit RunFutureTask(FutureStateBase* state) noexcept : state_(state) {}
+  RunFutureTask(RunFutureTask&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  RunFutureTask& operator=(RunFutureTask&&) = delete;
+  ~RunFutureTask() {
+    if (state_ != nullptr) {
+      state_->drop_if_unclaimed();
+      state_->release();
+    }
+  }
+  void operator()() noexcept {
+    state_->run_if_unclaimed();
+    std::exchange(state_, nullptr)->release();
+  }
+
+ private:
+  FutureStateBase* state_;
+};
+
+}  // namespace weft::detail

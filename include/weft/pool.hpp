@@ -1,0 +1,165 @@
+// weft::Pool: the work-stealing scheduler every weft graph runs on.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weft/errors.hpp"
+#include "weft/future.hpp"
+#include "weft/pool_options.hpp"
+#include "weft/small_function.hpp"
+
+namespace weft {
+
+namespace sched {
+class Engine;  // scheduler/engine.hpp: the pool's workers, queues and parking
+}
+namespace detail {
+// How a submission waits for room when PoolOptions::max_queued tasks are queued.
+enum class Admission : std::uint8_t { block, try_once, until };
+}
+
+// The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::accepted`.
+template <class T>
+struct [[nodiscard]] Submitted {
+  SubmitStatus status;
+  Future<T> future;
+};
+
+// What shutdown_for did.
+struct ShutdownResult {
+  bool drained;           // every accepted task ran before the deadline
+  std::uint64_t dropped;  // tasks dropped at the deadline (their futures report task_dropped)
+};
+
+// The result type of submit(f, args...): what f returns when called with the (moved) arguments.
+template <class F, class... Args>
+using submit_result_t = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&&...>;
+
+// A fixed set of worker threads that run tasks: each worker has its own work-stealing deque, tasks from other
+// threads enter through lock-free queues, idle workers steal, then sleep without burning CPU.
+//
+// Contract:
+// - Every accepted task runs exactly once, or — only under Shutdown::DropPending or a shutdown_for deadline —
+//   is dropped and reported (its future throws task_dropped; shutdown returns the count). A refused submission
+//   says so: post/submit throw weft::pool_closed, try_/_for return SubmitStatus::closed or ::full.
+// - A task posted from a worker goes to that worker's deque (LIFO for the owner, stolen FIFO by others); from
+//   any other thread, to a shared FIFO queue. Priority and affinity: see TaskOptions.
+// - The destructor shuts down with Shutdown::Drain. The pool may not be destroyed, shut down or waited idle
+//   from one of its own tasks: those calls throw weft::would_deadlock.
+// - All member functions are thread-safe.
+//
+// Example:
+//   weft::Pool pool{weft::PoolOptions{.threads = 4}};
+//   pool.post([] { /* fire and forget */ });
+//   weft::Future<int> f = pool.submit([](int a) { return a * 2; }, 21);
+//   int v = f.get();   // 42; rethrows the task's exception
+//   pool.wait_idle();  // every accepted task has finished
+class Pool {
+ public:
+  // One worker per usable CPU, default options.
+  Pool();
+  // Throws weft::invalid_option naming the field if an option is out of range.
+  explicit Pool(PoolOptions options);
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // Runs f() once on a worker; its result is discarded and an exception goes to PoolOptions::on_error.
+  // Blocks while max_queued tasks wait. Throws pool_closed after shutdown.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  void post(F&& f, TaskOptions options = {}) {
+    admit_or_throw(enqueue(small_function<void()>(std::forward<F>(f)), options, Admission::block, {}), "post");
+  }
+
+  // As post, but never blocks: returns SubmitStatus::full or ::closed instead of waiting or throwing.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  [[nodiscard]] SubmitStatus try_post(F&& f, TaskOptions options = {}) {
+    return enqueue(small_function<void()>(std::forward<F>(f)), options, Admission::try_once, {});
+  }
+
+  // Runs f(args...) once on a worker; the future carries its value or exception. Blocks while max_queued
+  // tasks wait. Throws pool_closed after shutdown.
+  template <class F, class... Args>
+    requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
+  Future<submit_result_t<F, Args...>> submit(F&& f, Args&&... args) {
+    return submit_with(TaskOptions{}, std::forward<F>(f), std::forward<Args>(args)...);
+  }
+
+  // submit with per-task options (priority, affinity).
+  template <class F, class... Args>
+    requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
+  Future<submit_result_t<F, Args...>> submit_with(TaskOptions options, F&& f, Args&&... args) {
+    auto result = submit_impl(options, Admission::block, {}, std::forward<F>(f), std::forward<Args>(args)...);
+    admit_or_throw(result.status, "submit");
+    return std::move(result.future);
+  }
+
+  // As submit, but never blocks: status full or closed instead of waiting or throwing.
+  template <class F, class... Args>
+    requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
+  Submitted<submit_result_t<F, Args...>> try_submit(F&& f, Args&&... args) {
+    return submit_impl(TaskOptions{}, Admission::try_once, {}, std::forward<F>(f), std::forward<Args>(args)...);
+  }
+
+  // As submit, but waits at most `timeout` for room in the queue: status full if there was none.
+  template <class Rep, class Period, class F, class... Args>
+    requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
+  Submitted<submit_result_t<F, Args...>> submit_for(std::chrono::duration<Rep, Period> timeout, F&& f,
+                                                    Args&&... args) {
+    return submit_impl(TaskOptions{}, Admission::until, std::chrono::steady_clock::now() + timeout,
+                       std::forward<F>(f), std::forward<Args>(args)...);
+  }
+
+  // Blocks until every accepted task has finished (tasks they post meanwhile included).
+  void wait_idle();
+
+  // Stops accepting tasks; Drain runs every accepted one, DropPending drops those not started (running ones
+  // finish). Then joins the workers. Returns the number dropped. Idempotent: a second call returns 0.
+  std::uint64_t shutdown(Shutdown policy = Shutdown::Drain);
+  // Drains for at most `timeout`, then drops what has not started.
+  ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
+
+  // Number of worker threads.
+  [[nodiscard]] unsigned size() const noexcept;
+  // The calling thread's worker index if it is one of this pool's workers.
+  [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
+  [[nodiscard]] PoolStats stats() const;
+  // The exceptions kept because PoolOptions::on_error was unset (at most 64; PoolStats::errors counts all).
+  [[nodiscard]] std::vector<std::exception_ptr> take_errors();
+
+ private:
+  using Admission = detail::Admission;
+
+  SubmitStatus enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
+                       std::chrono::steady_clock::time_point deadline);
+  static void admit_or_throw(SubmitStatus status, const char* what);
+
+  template <class F, class... Args>
+  Submitted<submit_result_t<F, Args...>> submit_impl(TaskOptions options, Admission admission,
+                                                     std::chrono::steady_clock::time_point deadline, F&& f,
+                                                     Args&&... args) {
+    using R = submit_result_t<F, Args...>;
+    using State = detail::FutureTask<R, std::decay_t<F>, std::decay_t<Args>...>;
+    auto* state = new State(!options.affinity.has_value(), std::forward<F>(f), std::forward<Args>(args)...);
+    Future<R> future = detail::FutureAccess::adopt<R>(state);
+    const SubmitStatus status =
+        enqueue(small_function<void()>(detail::RunFutureTask(state)), options, admission, deadline);
+    if (status != SubmitStatus::accepted) future = Future<R>();
+    return {status, std::move(future)};
+  }
+
+  std::unique_ptr<sched::Engine> engine_;
+};
+
+}  // namespace weft

@@ -1,0 +1,106 @@
+// How a weft::Pool is configured, and the per-task options of post/submit.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weft/small_function.hpp"
+
+namespace weft {
+
+// Run-time priority of a task: a free worker takes a ready High task before any Normal one, and a Normal one
+// before any Low one. Within a priority, a worker prefers its own recent work (LIFO), then the oldest
+// submissions from outside (FIFO), then work stolen from other workers.
+enum class Priority : std::uint8_t { High, Normal, Low };
+
+// Where the pool's worker threads may run.
+enum class Pinning : std::uint8_t {
+  none,          // wherever the OS schedules them
+  one_per_cpu,   // worker i on the i-th CPU of the process's affinity mask (modulo its size)
+  cpu_list,      // worker i on PoolOptions::cpus[i % cpus.size()]
+};
+
+// What shutdown does with tasks that were accepted but have not started.
+enum class Shutdown : std::uint8_t {
+  Drain,        // run every one of them, then stop
+  DropPending,  // run none of them: their futures report task_dropped, and the count is returned
+};
+
+// The answer of a try_/..._for submission.
+enum class SubmitStatus : std::uint8_t {
+  accepted,  // the task will run exactly once (or be reported dropped by a DropPending shutdown)
+  full,      // PoolOptions::max_queued tasks are waiting: not accepted (try_) or not within the timeout (_for)
+  closed,    // the pool is shutting down: not accepted
+};
+
+// What the task hooks are told.
+struct TaskEvent {
+  unsigned worker;    // index of the worker running the task, in [0, Pool::size())
+  Priority priority;  // the priority it was submitted with
+};
+
+// Per-task options for post/submit.
+struct TaskOptions {
+  Priority priority = Priority::Normal;
+  // Run on this worker (index in [0, Pool::size())) if it gets to the task in time: the task goes to that
+  // worker's mailbox, and an idle worker may still take it once it has waited `PoolOptions::affinity_patience`.
+  std::optional<unsigned> affinity{};
+};
+
+// Pool configuration. Every field has a working default; out-of-range values throw weft::invalid_option from
+// the Pool constructor, naming the field. Every member has a default member initializer, so that designated
+// initializers naming only some fields (PoolOptions{.threads = 4}) compile cleanly under -Wextra -Werror.
+struct PoolOptions {
+  // Number of worker threads; 0 means one per CPU this process may use. At most 4096.
+  unsigned threads = 0;
+  Pinning pinning = Pinning::none;
+  // CPUs for Pinning::cpu_list; must be non-empty then, and each CPU must be one the process may use.
+  std::vector<unsigned> cpus{};
+  // Workers are named "<name>-0", "<name>-1", … (Linux keeps 15 characters) for top -H and debuggers.
+  std::string name = "weft";
+  // If set, the workers' nice value (-20..19; lowering it usually needs privileges, and failing to is an error).
+  std::optional<int> nice{};
+  // How long an idle worker keeps looking for work before it sleeps. Longer: lower wake-up latency, more CPU
+  // burnt while idle. At most one second.
+  std::chrono::microseconds spin_before_park{50};
+  // How long a task with an affinity waits for its worker before an idle worker may take it.
+  std::chrono::microseconds affinity_patience{200};
+  // At most this many accepted tasks waiting to start (0: unbounded). When full, post/submit block (a worker
+  // that submits runs other work meanwhile), try_post/try_submit return SubmitStatus::full. One exception,
+  // to rule out deadlock: a blocking post/submit from a worker that is already nested in the maximum number
+  // of waits (and so can no longer run the queued tasks that would make room) is admitted over the limit.
+  std::size_t max_queued = 0;
+  // Called with the exception of a task started with post() (submit() hands it to the future instead), or of
+  // a hook. Unset: the pool keeps the first ones (Pool::take_errors) and counts all (PoolStats::errors).
+  // An exception thrown by on_error itself is counted and kept in the same way, never lost.
+  // Called from any worker, possibly from several at once: the handler must be thread-safe.
+  small_function<void(std::exception_ptr)> on_error{};
+  // Opt-in hooks around every task, run on the worker; unset they cost one predictable branch per task.
+  // Like on_error, each is one object called from every worker concurrently: it must be thread-safe.
+  small_function<void(const TaskEvent&)> on_task_start{};
+  small_function<void(const TaskEvent&)> on_task_end{};
+};
+
+// Counters of one worker since the pool started. Each is exact for that worker at the time it is read.
+struct WorkerStats {
+  std::uint64_t executed = 0;        // tasks run (including those run while waiting for a future)
+  std::uint64_t stolen = 0;          // tasks taken from another worker's deque or mailbox
+  std::uint64_t steal_attempts = 0;  // steal calls made, successful or not
+  std::uint64_t parks = 0;           // times the worker went to sleep
+  std::uint64_t wakeups = 0;         // times it woke up from sleep
+};
+
+struct PoolStats {
+  std::vector<WorkerStats> workers;
+  std::size_t queued = 0;        // accepted tasks not started yet (a snapshot)
+  std::size_t in_flight = 0;     // accepted tasks not finished yet, queued ones included (a snapshot)
+  std::uint64_t errors = 0;      // exceptions that reached on_error or were kept
+  std::uint64_t dropped = 0;     // tasks dropped by shutdown
+};
+
+}  // namespace weft

@@ -1,0 +1,670 @@
+#include "scheduler/engine.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <thread>
+
+#include "scheduler/cpu_relax.hpp"
+#include "src/os_thread.hpp"
+
+namespace weft::sched {
+namespace {
+
+// The worker the calling thread is (in any engine), so that a task spawned on a worker goes to its deque.
+thread_local Worker* tls_worker = nullptr;
+
+constexpr std::size_t kKeptErrors = 64;
+constexpr unsigned kMaxThreads = 4096;
+
+std::size_t slot(Priority p) noexcept { return static_cast<std::size_t>(p); }
+
+[[noreturn]] void invalid(const std::string& what) { throw invalid_option("weft::PoolOptions::" + what); }
+
+std::string list(const std::vector<unsigned>& cpus) {
+  std::string out;
+  for (const unsigned cpu : cpus) {
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(cpu));
+  }
+  return out;
+}
+
+}  // namespace
+
+Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
+
+Engine::Engine(PoolOptions options) : options_(std::move(options)) {
+  if (options_.threads > kMaxThreads)
+    invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));
+  const unsigned count = options_.threads == 0 ? os::usable_cpu_count() : options_.threads;
+  if (options_.name.empty()) invalid("name is empty: workers need a name prefix");
+  if (options_.nice && (*options_.nice < -20 || *options_.nice > 19))
+    invalid("nice = " + std::to_string(*options_.nice) + ": must be in -20..19");
+  if (options_.spin_before_park < std::chrono::microseconds::zero() ||
+      options_.spin_before_park > std::chrono::seconds(1))
+    invalid("spin_before_park = " + std::to_string(options_.spin_before_park.count()) + "us: must be in 0..1s");
+  if (options_.affinity_patience < std::chrono::microseconds::zero() ||
+      options_.affinity_patience > std::chrono::seconds(10))
+    invalid("affinity_patience = " + std::to_string(options_.affinity_patience.count()) +
+            "us: must be in 0..10s");
+  const auto allowed = os::allowed_cpus();
+  if (options_.pinning == Pinning::cpu_list) {
+    if (options_.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::cpu_list");
+    for (const unsigned cpu : options_.cpus) {
+      if (!std::binary_search(allowed.begin(), allowed.end(), cpu))
+        invalid("cpus contains CPU " + std::to_string(cpu) + ", which this process may not use (allowed: " +
+                list(allowed) + ")");
+    }
+  } else if (!options_.cpus.empty()) {
+    invalid("cpus is set, but pinning is not Pinning::cpu_list: the CPU list would be ignored");
+  }
+  if (options_.pinning == Pinning::one_per_cpu) options_.cpus = allowed;
+
+  for (auto& queue : injected_) queue = std::make_unique<TaskQueue>(domain_);
+  workers_.reserve(count);
+  for (unsigned i = 0; i < count; ++i) {
+    workers_.push_back(std::make_unique<Worker>(*this, i, domain_));
+    workers_.back()->watches.resize(count);
+  }
+
+  starting_.store(count, std::memory_order_relaxed);
+  unsigned launched = 0;
+  try {
+    for (auto& worker : workers_) {
+      worker->thread = std::thread([this, &self = *worker] {
+        tls_worker = &self;
+        self.registration.emplace(domain_.register_thread());
+        std::string problem = apply_thread_options(self);
+        if (!problem.empty()) {
+          const std::lock_guard lock(startup_mutex_);
+          if (startup_failure_.empty()) startup_failure_ = std::move(problem);
+        }
+        // acq_rel: the constructor, which acquires the count, sees the failure written above. Everything
+        // touched here is a member, which outlives this thread (it is joined before they are destroyed).
+        starting_.fetch_sub(1, std::memory_order_acq_rel);
+        started_changed_.notify_all();
+        worker_main(self);
+        self.registration.reset();
+        tls_worker = nullptr;
+      });
+      ++launched;
+    }
+  } catch (...) {
+    // The OS refused a thread: stop the ones already started, and report.
+    starting_.fetch_sub(count - launched, std::memory_order_acq_rel);
+    begin_shutdown(State::dropping);
+    finish_shutdown();
+    throw;
+  }
+  while (starting_.load(std::memory_order_acquire) != 0) {
+    const auto key = started_changed_.prepare_wait();
+    if (starting_.load(std::memory_order_acquire) == 0) {
+      started_changed_.cancel_wait();
+      break;
+    }
+    started_changed_.wait(key);
+  }
+  std::string failure;
+  {
+    const std::lock_guard lock(startup_mutex_);
+    failure = startup_failure_;
+  }
+  if (!failure.empty()) {
+    begin_shutdown(State::dropping);
+    finish_shutdown();
+    throw invalid_option("weft::PoolOptions::" + failure);
+  }
+}
+
+Engine::~Engine() {
+  const std::lock_guard lock(shutdown_mutex_);
+  if (!joined_) {
+    begin_shutdown(State::draining);
+    while (!idle()) {
+      const auto key = idle_changed_.prepare_wait();
+      if (idle()) {
+        idle_changed_.cancel_wait();
+        break;
+      }
+      idle_changed_.wait(key);
+    }
+    finish_shutdown();
+  }
+}
+
+std::string Engine::apply_thread_options(Worker& self) {
+  os::set_current_thread_name(options_.name + "-" + std::to_string(self.index));
+  if (options_.pinning != Pinning::none) {
+    const unsigned cpu = options_.cpus[self.index % options_.cpus.size()];
+    const unsigned one[1] = {cpu};
+    if (!os::pin_current_thread(one))
+      return "pinning: worker " + std::to_string(self.index) + " could not be pinned to CPU " + std::to_string(cpu);
+  }
+  if (options_.nice) {
+    if (auto error = os::set_current_thread_nice(*options_.nice))
+      return "nice = " + std::to_string(*options_.nice) + ": worker " + std::to_string(self.index) +
+             " could not set it: " + *error;
+  }
+  return {};
+}
+
+void Engine::worker_main(Worker& self) {
+  bool ran_since_dry = false;
+  // Set after a wake-up: the next search is made as a counted searcher (below), never as a plain find_task.
+  bool woken = false;
+  for (;;) {
+    // Checked before every task, not only when dry: once a DropPending shutdown (or shutdown_for's deadline)
+    // has begun, a worker starts nothing more, so the pending tasks are left for finish_shutdown to drop.
+    // (A task already running finishes; a Future::get inside it still runs the tasks it needs meanwhile.)
+    // acquire: pairs with the shutdown stores.
+    const State now = state_.load(std::memory_order_acquire);
+    if (now == State::dropping || now == State::stopped) return;
+    if (!woken) {
+      if (Task* task = find_task(self)) {
+        execute(self, task);
+        ran_since_dry = true;
+        continue;
+      }
+      if (ran_since_dry) {
+        // This worker just ran dry: whoever waits for the pool to go idle should look again.
+        ran_since_dry = false;
+        idle_changed_.notify_all();
+      }
+    }
+    woken = false;
+
+    // Spin: announce ourselves as a searcher first, so that producers can skip the wake-up syscall.
+    spinning_.fetch_add(1, std::memory_order_seq_cst);
+    Task* found = nullptr;
+    const auto spin_until = std::chrono::steady_clock::now() + options_.spin_before_park;
+    do {
+      for (int i = 0; i < 32; ++i) cpu_relax();
+      found = find_task(self);
+    } while (found == nullptr && std::chrono::steady_clock::now() < spin_until);
+    // seq_cst: pairs with the fence in signal_work(); see there.
+    const int spinners_before = spinning_.fetch_sub(1, std::memory_order_seq_cst);
+    if (found != nullptr) {
+      // The last searcher found work: there may be more, and producers skipped waking anyone while we
+      // searched, so hand the searching over to a sleeping worker (a no-op if none sleeps).
+      if (spinners_before == 1) work_available_.notify_one();
+      execute(self, found);
+      ran_since_dry = true;
+      continue;
+    }
+    park(self);
+    // A worker woken by that hand-over must search as a counted searcher too, so that if it finds work it
+    // hands over in turn. Were it to take a task with a plain find_task and run it (possibly for long), the
+    // rest of the work published while the first searcher spun would have nobody to wake a sleeper for it:
+    // producers skipped the notify because spinning_ was > 0 (a lost wake-up, seen with 8 workers held in
+    // long tasks and 2 asleep beside 2 pending tasks).
+    woken = true;
+  }
+}
+
+Task* Engine::find_task(Worker& self) {
+  // Priority first: a ready High task beats the worker's own Normal work.
+  if (pending_[slot(Priority::High)].load(std::memory_order_relaxed) > 0) {
+    if (Task* task = take_injected(self, Priority::High)) return task;
+  }
+  if (auto task = self.deque.pop()) return *task;
+  if (self.mailbox_pending.load(std::memory_order_relaxed) > 0) {
+    if (auto task = self.mailbox.try_pop(self.ref())) {
+      self.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only: no ordering needed
+      return *task;
+    }
+  }
+  if (pending_[slot(Priority::Normal)].load(std::memory_order_relaxed) > 0) {
+    if (Task* task = take_injected(self, Priority::Normal)) return task;
+  }
+  if (Task* task = steal(self)) return task;
+  if (pending_[slot(Priority::Low)].load(std::memory_order_relaxed) > 0) {
+    if (Task* task = take_injected(self, Priority::Low)) return task;
+  }
+  return nullptr;
+}
+
+Task* Engine::take_injected(Worker& self, Priority priority) {
+  auto task = injected_[slot(priority)]->try_pop(self.ref());
+  if (!task) return nullptr;
+  // relaxed: pending_ is a hint that lets workers skip an empty queue; the queue itself orders the task.
+  pending_[slot(priority)].fetch_sub(1, std::memory_order_relaxed);
+  return *task;
+}
+
+Task* Engine::steal(Worker& self) {
+  const auto count = static_cast<unsigned>(workers_.size());
+  if (count > 1) {
+    // Two sweeps over the other workers from a random start: a victim that lost a race is likely to have
+    // more, so it gets a second chance in the second sweep.
+    const auto start = static_cast<unsigned>(self.next_random() % count);
+    for (unsigned i = 0; i < 2 * count; ++i) {
+      Worker& victim = *workers_[(start + i) % count];
+      if (&victim == &self) continue;
+      self.counters.steal_attempts.bump();
+      const auto result = victim.deque.steal();
+      if (result) {
+        self.counters.stolen.bump();
+        return result.item;
+      }
+    }
+  }
+  return steal_from_mailboxes(self);
+}
+
+Task* Engine::steal_from_mailboxes(Worker& self) {
+  std::optional<std::chrono::steady_clock::time_point> now;
+  for (auto& victim_ptr : workers_) {
+    Worker& victim = *victim_ptr;
+    if (&victim == &self || victim.mailbox_pending.load(std::memory_order_relaxed) <= 0) continue;
+    if (!now) now = std::chrono::steady_clock::now();
+    const std::uint64_t executed = victim.counters.executed.read();
+    auto& watch = self.watches[victim.index];
+    if (watch.executed != executed) {
+      watch = {executed, *now};  // the victim made progress since we last looked: give it more time
+      continue;
+    }
+    if (*now - watch.since < options_.affinity_patience) continue;
+    if (auto task = victim.mailbox.try_pop(self.ref())) {
+      victim.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
+      self.counters.stolen.bump();
+      return *task;
+    }
+  }
+  return nullptr;
+}
+
+void Engine::execute(Worker& self, Task* task) noexcept {
+  if (options_.max_queued != 0) release_queued_slot();
+  const TaskEvent event{self.index, task->priority};
+  if (options_.on_task_start) {
+    try {
+      options_.on_task_start(event);
+    } catch (...) {
+      report_error(std::current_exception());
+    }
+  }
+  try {
+    task->work();
+  } catch (...) {
+    report_error(std::current_exception());
+  }
+  if (options_.on_task_end) {
+    try {
+      options_.on_task_end(event);
+    } catch (...) {
+      report_error(std::current_exception());
+    }
+  }
+  destroy_task(self.registration->ref(), task);
+  self.counters.executed.bump();
+  // Last: everything the task did, the tasks it spawned included, is counted before it counts as finished.
+  self.counters.finished.bump();
+}
+
+void Engine::drop(Task* task, TaskDomain::ThreadRef ref) noexcept {
+  // Destroying the closure unrun is what tells a future its task was dropped (RunFutureTask's destructor).
+  destroy_task(ref, task);
+  abandoned_.fetch_add(1, std::memory_order_release);  // release: read by idle() with acquire
+}
+
+bool Engine::has_visible_work(const Worker& self) const noexcept {
+  for (const auto& pending : pending_) {
+    if (pending.load(std::memory_order_relaxed) > 0) return true;
+  }
+  if (self.mailbox_pending.load(std::memory_order_relaxed) > 0) return true;
+  for (const auto& worker : workers_) {
+    if (!worker->deque.empty()) return true;
+  }
+  return false;
+}
+
+bool Engine::mailbox_waiting_elsewhere(const Worker& self) const noexcept {
+  for (const auto& worker : workers_) {
+    if (worker.get() != &self && worker->mailbox_pending.load(std::memory_order_relaxed) > 0) return true;
+  }
+  return false;
+}
+
+void Engine::park(Worker& self) {
+  // The checks after prepare_wait are ordered after its fence; every producer counts or pushes its work before
+  // the fence in notify, so one side always sees the other (scheduler/event_count.hpp).
+  const auto key = work_available_.prepare_wait();
+  const State state = state_.load(std::memory_order_acquire);
+  if (has_visible_work(self) || state == State::dropping || state == State::stopped) {
+    work_available_.cancel_wait();
+    return;
+  }
+  self.counters.parks.bump();
+  if (mailbox_waiting_elsewhere(self)) {
+    // Another worker holds a mailbox task: wake up in time to take it over if that worker stays busy.
+    (void)work_available_.wait_for(key, options_.affinity_patience);
+  } else {
+    work_available_.wait(key);
+  }
+  self.counters.wakeups.bump();
+}
+
+SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
+                             std::chrono::steady_clock::time_point deadline) {
+  if (options.affinity && *options.affinity >= size())
+    throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
+                         ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
+                         ")");
+  if (!closure) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
+  Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
+
+  // External submitters pass a gate that shutdown closes and then waits to drain.
+  struct GatePass {
+    std::atomic<std::uint64_t>* gate = nullptr;
+    ~GatePass() {
+      if (gate != nullptr) gate->fetch_sub(2, std::memory_order_release);  // release: shutdown acquires
+    }
+  } pass;
+  if (self != nullptr) {
+    const State state = state_.load(std::memory_order_acquire);
+    if (state == State::dropping || state == State::stopped) return SubmitStatus::closed;
+  } else {
+    // acq_rel: pairs with the fetch_or in begin_shutdown; seeing the closed bit means shutdown has begun.
+    if ((gate_.fetch_add(2, std::memory_order_acq_rel) & 1) != 0) {
+      gate_.fetch_sub(2, std::memory_order_release);
+      return SubmitStatus::closed;
+    }
+    pass.gate = &gate_;
+  }
+
+  if (options_.max_queued != 0) {
+    const SubmitStatus admitted = admit(self, admission, deadline);
+    if (admitted != SubmitStatus::accepted) return admitted;
+  }
+
+  const auto affinity = options.affinity ? *options.affinity : Task::kNoAffinity;
+  Task* task = nullptr;
+  try {
+    if (self != nullptr) {
+      auto ref = self->ref();
+      task = make_task(ref, std::move(closure), options.priority, affinity);
+    } else {
+      auto ref = domain_.current();
+      task = make_task(ref, std::move(closure), options.priority, affinity);
+    }
+  } catch (...) {
+    if (options_.max_queued != 0) release_queued_slot();
+    throw;
+  }
+  // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
+  if (self != nullptr) {
+    self->counters.spawned.bump();
+  } else {
+    external_submitted_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+  }
+  try {
+    route(self, task);
+  } catch (...) {
+    // Only allocation can fail here, before the task was queued: it never ran and never will.
+    auto ref = self != nullptr ? self->ref() : domain_.current();
+    destroy_task(ref, task);
+    abandoned_.fetch_add(1, std::memory_order_release);
+    if (options_.max_queued != 0) release_queued_slot();
+    throw;
+  }
+  return SubmitStatus::accepted;
+}
+
+void Engine::route(Worker* self, Task* task) {
+  auto ref = self != nullptr ? self->ref() : domain_.current();
+  if (task->affinity != Task::kNoAffinity) {
+    Worker& target = *workers_[task->affinity];
+    // Counted before the push, so that a parking worker that misses the push still sees the count.
+    target.mailbox_pending.fetch_add(1, std::memory_order_relaxed);
+    target.mailbox.push(ref, task);
+    work_available_.notify_all();  // notify_one might wake another worker, which must not take it yet
+    return;
+  }
+  if (self != nullptr && task->priority == Priority::Normal) {
+    self->deque.push(task);
+    signal_work();
+    return;
+  }
+  const std::size_t s = slot(task->priority);
+  pending_[s].fetch_add(1, std::memory_order_relaxed);  // the notify below orders it before parked checks
+  injected_[s]->push(ref, task);
+  signal_work();
+}
+
+void Engine::signal_work() noexcept {
+  // A searching worker will find the work we just published, unless it is about to park: it decrements
+  // spinning_ (seq_cst) and then re-checks every queue after prepare_wait(). The fence orders our publish
+  // before our read of spinning_, so either we see it still searching, or its re-check sees our work.
+  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
+  if (spinning_.load(std::memory_order_relaxed) > 0) return;
+  work_available_.notify_one();
+}
+
+bool Engine::closed_to(const Worker* self) const noexcept {
+  if (self != nullptr) {
+    const State state = state_.load(std::memory_order_acquire);
+    return state == State::dropping || state == State::stopped;
+  }
+  return (gate_.load(std::memory_order_acquire) & 1) != 0;
+}
+
+SubmitStatus Engine::admit(Worker* self, weft::detail::Admission admission, std::chrono::steady_clock::time_point deadline) {
+  const std::size_t limit = options_.max_queued;
+  const bool timed = admission == weft::detail::Admission::until;
+  for (;;) {
+    std::size_t queued = queued_.load(std::memory_order_relaxed);
+    while (queued < limit) {
+      // relaxed: the count only bounds memory; the task itself is ordered by the queue it goes into.
+      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_relaxed)) return SubmitStatus::accepted;
+    }
+    if (closed_to(self)) return SubmitStatus::closed;
+    if (admission == weft::detail::Admission::try_once) return SubmitStatus::full;
+    if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::full;
+    if (self != nullptr && !timed && self->wait_depth >= kMaxWaitDepth) {
+      // This worker already waits kMaxWaitDepth deep: its wait could run only its own deque, never the queued
+      // tasks whose start makes room, and once every worker is here no task starts again (outside
+      // submitters take each freed slot first). Admit over the limit rather than deadlock; the overshoot
+      // lasts until the task starts. relaxed: as above.
+      queued_.fetch_add(1, std::memory_order_relaxed);
+      return SubmitStatus::accepted;
+    }
+    const auto room = [&] { return queued_.load(std::memory_order_relaxed) < limit || closed_to(self); };
+    if (self != nullptr) {
+      // A worker must not simply block: the room it waits for is made by workers running tasks.
+      wait_on_worker(*self, room, timed ? deadline : std::chrono::steady_clock::time_point::max(),
+                     [&](std::chrono::nanoseconds slice) {
+                       const auto key = room_available_.prepare_wait();
+                       if (room()) {
+                         room_available_.cancel_wait();
+                         return;
+                       }
+                       (void)room_available_.wait_for(key, slice);
+                     });
+      continue;
+    }
+    const auto key = room_available_.prepare_wait();
+    if (room()) {
+      room_available_.cancel_wait();
+      continue;
+    }
+    if (timed) {
+      (void)room_available_.wait_for(key, deadline - std::chrono::steady_clock::now());
+    } else {
+      room_available_.wait(key);
+    }
+  }
+}
+
+void Engine::release_queued_slot() noexcept {
+  queued_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see admit()
+  room_available_.notify_one();
+}
+
+bool Engine::idle() const noexcept {
+  // Finished first, then submitted. Every task counted in `finished` was submitted before, and so is counted in
+  // `submitted` when that is read later; so finished == submitted means no accepted task is unfinished.
+  std::uint64_t finished = abandoned_.load(std::memory_order_acquire);
+  for (const auto& worker : workers_) finished += worker->counters.finished.read();
+  std::uint64_t submitted = external_submitted_.load(std::memory_order_acquire);
+  for (const auto& worker : workers_) submitted += worker->counters.spawned.read();
+  return finished == submitted;
+}
+
+void Engine::wait_idle() {
+  refuse_on_own_worker("wait_idle");
+  while (!idle()) {
+    const auto key = idle_changed_.prepare_wait();
+    if (idle()) {
+      idle_changed_.cancel_wait();
+      return;
+    }
+    idle_changed_.wait(key);
+  }
+}
+
+void Engine::begin_shutdown(State target) {
+  // acq_rel: after this, every external submitter either saw the closed bit or is counted in the gate.
+  gate_.fetch_or(1, std::memory_order_acq_rel);
+  room_available_.notify_all();  // submitters blocked on a full queue must see the gate close
+  while (gate_.load(std::memory_order_acquire) >= 2) std::this_thread::yield();
+  state_.store(target, std::memory_order_release);
+  work_available_.notify_all();
+  room_available_.notify_all();
+}
+
+std::uint64_t Engine::finish_shutdown() {
+  state_.store(State::stopped, std::memory_order_release);
+  work_available_.notify_all();
+  room_available_.notify_all();
+  for (auto& worker : workers_) {
+    if (worker->thread.joinable()) worker->thread.join();
+  }
+  // The workers are gone: this thread now owns every deque, and drops whatever was never started.
+  auto handle = domain_.register_thread();
+  const auto ref = handle.ref();
+  std::uint64_t count = 0;
+  for (auto& worker : workers_) {
+    while (auto task = worker->deque.pop()) {
+      drop(*task, ref);
+      ++count;
+    }
+    while (auto task = worker->mailbox.try_pop(ref)) {
+      drop(*task, ref);
+      ++count;
+    }
+    worker->mailbox_pending.store(0, std::memory_order_relaxed);
+  }
+  for (std::size_t s = 0; s < injected_.size(); ++s) {
+    while (auto task = injected_[s]->try_pop(ref)) {
+      drop(*task, ref);
+      ++count;
+    }
+    pending_[s].store(0, std::memory_order_relaxed);
+  }
+  dropped_.fetch_add(count, std::memory_order_relaxed);
+  joined_ = true;
+  idle_changed_.notify_all();
+  return count;
+}
+
+std::uint64_t Engine::shutdown(Shutdown policy) {
+  refuse_on_own_worker("shutdown");
+  const std::lock_guard lock(shutdown_mutex_);
+  if (joined_) return 0;
+  begin_shutdown(policy == Shutdown::Drain ? State::draining : State::dropping);
+  if (policy == Shutdown::Drain) wait_idle();
+  return finish_shutdown();
+}
+
+ShutdownResult Engine::shutdown_for(std::chrono::nanoseconds timeout) {
+  refuse_on_own_worker("shutdown_for");
+  const std::lock_guard lock(shutdown_mutex_);
+  if (joined_) return {true, 0};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  begin_shutdown(State::draining);
+  bool drained = idle();
+  while (!drained) {
+    const auto key = idle_changed_.prepare_wait();
+    if ((drained = idle())) {
+      idle_changed_.cancel_wait();
+      break;
+    }
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) {
+      idle_changed_.cancel_wait();
+      break;
+    }
+    (void)idle_changed_.wait_for(key, left);
+    drained = idle();
+  }
+  if (!drained) {
+    state_.store(State::dropping, std::memory_order_release);
+    work_available_.notify_all();
+  }
+  const std::uint64_t dropped = finish_shutdown();
+  return {drained && dropped == 0, dropped};
+}
+
+std::optional<unsigned> Engine::current_worker() const noexcept {
+  if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
+  return std::nullopt;
+}
+
+void Engine::refuse_on_own_worker(const char* what) const {
+  if (const auto worker = current_worker()) {
+    throw would_deadlock(std::string("weft::Pool::") + what + ": called from a task on worker " +
+                         std::to_string(*worker) + " of the same pool, it would wait for itself");
+  }
+}
+
+PoolStats Engine::stats() const {
+  PoolStats out;
+  out.workers.reserve(workers_.size());
+  std::uint64_t finished = abandoned_.load(std::memory_order_acquire);
+  std::uint64_t submitted = external_submitted_.load(std::memory_order_acquire);
+  std::size_t queued = 0;
+  for (const auto& worker : workers_) {
+    const auto& c = worker->counters;
+    out.workers.push_back({c.executed.read(), c.stolen.read(), c.steal_attempts.read(), c.parks.read(),
+                           c.wakeups.read()});
+    finished += c.finished.read();
+    submitted += c.spawned.read();
+    queued += worker->deque.size_hint();
+    queued += static_cast<std::size_t>(std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
+  }
+  for (const auto& pending : pending_)
+    queued += static_cast<std::size_t>(std::max<std::int64_t>(0, pending.load(std::memory_order_relaxed)));
+  out.queued = queued;
+  out.in_flight = submitted >= finished ? static_cast<std::size_t>(submitted - finished) : 0;
+  out.errors = error_count_.load(std::memory_order_relaxed);
+  out.dropped = dropped_.load(std::memory_order_relaxed);
+  return out;
+}
+
+void Engine::report_error(std::exception_ptr error) noexcept {
+  error_count_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.on_error) {
+    try {
+      options_.on_error(error);
+      return;
+    } catch (...) {
+      error = std::current_exception();  // the handler's own failure is kept below, never lost
+      error_count_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  try {
+    const std::lock_guard lock(errors_mutex_);
+    if (errors_.size() < kKeptErrors) errors_.push_back(std::move(error));
+  } catch (...) {
+    // Out of memory while keeping an error: it is still counted in error_count_.
+  }
+}
+
+std::vector<std::exception_ptr> Engine::take_errors() {
+  const std::lock_guard lock(errors_mutex_);
+  return std::exchange(errors_, {});
+}
+
+}  // namespace weft::sched

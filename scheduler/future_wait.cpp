@@ -1,0 +1,63 @@
+// How a weft::Future waits: run the task inline if nobody started it, help on a worker, sleep elsewhere.
+#include <chrono>
+
+#include "scheduler/engine.hpp"
+#include "src/futex.hpp"
+#include "weft/detail/future_state.hpp"
+
+namespace weft::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sleeps on the state's status word until it is final, the slice ends, or a spurious wake-up.
+void sleep_on(FutureStateBase& state, std::chrono::nanoseconds slice) noexcept {
+  state.add_waiter();
+  // seq_cst: pairs with publish(): either we see the final status here, or the publisher sees our
+  // announcement and wakes the futex.
+  const auto status = state.status_word().load(std::memory_order_seq_cst);
+  if (status < FutureStateBase::has_value) {
+    if (slice == std::chrono::nanoseconds::max()) {
+      os::futex_wait(state.status_word(), status);
+    } else {
+      os::futex_wait_for(state.status_word(), status, slice);
+    }
+  }
+  state.remove_waiter();
+}
+
+bool wait(FutureStateBase& state, Clock::time_point deadline) {
+  if (state.ready()) return true;
+  // Nobody started it: run it here rather than wait for a worker (oneTBB's task_group::wait does the same).
+  if (state.may_run_inline() && state.run_if_unclaimed()) return true;
+  if (sched::Worker* self = sched::Engine::this_thread_worker()) {
+    return self->engine.wait_on_worker(
+        *self, [&] { return state.ready(); }, deadline,
+        [&](std::chrono::nanoseconds slice) { sleep_on(state, slice); });
+  }
+  while (!state.ready()) {
+    if (deadline == Clock::time_point::max()) {
+      sleep_on(state, std::chrono::nanoseconds::max());
+      continue;
+    }
+    const auto left = deadline - Clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) return state.ready();
+    sleep_on(state, left);
+  }
+  return true;
+}
+
+}  // namespace
+
+void FutureStateBase::wake_waiters() noexcept {
+  // seq_cst: the second half of the handshake in sleep_on().
+  if (waiters_.load(std::memory_order_seq_cst) != 0) os::futex_wake_all(status_);
+}
+
+void wait_until_ready(FutureStateBase& state) { (void)wait(state, Clock::time_point::max()); }
+
+bool wait_until_ready_for(FutureStateBase& state, std::chrono::nanoseconds timeout) {
+  return wait(state, Clock::now() + timeout);
+}
+
+}  // namespace weft::detail

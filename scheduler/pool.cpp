@@ -1,0 +1,42 @@
+// weft::Pool's out-of-line members: each forwards to the engine.
+#include "weft/pool.hpp"
+
+#include <cstdio>
+#include <exception>
+
+#include "scheduler/engine.hpp"
+
+namespace weft {
+
+Pool::Pool() : Pool(PoolOptions{}) {}
+
+Pool::Pool(PoolOptions options) : engine_(std::make_unique<sched::Engine>(std::move(options))) {}
+
+Pool::~Pool() {
+  if (const auto worker = engine_->current_worker()) {
+    // A destructor cannot throw, and draining from inside would wait for this very task forever.
+    std::fprintf(stderr, "weft::Pool destroyed from a task on its own worker %u: it would wait for itself\n",
+                 *worker);
+    std::terminate();
+  }
+}
+
+SubmitStatus Pool::enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
+                           std::chrono::steady_clock::time_point deadline) {
+  return engine_->enqueue(std::move(task), options, admission, deadline);
+}
+
+void Pool::admit_or_throw(SubmitStatus status, const char* what) {
+  if (status == SubmitStatus::closed)
+    throw pool_closed(std::string("weft::Pool::") + what + ": the pool is shut down (or shutting down); the task was not accepted");
+}
+
+void Pool::wait_idle() { engine_->wait_idle(); }
+std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy); }
+ShutdownResult Pool::shutdown_for(std::chrono::nanoseconds timeout) { return engine_->shutdown_for(timeout); }
+unsigned Pool::size() const noexcept { return engine_->size(); }
+std::optional<unsigned> Pool::current_worker() const noexcept { return engine_->current_worker(); }
+PoolStats Pool::stats() const { return engine_->stats(); }
+std::vector<std::exception_ptr> Pool::take_errors() { return engine_->take_errors(); }
+
+}  // namespace weft

@@ -1,0 +1,41 @@
+// A task as the scheduler holds it: the closure plus what the worker loop needs to route it.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "weft/pool_options.hpp"
+#include "weft/small_function.hpp"
+
+namespace weft::sched {
+
+// Tasks live in blocks from the hazard-pointer domain's node pool (allocated and freed through a thread's
+// ThreadRef), so a steady stream of tasks recycles memory instead of calling malloc. Deques and queues hold
+// Task pointers: a 128-byte closure cannot be moved through a lock-free slot atomically.
+struct Task {
+  static constexpr std::uint32_t kNoAffinity = ~std::uint32_t{0};
+
+  Task(small_function<void()>&& closure, Priority p, std::uint32_t worker) noexcept
+      : work(std::move(closure)), priority(p), affinity(worker) {}
+
+  small_function<void()> work;
+  Priority priority;
+  std::uint32_t affinity;  // a worker index, or kNoAffinity
+};
+
+// Allocates and frees tasks through any allocator with allocate(bytes, align)/deallocate(p, bytes, align)
+// (a reclamation domain's ThreadRef).
+template <class Allocator>
+[[nodiscard]] Task* make_task(Allocator allocator, small_function<void()>&& closure, Priority priority,
+                              std::uint32_t affinity) {
+  void* block = allocator.allocate(sizeof(Task), alignof(Task));
+  return ::new (block) Task(std::move(closure), priority, affinity);
+}
+
+template <class Allocator>
+void destroy_task(Allocator allocator, Task* task) noexcept {
+  task->~Task();
+  allocator.deallocate(task, sizeof(Task), alignof(Task));
+}
+
+}  // namespace weft::sched

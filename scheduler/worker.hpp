@@ -1,0 +1,86 @@
+// One worker thread's state: its deque, its mailbox, its counters. Owned by the Engine.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "scheduler/cache_line.hpp"
+#include "scheduler/chase_lev_deque.hpp"
+#include "scheduler/hazard_pointers.hpp"
+#include "scheduler/ms_queue.hpp"
+#include "scheduler/task.hpp"
+
+namespace weft::sched {
+
+class Engine;
+
+using TaskDomain = HazardPointerDomain<>;
+using TaskQueue = MSQueue<Task*, TaskDomain>;
+
+// A counter with one writer (its worker) and any number of readers. The writer's plain increment
+// (load + store) avoids a locked instruction; release makes everything the worker did before an increment
+// visible to a reader that acquires the new value (the idle check relies on it for `finished`).
+class OwnedCounter {
+ public:
+  void bump() noexcept { value_.store(value_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  [[nodiscard]] std::uint64_t read() const noexcept { return value_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
+
+struct WorkerCounters {
+  OwnedCounter executed;
+  OwnedCounter stolen;
+  OwnedCounter steal_attempts;
+  OwnedCounter parks;
+  OwnedCounter wakeups;
+  OwnedCounter spawned;   // tasks this worker accepted from its own tasks (for the idle check)
+  OwnedCounter finished;  // tasks this worker ran or dropped to completion (for the idle check)
+};
+
+class Worker {
+ public:
+  Worker(Engine& engine, unsigned index, TaskDomain& domain)
+      : engine(engine), index(index), mailbox(domain), random_state(0x9E3779B97F4A7C15ULL * (index + 1)) {}
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  Engine& engine;
+  const unsigned index;
+  ChaseLevDeque<Task*> deque;
+  // Tasks sent to this worker by affinity. Others may take them after PoolOptions::affinity_patience.
+  TaskQueue mailbox;
+  // Pending mailbox tasks: lets the worker and thieves skip an empty mailbox without touching the queue.
+  std::atomic<std::int64_t> mailbox_pending{0};
+  WorkerCounters counters;
+
+  // Owner-only state below: touched by the worker thread alone.
+  std::optional<TaskDomain::Handle> registration;
+  std::uint64_t random_state;
+  unsigned wait_depth = 0;  // nested waits (Future::get inside a task) on this worker's stack
+  // Per victim: the victim's `executed` count when this worker last looked, and when it first saw that
+  // value. A victim whose count has not moved for affinity_patience is busy with one long task.
+  struct MailboxWatch {
+    std::uint64_t executed = ~std::uint64_t{0};
+    std::chrono::steady_clock::time_point since{};
+  };
+  std::vector<MailboxWatch> watches;
+
+  std::thread thread;
+
+  [[nodiscard]] std::uint64_t next_random() noexcept {
+    // xorshift64*: cheap, good enough to pick steal victims.
+    random_state ^= random_state >> 12;
+    random_state ^= random_state << 25;
+    random_state ^= random_state >> 27;
+    return random_state * 0x2545F4914F6CDD1DULL;
+  }
+  [[nodiscard]] TaskDomain::ThreadRef ref() const noexcept { return registration->ref(); }
+};
+
+}  // namespace weft::sched

@@ -1,0 +1,218 @@
+// Exceptions: from posted tasks (on_error, or kept and counted), from the error handler itself, from the task
+// hooks, through futures; misuse of futures; calls from a task that would wait for itself.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tests/pool/pool_test_support.hpp"
+
+namespace {
+
+using namespace weft::test;
+
+struct TaskFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "<not a std::exception>";
+  }
+}
+
+TEST_CASE("an exception from a posted task reaches on_error") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("on_error", workers), patience(30));
+    std::mutex mutex;
+    std::vector<std::string> seen;
+    weft::PoolOptions options{.threads = workers};
+    options.on_error = [&](std::exception_ptr error) {
+      const std::lock_guard lock(mutex);
+      seen.push_back(message_of(error));
+    };
+    weft::Pool pool{std::move(options)};
+    constexpr int kFailing = 100;
+    for (int i = 0; i < kFailing; ++i) pool.post([i] { throw TaskFailure("task " + std::to_string(i)); });
+    pool.post([] {});  // a task that succeeds reports nothing
+    pool.wait_idle();
+    const std::lock_guard lock(mutex);
+    CHECK(seen.size() == kFailing);
+    CHECK(std::count(seen.begin(), seen.end(), "task 7") == 1);
+    CHECK(pool.stats().errors == kFailing);
+    CHECK(pool.take_errors().empty());  // handed to on_error, not kept
+  });
+}
+
+TEST_CASE("without on_error, exceptions are kept (the first 64) and all are counted") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("kept errors", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    pool.post([] { throw TaskFailure("lonely"); });
+    pool.wait_idle();
+    auto kept = pool.take_errors();
+    REQUIRE(kept.size() == 1);
+    CHECK_THROWS_AS(std::rethrow_exception(kept[0]), TaskFailure);
+    CHECK(message_of(kept[0]) == "lonely");
+    CHECK(pool.take_errors().empty());  // taken
+
+    for (int i = 0; i < 100; ++i) pool.post([] { throw 42; });  // not even a std::exception
+    pool.wait_idle();
+    CHECK(pool.take_errors().size() == 64);
+    CHECK(pool.stats().errors == 101);
+  });
+}
+
+TEST_CASE("an on_error that throws is counted and kept, never lost") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("throwing on_error", workers), patience(30));
+    std::atomic<int> calls{0};
+    weft::PoolOptions options{.threads = workers};
+    options.on_error = [&calls](std::exception_ptr) {
+      calls.fetch_add(1);
+      throw std::runtime_error("handler failed");
+    };
+    weft::Pool pool{std::move(options)};
+    for (int i = 0; i < 10; ++i) pool.post([] { throw TaskFailure("task failed"); });
+    pool.wait_idle();
+    CHECK(calls.load() == 10);
+    CHECK(pool.stats().errors == 20);  // each task's exception and its handler's
+    const auto kept = pool.take_errors();
+    REQUIRE(kept.size() == 10);
+    for (const auto& e : kept) CHECK(message_of(e) == "handler failed");
+  });
+}
+
+TEST_CASE("task hooks see every task, and their exceptions are reported like a task's") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("hooks", workers), patience(30));
+    std::atomic<int> starts{0};
+    std::atomic<int> ends{0};
+    std::atomic<int> bad_events{0};
+    std::atomic<int> handled{0};
+    weft::PoolOptions options{.threads = workers};
+    options.on_task_start = [&](const weft::TaskEvent& e) {
+      if (e.worker >= workers) bad_events.fetch_add(1);
+      if (starts.fetch_add(1) % 10 == 0) throw std::runtime_error("start hook");
+    };
+    options.on_task_end = [&](const weft::TaskEvent& e) {
+      if (e.worker >= workers || e.priority != weft::Priority::Low) bad_events.fetch_add(1);
+      if (ends.fetch_add(1) % 10 == 0) throw std::runtime_error("end hook");
+    };
+    options.on_error = [&](std::exception_ptr error) {
+      const std::string m = message_of(error);
+      if (m == "start hook" || m == "end hook") handled.fetch_add(1);
+    };
+    weft::Pool pool{std::move(options)};
+    constexpr int kTasks = 100;
+    std::atomic<int> ran{0};
+    weft::TaskOptions low;
+    low.priority = weft::Priority::Low;
+    for (int i = 0; i < kTasks; ++i) pool.post([&ran] { ran.fetch_add(1); }, low);
+    pool.wait_idle();
+    CHECK(ran.load() == kTasks);  // a throwing start hook does not stop the task
+    CHECK(starts.load() == kTasks);
+    CHECK(ends.load() == kTasks);
+    CHECK(bad_events.load() == 0);
+    CHECK(handled.load() == 20);
+    CHECK(pool.stats().errors == 20);
+  });
+}
+
+TEST_CASE("Future::get rethrows the task's own exception, which does not reach on_error") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("future exceptions", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    auto failing = pool.submit([](int v) -> int { throw TaskFailure("value " + std::to_string(v)); }, 5);
+    try {
+      (void)failing.get();
+      FAIL("get() did not throw");
+    } catch (const TaskFailure& e) {
+      CHECK(std::string(e.what()) == "value 5");
+    }
+    auto failing_void = pool.submit([] { throw std::out_of_range("void task"); });
+    CHECK_THROWS_AS(failing_void.get(), std::out_of_range);
+    pool.wait_idle();
+    CHECK(pool.stats().errors == 0);
+    CHECK(pool.take_errors().empty());
+  });
+}
+
+TEST_CASE("invalid Future use throws std::logic_error") {
+  const Watchdog watchdog("invalid Future use", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::Future<int> empty;
+  CHECK_FALSE(empty.valid());
+  CHECK_THROWS_AS((void)empty.get(), std::logic_error);
+  CHECK_THROWS_AS(empty.wait(), std::logic_error);
+  CHECK_THROWS_AS((void)empty.ready(), std::logic_error);
+  CHECK_THROWS_AS((void)empty.wait_for(std::chrono::milliseconds(1)), std::logic_error);
+
+  auto f = pool.submit([] { return 1; });
+  auto moved = std::move(f);
+  CHECK_THROWS_AS((void)f.get(), std::logic_error);  // NOLINT(bugprone-use-after-move): that is the point
+  CHECK(moved.get() == 1);
+  try {
+    (void)moved.get();
+    FAIL("second get() did not throw");
+  } catch (const std::logic_error& e) {
+    CHECK(std::string(e.what()).find("get() already called") != std::string::npos);
+  }
+}
+
+TEST_CASE("wait_idle and shutdown from inside a task throw would_deadlock") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("would_deadlock", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    auto messages = pool.submit([&pool] {
+      std::vector<std::string> out;
+      try {
+        pool.wait_idle();
+      } catch (const weft::would_deadlock& e) {
+        out.emplace_back(e.what());
+      }
+      try {
+        (void)pool.shutdown();
+      } catch (const weft::would_deadlock& e) {
+        out.emplace_back(e.what());
+      }
+      try {
+        (void)pool.shutdown_for(std::chrono::seconds(1));
+      } catch (const weft::would_deadlock& e) {
+        out.emplace_back(e.what());
+      }
+      return out;
+    });
+    std::vector<std::string> got;
+    pool.post([&] { got = messages.get(); });  // get() on a worker: the task runs on a worker either way
+    pool.wait_idle();
+    REQUIRE(got.size() == 3);
+    CHECK(got[0].find("wait_idle") != std::string::npos);
+    CHECK(got[1].find("shutdown") != std::string::npos);
+    CHECK(got[2].find("shutdown_for") != std::string::npos);
+    // The pool still works afterwards.
+    CHECK(pool.submit([] { return 9; }).get() == 9);
+  });
+}
+
+TEST_CASE("an empty task is refused with std::invalid_argument") {
+  const Watchdog watchdog("empty task", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  void (*null_function)() = nullptr;
+  CHECK_THROWS_AS(pool.post(null_function), std::invalid_argument);
+  CHECK_THROWS_AS((void)pool.try_post(null_function), std::invalid_argument);
+  pool.wait_idle();
+  CHECK(pool.stats().in_flight == 0);
+}
+
+}  // namespace

@@ -1,0 +1,170 @@
+// Shutdown: Drain and DropPending with a million tasks pending, dropped futures, shutdown_for's deadline, and
+// what a shut-down pool says to new submissions.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/pool/pool_test_support.hpp"
+
+namespace {
+
+using namespace weft::test;
+using namespace std::chrono_literals;
+
+constexpr std::uint64_t kMillion = kThreadSanitizer ? 100'000 : 1'000'000;  // see pool_stress_test.cpp
+
+TEST_CASE("shutdown(Drain) with 1,000,000 tasks pending runs every one of them") {
+  for_each_worker_count([](unsigned workers) {
+    const std::uint64_t tasks = stress_count(kMillion);
+    RunCounts runs(tasks);
+    const Watchdog watchdog(named("Drain 1M", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    Gate gate;
+    occupy_all_workers(pool, gate);
+    for (std::uint64_t i = 0; i < tasks; ++i) pool.post([&runs, i] { runs.ran(i); });
+    // Opens the gate once the pool is closed to outside submissions, i.e. shutdown has begun with every
+    // task still pending. Its own probes are accepted until then, and must run too.
+    Probes probes;
+    std::thread opener([&] {
+      while (pool.try_post([&probes] { probes.ran.fetch_add(1); }) == weft::SubmitStatus::accepted) {
+        probes.accepted.fetch_add(1);
+        std::this_thread::sleep_for(1ms);
+      }
+      gate.open();
+    });
+    const std::uint64_t dropped = pool.shutdown(weft::Shutdown::Drain);
+    opener.join();
+    CHECK(dropped == 0);
+    check_exactly_once(runs);
+    CHECK(probes.ran.load() == probes.accepted.load());
+    const auto stats = pool.stats();
+    CHECK(stats.dropped == 0);
+    CHECK(total_executed(stats) == tasks + workers + probes.accepted.load());
+  });
+}
+
+TEST_CASE("shutdown(DropPending) with 1,000,000 tasks pending drops them and accounts for every one") {
+  for_each_worker_count([](unsigned workers) {
+    const std::uint64_t tasks = stress_count(kMillion);
+    RunCounts runs(tasks);
+    const Watchdog watchdog(named("DropPending 1M", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    Probes probes;
+    hold_workers_until_dropping(pool, probes);
+    for (std::uint64_t i = 0; i < tasks; ++i) pool.post([&runs, i] { runs.ran(i); });
+    const std::uint64_t dropped = pool.shutdown(weft::Shutdown::DropPending);
+
+    const auto s = runs.summary();
+    CHECK(s.repeated == 0);
+    const std::uint64_t accepted = tasks + probes.accepted.load();
+    CHECK(s.once + probes.ran.load() + dropped == accepted);  // nothing accepted is lost
+    // Every worker was busy until the pool was already dropping: no pending task may have started.
+    CHECK(s.once == 0);
+    CHECK(dropped == accepted - probes.ran.load());
+    CHECK(pool.stats().dropped == dropped);
+  });
+}
+
+TEST_CASE("futures of tasks dropped by DropPending throw task_dropped") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("dropped futures", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    Probes probes;
+    hold_workers_until_dropping(pool, probes);
+    constexpr int kTasks = 10000;
+    std::vector<weft::Future<int>> futures;
+    for (int i = 0; i < kTasks; ++i) futures.push_back(pool.submit([i] { return i; }));
+    const std::uint64_t dropped = pool.shutdown(weft::Shutdown::DropPending);
+    CHECK(dropped == kTasks + probes.accepted.load() - probes.ran.load());
+    int reported_dropped = 0;
+    int not_ready = 0;
+    std::string message;
+    for (auto& f : futures) {
+      not_ready += f.ready() ? 0 : 1;  // shutdown has settled every future
+      try {
+        (void)f.get();
+      } catch (const weft::task_dropped& e) {
+        ++reported_dropped;
+        message = e.what();
+      }
+    }
+    CHECK(not_ready == 0);
+    CHECK(reported_dropped == kTasks);
+    CHECK(message.find("dropped") != std::string::npos);
+  });
+}
+
+TEST_CASE("shutdown_for drops what has not started at the deadline, and drains when there is time") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("shutdown_for", workers), patience(60));
+    constexpr std::uint64_t kTasks = 100000;
+    {
+      RunCounts runs(kTasks);
+      weft::Pool pool{weft::PoolOptions{.threads = workers}};
+      Probes probes;
+      hold_workers_until_dropping(pool, probes);  // busy until the deadline turns draining into dropping
+      for (std::uint64_t i = 0; i < kTasks; ++i) pool.post([&runs, i] { runs.ran(i); });
+      const auto before = std::chrono::steady_clock::now();
+      const weft::ShutdownResult result = pool.shutdown_for(20ms);
+      CHECK(std::chrono::steady_clock::now() - before >= 20ms);
+      CHECK_FALSE(result.drained);
+      const auto s = runs.summary();
+      CHECK(s.once == 0);
+      CHECK(s.repeated == 0);
+      CHECK(result.dropped == kTasks + probes.accepted.load() - probes.ran.load());
+      CHECK(pool.stats().dropped == result.dropped);
+    }
+    {
+      RunCounts runs(kTasks);
+      weft::Pool pool{weft::PoolOptions{.threads = workers}};
+      for (std::uint64_t i = 0; i < kTasks; ++i) pool.post([&runs, i] { runs.ran(i); });
+      const weft::ShutdownResult result = pool.shutdown_for(patience(30));
+      CHECK(result.drained);
+      CHECK(result.dropped == 0);
+      check_exactly_once(runs);
+    }
+  });
+}
+
+TEST_CASE("a shut-down pool refuses submissions clearly, and shutting down again is harmless") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("after shutdown", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<int> ran{0};
+    pool.post([&ran] { ran.fetch_add(1); });
+    CHECK(pool.shutdown() == 0);
+    CHECK(ran.load() == 1);
+
+    std::string message;
+    try {
+      pool.post([&ran] { ran.fetch_add(1); });
+    } catch (const weft::pool_closed& e) {
+      message = e.what();
+    }
+    CHECK(message.find("shut down") != std::string::npos);
+    CHECK(message.find("post") != std::string::npos);
+    CHECK_THROWS_AS((void)pool.submit([] { return 1; }), weft::pool_closed);
+    CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::closed);
+    auto tried = pool.try_submit([] { return 1; });
+    CHECK(tried.status == weft::SubmitStatus::closed);
+    CHECK_FALSE(tried.future.valid());
+    auto timed = pool.submit_for(10ms, [] { return 1; });
+    CHECK(timed.status == weft::SubmitStatus::closed);
+    CHECK_FALSE(timed.future.valid());
+    CHECK(ran.load() == 1);  // none of the refused tasks ran
+
+    CHECK(pool.shutdown(weft::Shutdown::DropPending) == 0);  // idempotent
+    const auto again = pool.shutdown_for(10ms);
+    CHECK(again.drained);
+    CHECK(again.dropped == 0);
+    pool.wait_idle();  // nothing left: returns at once
+    CHECK(pool.stats().dropped == 0);
+  });
+}
+
+}  // namespace
