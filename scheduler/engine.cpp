@@ -173,10 +173,16 @@ void Engine::worker_main(Worker& self) {
         idle_changed_.notify_all();
       }
     }
-    woken = false;
-
     // Spin: announce ourselves as a searcher first, so that producers can skip the wake-up syscall.
     spinning_.fetch_add(1, std::memory_order_seq_cst);
+    if (woken) {
+      // We are (or may be) the worker a producer woke: searching now, so the next wake may go ahead. Cleared
+      // only after counting ourselves above, so producers never see neither a searcher nor a wake in flight.
+      // The fence: a producer that saw the flag still set published before its fence, so our search sees it.
+      wake_in_flight_.store(false, std::memory_order_seq_cst);
+      StdMemoryModel::thread_fence(std::memory_order_seq_cst);
+      woken = false;
+    }
     Task* found = nullptr;
     const auto spin_until = std::chrono::steady_clock::now() + options_.spin_before_park;
     do {
@@ -186,9 +192,13 @@ void Engine::worker_main(Worker& self) {
     // seq_cst: pairs with the fence in signal_work(); see there.
     const int spinners_before = spinning_.fetch_sub(1, std::memory_order_seq_cst);
     if (found != nullptr) {
-      // The last searcher found work: there may be more, and producers skipped waking anyone while we
-      // searched, so hand the searching over to a sleeping worker (a no-op if none sleeps).
-      if (spinners_before == 1) work_available_.notify_one();
+      // The last searcher found work, and producers skipped waking anyone while we searched. If more work is
+      // visible, hand the searching over to a sleeper. The fence orders our decrement before the look: a
+      // producer that saw us searching published before its own fence, so the look sees its work.
+      if (spinners_before == 1) {
+        StdMemoryModel::thread_fence(std::memory_order_seq_cst);
+        if (has_visible_work(self)) signal_work();
+      }
       execute(self, found);
       ran_since_dry = true;
       continue;
@@ -381,14 +391,10 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
 
   const auto affinity = options.affinity ? *options.affinity : Task::kNoAffinity;
   Task* task = nullptr;
+  // One look-up of the calling thread's registration per submission (a thread-local table for outsiders).
+  const TaskDomain::ThreadRef ref = self != nullptr ? self->ref() : domain_.current();
   try {
-    if (self != nullptr) {
-      auto ref = self->ref();
-      task = make_task(ref, std::move(closure), options.priority, affinity);
-    } else {
-      auto ref = domain_.current();
-      task = make_task(ref, std::move(closure), options.priority, affinity);
-    }
+    task = make_task(ref, std::move(closure), options.priority, affinity);
   } catch (...) {
     if (options_.max_queued != 0) release_queued_slot();
     throw;
@@ -400,10 +406,9 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
     external_submitted_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
   }
   try {
-    route(self, task);
+    route(self, ref, task);
   } catch (...) {
     // Only allocation can fail here, before the task was queued: it never ran and never will.
-    auto ref = self != nullptr ? self->ref() : domain_.current();
     destroy_task(ref, task);
     abandoned_.fetch_add(1, std::memory_order_release);
     if (options_.max_queued != 0) release_queued_slot();
@@ -412,8 +417,7 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
   return SubmitStatus::accepted;
 }
 
-void Engine::route(Worker* self, Task* task) {
-  auto ref = self != nullptr ? self->ref() : domain_.current();
+void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   if (task->affinity != Task::kNoAffinity) {
     Worker& target = *workers_[task->affinity];
     // Counted before the push, so that a parking worker that misses the push still sees the count.
@@ -437,9 +441,15 @@ void Engine::signal_work() noexcept {
   // A searching worker will find the work we just published, unless it is about to park: it decrements
   // spinning_ (seq_cst) and then re-checks every queue after prepare_wait(). The fence orders our publish
   // before our read of spinning_, so either we see it still searching, or its re-check sees our work.
+  // Likewise a worker already woken and not yet searching will search after clearing wake_in_flight_; so at
+  // most one wake is in flight, instead of one futex call per submission until the woken worker runs.
   StdMemoryModel::thread_fence(std::memory_order_seq_cst);
   if (spinning_.load(std::memory_order_relaxed) > 0) return;
-  work_available_.notify_one();
+  if (wake_in_flight_.load(std::memory_order_relaxed)) return;
+  if (wake_in_flight_.exchange(true, std::memory_order_seq_cst)) return;
+  // Every exit from park() — woken, timed out or cancelled — clears the flag in worker_main, so it cannot
+  // stay set without a worker on its way to search. If nobody was waiting, nobody will clear it: we do.
+  if (!work_available_.notify_one()) wake_in_flight_.store(false, std::memory_order_seq_cst);
 }
 
 bool Engine::closed_to(const Worker* self) const noexcept {

@@ -74,7 +74,7 @@ class Engine {
                                    std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] bool closed_to(const Worker* self) const noexcept;
   void release_queued_slot() noexcept;
-  void route(Worker* self, Task* task);
+  void route(Worker* self, TaskDomain::ThreadRef ref, Task* task);
   void signal_work() noexcept;
   [[nodiscard]] bool idle() const noexcept;
   void begin_shutdown(State target);
@@ -96,6 +96,8 @@ class Engine {
 
   // Workers searching for work before they park. While one is, producers need not wake anyone.
   alignas(kCacheLine) std::atomic<int> spinning_{0};
+  // A producer woke a sleeper that has not started searching yet: further producers need not wake another.
+  std::atomic<bool> wake_in_flight_{false};
   alignas(kCacheLine) std::atomic<State> state_{State::running};
   // External submitters inside enqueue, times two, plus 1 once closed: shutdown closes the gate and waits
   // for the count to drain, so no external submission can slip in after the final drain.

@@ -87,11 +87,12 @@ class BasicEventCount {
     return notified;
   }
 
-  // Wakes one waiter, if any. Call after publishing the work the waiter should find.
-  void notify_one() noexcept {
-    if (bump_if_waiting()) {
-      if constexpr (sleeps) os::futex_wake_one(epoch_);
-    }
+  // Wakes one waiter, if any. Call after publishing the work the waiter should find. Returns whether there
+  // was a waiter to wake.
+  bool notify_one() noexcept {
+    if (!bump_if_waiting()) return false;
+    if constexpr (sleeps) os::futex_wake_one(epoch_);
+    return true;
   }
 
   // Wakes every waiter, if any (shutdown, or work that every waiter should see).

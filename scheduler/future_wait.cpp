@@ -28,13 +28,20 @@ void sleep_on(FutureStateBase& state, std::chrono::nanoseconds slice) noexcept {
 
 bool wait(FutureStateBase& state, Clock::time_point deadline) {
   if (state.ready()) return true;
-  // Nobody started it: run it here rather than wait for a worker (oneTBB's task_group::wait does the same).
-  if (state.may_run_inline() && state.run_if_unclaimed()) return true;
   if (sched::Worker* self = sched::Engine::this_thread_worker()) {
+    // On a worker, the awaited task is normally the newest entry of this worker's own deque, which
+    // wait_on_worker pops first: running it from there leaves no dead entry behind (claiming it here would
+    // leave one per spawn in the deque, which in recursive code grows it to one entry per task ever spawned).
+    // Only when there is nothing else to run does the waiter claim the task wherever it sits.
     return self->engine.wait_on_worker(
         *self, [&] { return state.ready(); }, deadline,
-        [&](std::chrono::nanoseconds slice) { sleep_on(state, slice); });
+        [&](std::chrono::nanoseconds slice) {
+          if (state.may_run_inline() && state.run_if_unclaimed()) return;
+          sleep_on(state, slice);
+        });
   }
+  // Nobody started it: run it here rather than wait for a worker (oneTBB's task_group::wait does the same).
+  if (state.may_run_inline() && state.run_if_unclaimed()) return true;
   while (!state.ready()) {
     if (deadline == Clock::time_point::max()) {
       sleep_on(state, std::chrono::nanoseconds::max());

@@ -48,7 +48,8 @@ struct TaskEvent {
 struct TaskOptions {
   Priority priority = Priority::Normal;
   // Run on this worker (index in [0, Pool::size())) if it gets to the task in time: the task goes to that
-  // worker's mailbox, and an idle worker may still take it once it has waited `PoolOptions::affinity_patience`.
+  // worker's mailbox. If that worker makes no progress (runs no task) for `PoolOptions::affinity_patience`,
+  // e.g. because it is stuck in one long task, an idle worker may take the task instead.
   std::optional<unsigned> affinity{};
 };
 
@@ -68,7 +69,8 @@ struct PoolOptions {
   // How long an idle worker keeps looking for work before it sleeps. Longer: lower wake-up latency, more CPU
   // burnt while idle. At most one second.
   std::chrono::microseconds spin_before_park{50};
-  // How long a task with an affinity waits for its worker before an idle worker may take it.
+  // How long a worker may be seen making no progress (stuck in one task) while a task sent to it by affinity
+  // waits, before an idle worker may take that task. Measured from when an idle worker first notices.
   std::chrono::microseconds affinity_patience{200};
   // At most this many accepted tasks waiting to start (0: unbounded). When full, post/submit block (a worker
   // that submits runs other work meanwhile), try_post/try_submit return SubmitStatus::full. One exception,
