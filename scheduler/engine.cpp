@@ -215,7 +215,7 @@ void Engine::worker_main(Worker& self) {
 
 Task* Engine::find_task(Worker& self) {
   // Priority first: a ready High task beats the worker's own Normal work.
-  if (pending_[slot(Priority::High)].load(std::memory_order_relaxed) > 0) {
+  if (!injected_[slot(Priority::High)]->empty_hint()) {
     if (Task* task = take_injected(self, Priority::High)) return task;
   }
   if (auto task = self.deque.pop()) return *task;
@@ -225,11 +225,11 @@ Task* Engine::find_task(Worker& self) {
       return *task;
     }
   }
-  if (pending_[slot(Priority::Normal)].load(std::memory_order_relaxed) > 0) {
+  if (!injected_[slot(Priority::Normal)]->empty_hint()) {
     if (Task* task = take_injected(self, Priority::Normal)) return task;
   }
   if (Task* task = steal(self)) return task;
-  if (pending_[slot(Priority::Low)].load(std::memory_order_relaxed) > 0) {
+  if (!injected_[slot(Priority::Low)]->empty_hint()) {
     if (Task* task = take_injected(self, Priority::Low)) return task;
   }
   return nullptr;
@@ -238,8 +238,7 @@ Task* Engine::find_task(Worker& self) {
 Task* Engine::take_injected(Worker& self, Priority priority) {
   auto task = injected_[slot(priority)]->try_pop(self.ref());
   if (!task) return nullptr;
-  // relaxed: pending_ is a hint that lets workers skip an empty queue; the queue itself orders the task.
-  pending_[slot(priority)].fetch_sub(1, std::memory_order_relaxed);
+  self.counters.taken_injected.bump();
   return *task;
 }
 
@@ -320,8 +319,8 @@ void Engine::drop(Task* task, TaskDomain::ThreadRef ref) noexcept {
 }
 
 bool Engine::has_visible_work(const Worker& self) const noexcept {
-  for (const auto& pending : pending_) {
-    if (pending.load(std::memory_order_relaxed) > 0) return true;
+  for (const auto& queue : injected_) {
+    if (!queue->empty_hint()) return true;
   }
   if (self.mailbox_pending.load(std::memory_order_relaxed) > 0) return true;
   for (const auto& worker : workers_) {
@@ -432,7 +431,8 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
     return;
   }
   const std::size_t s = slot(task->priority);
-  pending_[s].fetch_add(1, std::memory_order_relaxed);  // the notify below orders it before parked checks
+  // Counted for stats only; relaxed, and on a line only submitters write, so workers never contend on it.
+  injected_total_[s].value.fetch_add(1, std::memory_order_relaxed);
   injected_[s]->push(ref, task);
   signal_work();
 }
@@ -570,8 +570,8 @@ std::uint64_t Engine::finish_shutdown() {
     while (auto task = injected_[s]->try_pop(ref)) {
       drop(*task, ref);
       ++count;
+      injected_dropped_.fetch_add(1, std::memory_order_relaxed);  // stats only
     }
-    pending_[s].store(0, std::memory_order_relaxed);
   }
   dropped_.fetch_add(count, std::memory_order_relaxed);
   joined_ = true;
@@ -644,8 +644,13 @@ PoolStats Engine::stats() const {
     queued += worker->deque.size_hint();
     queued += static_cast<std::size_t>(std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
   }
-  for (const auto& pending : pending_)
-    queued += static_cast<std::size_t>(std::max<std::int64_t>(0, pending.load(std::memory_order_relaxed)));
+  // Shared queues: what submitters pushed less what workers (or the final drop) took. Read taken first:
+  // both only grow, so a snapshot never comes out negative except by a concurrent take, which is clamped.
+  std::uint64_t taken = injected_dropped_.load(std::memory_order_relaxed);
+  for (const auto& worker : workers_) taken += worker->counters.taken_injected.read();
+  std::uint64_t pushed = 0;
+  for (const auto& total : injected_total_) pushed += total.value.load(std::memory_order_relaxed);
+  queued += pushed > taken ? static_cast<std::size_t>(pushed - taken) : 0;
   out.queued = queued;
   out.in_flight = submitted >= finished ? static_cast<std::size_t>(submitted - finished) : 0;
   out.errors = error_count_.load(std::memory_order_relaxed);

@@ -86,9 +86,14 @@ class Engine {
   TaskDomain domain_;
   std::vector<std::unique_ptr<Worker>> workers_;
   // Shared FIFO queues, one per priority, for tasks from outside the workers (and High/Low tasks from
-  // workers). pending_ counts each queue's tasks so that an empty queue costs a relaxed load, not a pop.
+  // workers). Workers skip an empty one with MSQueue::empty_hint(), two loads and no hazard.
   std::array<std::unique_ptr<TaskQueue>, 3> injected_;
-  std::array<std::atomic<std::int64_t>, 3> pending_{};
+  // Pushes per queue, for stats: written by submitters only, each on its own line.
+  struct alignas(kCacheLine) PaddedCount {
+    std::atomic<std::uint64_t> value{0};
+  };
+  std::array<PaddedCount, 3> injected_total_{};
+  std::atomic<std::uint64_t> injected_dropped_{0};
 
   EventCount work_available_;  // parked workers sleep here
   EventCount idle_changed_;    // wait_idle and shutdown sleep here; a worker that runs dry notifies

@@ -94,6 +94,14 @@ class MSQueue {
     }
   }
 
+  // True if the queue looked empty: head and tail were the same node. A hint without a hazard (nothing is
+  // dereferenced). A push swings tail before it returns, so once a push has returned (and its caller's
+  // fence has run), a later look that is ordered after that fence sees the queue non-empty.
+  [[nodiscard]] bool empty_hint() const noexcept {
+    // acquire on both: cheap on x86; keeps the two reads in order for the argument above.
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
+  }
+
   // Removes and returns the oldest item, or nullopt if the queue was empty at the linearisation point.
   [[nodiscard]] std::optional<T> try_pop() { return try_pop(domain_.current()); }
   [[nodiscard]] std::optional<T> try_pop(ThreadRef t) {

@@ -40,6 +40,7 @@ struct WorkerCounters {
   OwnedCounter parks;
   OwnedCounter wakeups;
   OwnedCounter spawned;   // tasks this worker accepted from its own tasks (for the idle check)
+  OwnedCounter taken_injected;  // tasks taken from the shared queues (for PoolStats::queued)
   OwnedCounter finished;  // tasks this worker ran or dropped to completion (for the idle check)
 };
 
