@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "tests/pool/counting_new.hpp"
+#include "tests/support/counting_new.hpp"
 #include "tests/pool/pool_test_support.hpp"
 
 namespace {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "counting_new.hpp"
+#include "tests/support/counting_new.hpp"
 #include "probes.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "counting_new.hpp"
+#include "tests/support/counting_new.hpp"
 #include "probes.hpp"
 
 namespace {

@@ -1,8 +1,10 @@
-// Replaces the global operator new/delete for small_function_test so that allocations can be counted.
-// Thread-local counters: each test counts only its own thread, and no atomics are needed. Memory comes from
-// malloc/posix_memalign, which the sanitizers intercept, so ASan still checks every heap block.
-#include "counting_new.hpp"
+// Replaces the global operator new/delete for the executables that link this file, so that allocations can be
+// counted: per thread (no atomics), and process-wide while switched on. Memory comes from malloc/posix_memalign,
+// which the sanitizers intercept, so ASan still checks every heap block.
+#include "tests/support/counting_new.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -10,9 +12,13 @@ namespace {
 
 constinit thread_local std::size_t allocations = 0;
 constinit thread_local bool fail_next = false;
+std::atomic<bool> counting{false};
+std::atomic<std::uint64_t> counted{0};
 
 void* allocate(std::size_t size, std::size_t alignment) {
   ++allocations;
+  // relaxed: a statistic read after the counted threads have been waited for (which orders their increments).
+  if (counting.load(std::memory_order_relaxed)) counted.fetch_add(1, std::memory_order_relaxed);
   if (fail_next) {
     fail_next = false;
     throw std::bad_alloc();
@@ -35,6 +41,12 @@ namespace weft::test {
 std::size_t allocations_on_this_thread() noexcept { return allocations; }
 
 void fail_next_allocation_on_this_thread() noexcept { fail_next = true; }
+
+void count_allocations(bool on) noexcept {
+  counting.store(on, std::memory_order_seq_cst);  // seq_cst: a plain, obviously ordered switch for tests
+}
+std::uint64_t allocations_counted() noexcept { return counted.load(std::memory_order_seq_cst); }
+void reset_allocation_count() noexcept { counted.store(0, std::memory_order_seq_cst); }
 
 }  // namespace weft::test
 

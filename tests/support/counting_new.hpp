@@ -1,8 +1,10 @@
-// Counts heap allocations made by the calling thread, through a replaced global operator new
-// (counting_new.cpp), so that tests can assert "no allocation" and "exactly one allocation".
+// Counts heap allocations through a replaced global operator new (tests/support/counting_new.cpp), so that a
+// test can assert "no allocation" or "exactly one". Link counting_new.cpp into an executable to use it; it
+// replaces operator new for that executable only.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace weft::test {
 
@@ -20,5 +22,11 @@ class allocation_counter {
  private:
   std::size_t start_ = allocations_on_this_thread();
 };
+
+// Process-wide counting, for code that allocates on other threads (a pool's workers): switch it on, run,
+// wait for the threads, read.
+void count_allocations(bool on) noexcept;
+[[nodiscard]] std::uint64_t allocations_counted() noexcept;
+void reset_allocation_count() noexcept;
 
 }  // namespace weft::test
