@@ -410,6 +410,7 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
     // Only allocation can fail here, before the task was queued: it never ran and never will.
     destroy_task(ref, task);
     abandoned_.fetch_add(1, std::memory_order_release);
+    idle_changed_.notify_all();  // it was counted as submitted: a wait_idle may be waiting for it
     if (options_.max_queued != 0) release_queued_slot();
     throw;
   }
@@ -421,7 +422,12 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
     Worker& target = *workers_[task->affinity];
     // Counted before the push, so that a parking worker that misses the push still sees the count.
     target.mailbox_pending.fetch_add(1, std::memory_order_relaxed);
-    target.mailbox.push(ref, task);
+    try {
+      target.mailbox.push(ref, task);
+    } catch (...) {
+      target.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // else that worker could never park
+      throw;
+    }
     work_available_.notify_all();  // notify_one might wake another worker, which must not take it yet
     return;
   }
@@ -449,7 +455,12 @@ void Engine::signal_work() noexcept {
   if (wake_in_flight_.exchange(true, std::memory_order_seq_cst)) return;
   // Every exit from park() — woken, timed out or cancelled — clears the flag in worker_main, so it cannot
   // stay set without a worker on its way to search. If nobody was waiting, nobody will clear it: we do.
-  if (!work_available_.notify_one()) wake_in_flight_.store(false, std::memory_order_seq_cst);
+  if (!work_available_.notify_one()) {
+    wake_in_flight_.store(false, std::memory_order_seq_cst);
+    // A producer that published while our flag was up skipped its wake, and a worker may have started to park
+    // since our look. Look once more now the flag is down: this notify's fence sees that worker's waiter count.
+    (void)work_available_.notify_one();
+  }
 }
 
 bool Engine::closed_to(const Worker* self) const noexcept {
@@ -515,9 +526,13 @@ void Engine::release_queued_slot() noexcept {
 bool Engine::idle() const noexcept {
   // Finished first, then submitted. Every task counted in `finished` was submitted before, and so is counted in
   // `submitted` when that is read later; so finished == submitted means no accepted task is unfinished.
+  // Inline runs (a waiter running a task itself) count on both sides: started before the claim, finished after
+  // the result, so one still running keeps finished < submitted.
   std::uint64_t finished = abandoned_.load(std::memory_order_acquire);
+  finished += inline_runs_.finished.load(std::memory_order_acquire);
   for (const auto& worker : workers_) finished += worker->counters.finished.read();
   std::uint64_t submitted = external_submitted_.load(std::memory_order_acquire);
+  submitted += inline_runs_.started.load(std::memory_order_acquire);
   for (const auto& worker : workers_) submitted += worker->counters.spawned.read();
   return finished == submitted;
 }
@@ -539,7 +554,10 @@ void Engine::begin_shutdown(State target) {
   gate_.fetch_or(1, std::memory_order_acq_rel);
   room_available_.notify_all();  // submitters blocked on a full queue must see the gate close
   while (gate_.load(std::memory_order_acquire) >= 2) std::this_thread::yield();
-  state_.store(target, std::memory_order_release);
+  // Never lowers the state (a destructor after a failed shutdown must not turn dropping back into draining).
+  State current = state_.load(std::memory_order_acquire);
+  while (current < target && !state_.compare_exchange_weak(current, target, std::memory_order_acq_rel)) {
+  }
   work_available_.notify_all();
   room_available_.notify_all();
 }

@@ -18,6 +18,16 @@
 #include "scheduler/worker.hpp"
 #include "weft/pool.hpp"
 
+namespace weft::detail {
+// Tasks run inline by a waiter (Future::get) of this engine: started before the claim, finished after the
+// result is published. idle() counts them, so wait_idle and Drain wait for an inline run still going.
+struct InlineRunCounter {
+  std::atomic<std::uint64_t> started{0};
+  std::atomic<std::uint64_t> finished{0};
+  sched::Engine* engine = nullptr;
+};
+}  // namespace weft::detail
+
 namespace weft::sched {
 
 class Engine {
@@ -39,6 +49,9 @@ class Engine {
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
   [[nodiscard]] PoolStats stats() const;
   [[nodiscard]] std::vector<std::exception_ptr> take_errors();
+  [[nodiscard]] weft::detail::InlineRunCounter& inline_runs() noexcept { return inline_runs_; }
+  // An inline run finished: whoever waits for idle should look again.
+  void inline_run_finished() noexcept { idle_changed_.notify_all(); }
 
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
@@ -111,6 +124,7 @@ class Engine {
   std::atomic<std::size_t> queued_{0};  // accepted, not started; maintained only when max_queued > 0
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> abandoned_{0};  // counted as submitted, then destroyed unrun: finished for idle()
+  weft::detail::InlineRunCounter inline_runs_{{0}, {0}, this};
 
   std::mutex errors_mutex_;
   std::vector<std::exception_ptr> errors_;
@@ -142,6 +156,12 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
       task = find_task(self);
     } else if (auto own = self.deque.pop()) {
       task = *own;  // deep: only descendants of the waiting task, which keeps the stack bounded
+    } else if (self.mailbox_pending.load(std::memory_order_relaxed) > 0) {
+      // ... and tasks sent to this worker, which nobody else may take soon (nor a waiter inline).
+      if (auto mine = self.mailbox.try_pop(self.ref())) {
+        self.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
+        task = *mine;
+      }
     }
     if (task != nullptr) {
       execute(self, task);

@@ -26,8 +26,24 @@ void sleep_on(FutureStateBase& state, std::chrono::nanoseconds slice) noexcept {
   state.remove_waiter();
 }
 
+// Runs the task here if nobody has started it, counted with its pool so that wait_idle waits for it.
+bool run_inline(FutureStateBase& state) noexcept {
+  detail::InlineRunCounter* runs = state.inline_runs();
+  if (runs == nullptr) return false;  // a task with an affinity runs only on its worker
+  // seq_cst: counted before the claim; a worker that loses the claim to us happens-after it (see
+  // run_if_unclaimed), so idle() cannot see the queued copy finished without seeing this run started.
+  runs->started.fetch_add(1, std::memory_order_seq_cst);
+  const bool ran = state.run_if_unclaimed();
+  // release: idle() acquires it; everything the task did happens-before an idle() that sees it finished.
+  runs->finished.fetch_add(1, std::memory_order_release);
+  runs->engine->inline_run_finished();
+  return ran;
+}
+
 bool wait(FutureStateBase& state, Clock::time_point deadline) {
   if (state.ready()) return true;
+  // A timed wait never runs the task inline: that could take longer than the timeout.
+  const bool may_claim = deadline == Clock::time_point::max();
   if (sched::Worker* self = sched::Engine::this_thread_worker()) {
     // On a worker, the awaited task is normally the newest entry of this worker's own deque, which
     // wait_on_worker pops first: running it from there leaves no dead entry behind (claiming it here would
@@ -36,12 +52,12 @@ bool wait(FutureStateBase& state, Clock::time_point deadline) {
     return self->engine.wait_on_worker(
         *self, [&] { return state.ready(); }, deadline,
         [&](std::chrono::nanoseconds slice) {
-          if (state.may_run_inline() && state.run_if_unclaimed()) return;
+          if (may_claim && run_inline(state)) return;
           sleep_on(state, slice);
         });
   }
   // Nobody started it: run it here rather than wait for a worker (oneTBB's task_group::wait does the same).
-  if (state.may_run_inline() && state.run_if_unclaimed()) return true;
+  if (may_claim && run_inline(state)) return true;
   while (!state.ready()) {
     if (deadline == Clock::time_point::max()) {
       sleep_on(state, std::chrono::nanoseconds::max());
@@ -64,7 +80,10 @@ void FutureStateBase::wake_waiters() noexcept {
 void wait_until_ready(FutureStateBase& state) { (void)wait(state, Clock::time_point::max()); }
 
 bool wait_until_ready_for(FutureStateBase& state, std::chrono::nanoseconds timeout) {
-  return wait(state, Clock::now() + timeout);
+  // Saturate: now() + a huge timeout would overflow; max() means "no deadline" below, so stop one short.
+  const auto now = Clock::now();
+  const auto room = Clock::time_point::max() - now - Clock::duration(1);
+  return wait(state, timeout >= room ? now + room : now + timeout);
 }
 
 }  // namespace weft::detail

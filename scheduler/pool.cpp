@@ -31,6 +31,8 @@ void Pool::admit_or_throw(SubmitStatus status, const char* what) {
     throw pool_closed(std::string("weft::Pool::") + what + ": the pool is shut down (or shutting down); the task was not accepted");
 }
 
+detail::InlineRunCounter* Pool::inline_runs() noexcept { return &engine_->inline_runs(); }
+
 void Pool::wait_idle() { engine_->wait_idle(); }
 std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy); }
 ShutdownResult Pool::shutdown_for(std::chrono::nanoseconds timeout) { return engine_->shutdown_for(timeout); }

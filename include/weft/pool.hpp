@@ -144,6 +144,7 @@ class Pool {
   SubmitStatus enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
                        std::chrono::steady_clock::time_point deadline);
   static void admit_or_throw(SubmitStatus status, const char* what);
+  [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
 
   template <class F, class... Args>
   Submitted<submit_result_t<F, Args...>> submit_impl(TaskOptions options, Admission admission,
@@ -151,7 +152,8 @@ class Pool {
                                                      Args&&... args) {
     using R = submit_result_t<F, Args...>;
     using State = detail::FutureTask<R, std::decay_t<F>, std::decay_t<Args>...>;
-    auto* state = new State(!options.affinity.has_value(), std::forward<F>(f), std::forward<Args>(args)...);
+    // A task with an affinity must run on the pool, never inline in a waiter: it gets no inline counter.
+    auto* state = new State(options.affinity ? nullptr : inline_runs(), std::forward<F>(f), std::forward<Args>(args)...);
     Future<R> future = detail::FutureAccess::adopt<R>(state);
     const SubmitStatus status =
         enqueue(small_function<void()>(detail::RunFutureTask(state)), options, admission, deadline);

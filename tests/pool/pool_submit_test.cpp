@@ -126,3 +126,26 @@ TEST_CASE("a future destroyed without get() does not cancel its task") {
 }
 
 }  // namespace
+
+// A waiter that runs a task inline is counted with the pool: wait_idle (and a draining shutdown) must not
+// return while it runs, even though the queued copy of that task already "finished" as a no-op on a worker.
+TEST_CASE("wait_idle waits for a task that an outside waiter is running inline") {
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  std::atomic<bool> release_worker{false};
+  std::atomic<bool> inline_started{false};
+  std::atomic<bool> inline_done{false};
+  pool.post([&] {
+    while (!release_worker.load()) std::this_thread::yield();  // holds the only worker
+  });
+  auto future = pool.submit([&] {
+    inline_started.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    inline_done.store(true);
+  });
+  std::thread waiter([&] { future.get(); });  // the worker is busy: the waiter runs the task itself
+  while (!inline_started.load()) std::this_thread::yield();
+  release_worker.store(true);  // the worker now pops the claimed copy, a no-op, and runs dry
+  pool.wait_idle();
+  CHECK(inline_done.load());
+  waiter.join();
+}

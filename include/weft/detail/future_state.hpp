@@ -14,6 +14,10 @@
 
 namespace weft::detail {
 
+// The pool's count of tasks a waiter ran inline (scheduler/engine.hpp), so that wait_idle and Drain also wait
+// for a task that an outside thread is running in Future::get.
+struct InlineRunCounter;
+
 // Lifecycle: pending -> running -> value | exception, or pending -> dropped. Whoever moves it from pending to
 // running (a worker, or a waiter running the task inline) is the only one to call the task.
 class FutureStateBase {
@@ -26,8 +30,10 @@ class FutureStateBase {
   // Runs the task unless someone already claimed it. Called through the queued task, and by waiters.
   bool run_if_unclaimed() noexcept {
     std::uint32_t expected = pending;
-    // acq_rel: the winner sees the state as constructed; relaxed failure: a loser touches nothing.
-    if (!status_.compare_exchange_strong(expected, running, std::memory_order_acq_rel, std::memory_order_relaxed))
+    // acq_rel: the winner sees the state as constructed. acquire on failure: a loser (a worker popping the
+    // queued copy) then happens-after the winner's claim, and so after the winner counted its inline run
+    // (future_wait.cpp): the loser's "finished" can never be seen without that count.
+    if (!status_.compare_exchange_strong(expected, running, std::memory_order_acq_rel, std::memory_order_acquire))
       return false;
     publish(run_task());
     return true;
@@ -36,7 +42,9 @@ class FutureStateBase {
   // The queued task was destroyed without running (DropPending shutdown): tell the future.
   void drop_if_unclaimed() noexcept {
     std::uint32_t expected = pending;
-    if (status_.compare_exchange_strong(expected, dropped, std::memory_order_acq_rel, std::memory_order_relaxed))
+    // seq_cst: like publish(), it must be in the single total order with the waiter's add_waiter and re-check,
+    // or both sides could miss each other and the waiter sleep forever.
+    if (status_.compare_exchange_strong(expected, dropped, std::memory_order_seq_cst, std::memory_order_relaxed))
       wake_waiters();
   }
 
@@ -46,7 +54,9 @@ class FutureStateBase {
   }
   [[nodiscard]] bool ready() const noexcept { return status() >= has_value; }
   // False if the task has an affinity: then only the pool may run it, never a waiter inline.
-  [[nodiscard]] bool may_run_inline() const noexcept { return may_run_inline_; }
+  [[nodiscard]] bool may_run_inline() const noexcept { return inline_runs_ != nullptr; }
+  // Where an inline run is counted (null when the task may not run inline).
+  [[nodiscard]] InlineRunCounter* inline_runs() const noexcept { return inline_runs_; }
 
   // For the blocking wait (scheduler): the word a sleeping waiter watches, and its announce/withdraw.
   [[nodiscard]] std::atomic<std::uint32_t>& status_word() noexcept { return status_; }
@@ -60,7 +70,7 @@ class FutureStateBase {
   }
 
  protected:
-  explicit FutureStateBase(bool may_run_inline) noexcept : may_run_inline_(may_run_inline) {}
+  explicit FutureStateBase(InlineRunCounter* inline_runs) noexcept : inline_runs_(inline_runs) {}
   ~FutureStateBase() = default;
 
   std::exception_ptr error_;
@@ -80,7 +90,7 @@ class FutureStateBase {
   std::atomic<std::uint32_t> status_{pending};
   std::atomic<std::uint32_t> waiters_{0};
   std::atomic<std::uint32_t> refs_{2};  // the future and the queued task
-  const bool may_run_inline_;
+  InlineRunCounter* const inline_runs_;
 };
 
 // Blocks until the state is ready. On a worker of a weft pool the worker runs other tasks meanwhile; anywhere,
@@ -126,8 +136,8 @@ template <class R, class F, class... Args>
 class FutureTask final : public FutureResult<R> {
  public:
   template <class G, class... A>
-  FutureTask(bool may_run_inline, G&& f, A&&... args)
-      : FutureResult<R>(may_run_inline), f_(std::forward<G>(f)), args_(std::forward<A>(args)...) {}
+  FutureTask(InlineRunCounter* inline_runs, G&& f, A&&... args)
+      : FutureResult<R>(inline_runs), f_(std::forward<G>(f)), args_(std::forward<A>(args)...) {}
 
  private:
   FutureStateBase::Status run_task() noexcept override {
