@@ -122,7 +122,9 @@ Engine::~Engine() {
   const std::lock_guard lock(shutdown_mutex_);
   if (!joined_) {
     begin_shutdown(State::draining);
-    while (!idle()) {
+    // After a shutdown that failed part-way (out of memory) the state may already be dropping: do not wait
+    // for tasks that nobody will run.
+    while (state_.load(std::memory_order_acquire) == State::draining && !idle()) {
       const auto key = idle_changed_.prepare_wait();
       if (idle()) {
         idle_changed_.cancel_wait();
@@ -563,6 +565,15 @@ void Engine::begin_shutdown(State target) {
 }
 
 std::uint64_t Engine::finish_shutdown() {
+  // Registered first: nothing below allocates, so a shutdown that gets past this line always completes.
+  auto handle = domain_.register_thread();
+  const auto ref = handle.ref();
+  std::uint64_t count = 0;
+  if (state_.load(std::memory_order_acquire) == State::dropping) {
+    // A worker inside a nested wait (Future::get in a task) would go on taking pending tasks. Drop them from
+    // here, before joining: their futures report task_dropped, so those waits end and the workers can exit.
+    count += drop_pending_while_running(ref);
+  }
   state_.store(State::stopped, std::memory_order_release);
   work_available_.notify_all();
   room_available_.notify_all();
@@ -570,9 +581,6 @@ std::uint64_t Engine::finish_shutdown() {
     if (worker->thread.joinable()) worker->thread.join();
   }
   // The workers are gone: this thread now owns every deque, and drops whatever was never started.
-  auto handle = domain_.register_thread();
-  const auto ref = handle.ref();
-  std::uint64_t count = 0;
   for (auto& worker : workers_) {
     while (auto task = worker->deque.pop()) {
       drop(*task, ref);
@@ -594,6 +602,36 @@ std::uint64_t Engine::finish_shutdown() {
   dropped_.fetch_add(count, std::memory_order_relaxed);
   joined_ = true;
   idle_changed_.notify_all();
+  return count;
+}
+
+std::uint64_t Engine::drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept {
+  // steal() and try_pop() are safe from any thread while the owners still run. Workers refuse new submissions
+  // once the state is dropping, so this pass and the one after the join between them catch everything.
+  std::uint64_t count = 0;
+  for (auto& worker : workers_) {
+    for (;;) {
+      const auto result = worker->deque.steal();
+      if (result) {
+        drop(result.item, ref);
+        ++count;
+      } else if (result.status == StealStatus::empty) {
+        break;
+      }
+    }
+    while (auto task = worker->mailbox.try_pop(ref)) {
+      worker->mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
+      drop(*task, ref);
+      ++count;
+    }
+  }
+  for (auto& queue : injected_) {
+    while (auto task = queue->try_pop(ref)) {
+      drop(*task, ref);
+      ++count;
+      injected_dropped_.fetch_add(1, std::memory_order_relaxed);  // stats only
+    }
+  }
   return count;
 }
 

@@ -92,6 +92,7 @@ class Engine {
   [[nodiscard]] bool idle() const noexcept;
   void begin_shutdown(State target);
   std::uint64_t finish_shutdown();
+  std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
   void report_error(std::exception_ptr error) noexcept;
   void refuse_on_own_worker(const char* what) const;
 
@@ -152,7 +153,11 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
   unsigned fruitless = 0;
   while (!ready()) {
     Task* task = nullptr;
-    if (self.wait_depth <= kMaxWaitDepth) {
+    const State state = state_.load(std::memory_order_acquire);
+    if (state == State::dropping || state == State::stopped) {
+      // Dropping: start nothing more. The awaited task is either running elsewhere or about to be dropped by
+      // the shutting-down thread, which makes it ready (dropped) either way.
+    } else if (self.wait_depth <= kMaxWaitDepth) {
       task = find_task(self);
     } else if (auto own = self.deque.pop()) {
       task = *own;  // deep: only descendants of the waiting task, which keeps the stack bounded

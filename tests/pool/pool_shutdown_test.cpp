@@ -168,3 +168,53 @@ TEST_CASE("a shut-down pool refuses submissions clearly, and shutting down again
 }
 
 }  // namespace
+
+// DropPending while tasks wait on their children: the shutting-down thread drops pending children before it
+// joins, so the waits end with task_dropped (or the child's value) and no worker keeps running pending work.
+TEST_CASE("DropPending ends nested waits: their pending children report task_dropped") {
+  for_each_worker_count([](unsigned workers) {
+    Watchdog watchdog(named("DropPending with nested waits", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<int> parents_started{0};
+    std::atomic<int> children_ran{0};
+    std::atomic<int> children_dropped{0};
+    std::atomic<bool> go{false};
+    constexpr int kParents = 4;
+    constexpr int kChildren = 200;
+    for (int p = 0; p < kParents; ++p) {
+      pool.post([&] {
+        std::vector<weft::Future<int>> children;
+        for (int c = 0; c < kChildren; ++c) {
+          children.push_back(pool.submit([&] {
+            while (!go.load()) std::this_thread::yield();  // pending children pile up behind the first ones
+            children_ran.fetch_add(1);
+            return 1;
+          }));
+        }
+        parents_started.fetch_add(1);
+        for (auto& child : children) {
+          try {
+            (void)child.get();
+          } catch (const weft::task_dropped&) {
+            children_dropped.fetch_add(1);
+          }
+        }
+      });
+    }
+    while (parents_started.load() < static_cast<int>(std::min<unsigned>(workers, kParents))) std::this_thread::yield();
+    std::thread release([&] {
+      std::this_thread::sleep_for(20ms);
+      go.store(true);
+    });
+    const std::uint64_t dropped = pool.shutdown(weft::Shutdown::DropPending);
+    release.join();
+    // Every child of a started parent either ran or was dropped; parents that never started were dropped whole.
+    const int started = parents_started.load();
+    CHECK(children_ran.load() + children_dropped.load() == started * kChildren);
+    // Children were still pending when the shutdown began (they wait 20 ms for `go`): the nested waits must
+    // have seen them dropped rather than run them.
+    CHECK(children_dropped.load() > 0);
+    CHECK(dropped >= static_cast<std::uint64_t>(children_dropped.load()));
+    CHECK(pool.stats().dropped == dropped);
+  });
+}
