@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace weft {
 
@@ -30,6 +32,43 @@ class invalid_option : public std::invalid_argument {
 class would_deadlock : public std::logic_error {
  public:
   using std::logic_error::logic_error;
+};
+
+// A graph is malformed: an edge to a node of another graph or to itself, a node handle that is not one of the
+// graph's, a job of another scope. The message names the node(s).
+class invalid_graph : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// The graph has a cycle; the message and nodes() name the nodes on it, in order (the first one again closes it).
+class cycle_error : public invalid_graph {
+ public:
+  cycle_error(const std::string& message, std::vector<std::string> nodes)
+      : invalid_graph(message), nodes_(std::move(nodes)) {}
+  [[nodiscard]] const std::vector<std::string>& nodes() const noexcept { return nodes_; }
+
+ private:
+  std::vector<std::string> nodes_;
+};
+
+// A graph or scope was changed or run while a run of it is in flight, or a one-shot scope was run twice.
+class graph_busy : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// A node with Overflow::Fail found its inbox full: the run is cancelled and Run::wait() throws this, naming
+// the node and its capacity.
+class inbox_full : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A job's result was asked for but the job did not run: its run was cancelled (or failed elsewhere) first.
+class job_cancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 }  // namespace weft

@@ -1,0 +1,281 @@
+// The executor: how a run moves through the graph. A pool task runs a one-token node and then, in place, one
+// successor it made ready (so a chain runs on one worker with no queueing); other ready successors are posted.
+// Multi-token nodes go through their Limiter: an activation task pushes tokens into the inbox, executor tasks
+// (at most `concurrency`) pop and run them.
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "graph/run_state.hpp"
+#include "graph/subflow_access.hpp"
+#include "scheduler/memory_model.hpp"
+#include "weft/errors.hpp"
+
+namespace weft::detail {
+namespace {
+
+thread_local RunState* tl_current_run = nullptr;
+
+// The closure a run posts: 16 bytes, so it sits inline in the pool's task. If the pool destroys it unrun
+// (refused at shutdown, or dropped by DropPending), the run is told: nothing is lost silently.
+class GraphTask {
+ public:
+  GraphTask(RunState* run, GraphTaskKind kind, std::uint32_t index) noexcept
+      : run_(run), index_(index), kind_(kind) {}
+  GraphTask(GraphTask&& other) noexcept
+      : run_(std::exchange(other.run_, nullptr)), index_(other.index_), kind_(other.kind_) {}
+  GraphTask& operator=(GraphTask&&) = delete;
+  ~GraphTask() {
+    if (run_ != nullptr) run_->task_dropped(kind_, index_);
+  }
+  void operator()() noexcept { std::exchange(run_, nullptr)->run_task(kind_, index_); }
+
+ private:
+  RunState* run_;
+  std::uint32_t index_;
+  GraphTaskKind kind_;
+};
+
+}  // namespace
+
+RunState* RunState::current() noexcept { return tl_current_run; }
+
+void RunState::start(std::shared_ptr<RunState> self) noexcept {
+  self_ = std::move(self);
+  node_count_ = graph_.size();
+  for (const std::uint32_t root : graph_.roots()) ready(root);
+  finish_unit();  // the starter's own unit: the run may end right here if the graph is empty
+}
+
+void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
+  // Marks the thread as inside this run once per task, not per node: an in-place chain is one task.
+  RunState* const outer = std::exchange(tl_current_run, this);
+  switch (kind) {
+    case GraphTaskKind::node:
+      run_node(index);
+      break;
+    case GraphTaskKind::activation:
+      run_activation(index);
+      break;
+    case GraphTaskKind::executor:
+      run_executor(index);
+      break;
+  }
+  tl_current_run = outer;
+  finish_unit();
+}
+
+void RunState::run_node(std::uint32_t node) noexcept {
+  while (node != kNoIndex) {
+    execute(node, 0);
+    node = finish_node(node);
+  }
+}
+
+void RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
+  if (cancelled()) {
+    add_skipped(1);
+    return;
+  }
+  Subflow subflow = SubflowAccess::make_root(*this);
+  NodeCall call{subflow, static_cast<std::size_t>(token)};
+  try {
+    graph_.body(node)(call);
+  } catch (...) {
+    record_exception(std::current_exception());
+  }
+  SubflowAccess::join_if_spawned(subflow);
+}
+
+std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
+  const CompiledNode& done = graph_.node(node);
+  const std::uint32_t* successors = graph_.successors();
+  std::uint32_t in_place = kNoIndex;
+  for (std::uint32_t i = done.succ_begin; i != done.succ_end; ++i) {
+    const std::uint32_t next = successors[i];
+    const CompiledNode& candidate = graph_.node(next);
+    if (candidate.join_init != 1) {
+      std::atomic<std::uint32_t>& join = graph_.join(next);
+      // acq_rel: each predecessor releases what its body wrote; the last one, by the release sequence of these
+      // RMWs, acquires them all, so `next` runs after every predecessor finished.
+      if (join.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+      // Reset for the next run: nothing else touches this counter in this run, and the next run starts only
+      // after this one ended (the run's pending count orders it).
+      join.store(candidate.join_init, std::memory_order_relaxed);
+    }
+    if (in_place == kNoIndex && candidate.runs_in_place) {
+      in_place = next;
+    } else {
+      ready(next);
+    }
+  }
+  return in_place;
+}
+
+void RunState::ready(std::uint32_t node) noexcept {
+  const CompiledNode& compiled = graph_.node(node);
+  if (compiled.limiter != kNoIndex) {
+    post(GraphTaskKind::activation, node, &graph_.options(node));
+  } else {
+    post(GraphTaskKind::node, node, compiled.runs_in_place ? nullptr : &graph_.options(node));
+  }
+}
+
+void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept {
+  add_unit();
+  TaskOptions task_options{};
+  if (options != nullptr) {
+    task_options.priority = options->priority;
+    task_options.affinity = options->affinity;
+  }
+  try {
+    pool_.post(GraphTask(this, kind, index), task_options);
+  } catch (...) {
+    // The pool refused it (shut down) or could not allocate: the GraphTask it was given has been destroyed
+    // unrun, and its destructor already failed the run and gave the unit back (task_dropped).
+  }
+}
+
+void RunState::run_activation(std::uint32_t node) noexcept {
+  const CompiledNode& compiled = graph_.node(node);
+  graph::Limiter& limiter = graph_.limiter(compiled.limiter);
+  const std::uint64_t tokens = limiter.tokens;
+  // relaxed: executors see it through the inbox (a push releases, a pop acquires).
+  limiter.remaining.store(tokens, std::memory_order_relaxed);
+  for (std::uint64_t token = 0; token < tokens;) {
+    if (cancelled()) {
+      add_skipped(tokens - token);
+      token_done(node, limiter, tokens - token);
+      return;
+    }
+    if (!limiter.inbox.try_push(token)) {
+      if (limiter.overflow == Overflow::Drop) {
+        limiter.dropped.fetch_add(1, std::memory_order_relaxed);
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        ++token;
+        token_done(node, limiter, 1);
+        continue;
+      }
+      if (limiter.overflow == Overflow::Fail) {
+        std::string message = "weft::TaskGraph: node '";
+        message += graph_.name(node);
+        message += "' found its inbox full (capacity ";
+        message += std::to_string(limiter.inbox.capacity());
+        message += ", Overflow::Fail): the run is cancelled";
+        fail(std::make_exception_ptr(inbox_full(message)));
+        add_skipped(tokens - token);
+        token_done(node, limiter, tokens - token);
+        return;
+      }
+      // Overflow::Block: executors are running (every push below claimed one if a slot was free, and one that
+      // leaves looks at the inbox again), so room will come. Wait for it through the scheduler's wait point.
+      graph::wait_until(
+          [&] { return cancelled() || limiter.inbox.size_hint() < limiter.inbox.capacity(); }, limiter.room);
+      continue;
+    }
+    ++token;
+    // seq_cst fence: Dekker with an executor that leaves (run_executor): either we see its slot released and
+    // claim one, or it sees this token in the inbox and carries on.
+    sched::StdMemoryModel::thread_fence(std::memory_order_seq_cst);
+    if (limiter.try_claim()) post(GraphTaskKind::executor, compiled.limiter, &graph_.options(node));
+  }
+}
+
+void RunState::run_executor(std::uint32_t limiter_index) noexcept {
+  graph::Limiter& limiter = graph_.limiter(limiter_index);
+  const std::uint32_t node = graph_.limited_node(limiter_index);
+  const bool producers_may_wait = limiter.overflow == Overflow::Block && limiter.inbox.capacity() < limiter.tokens;
+  for (;;) {
+    while (std::optional<std::uint64_t> token = limiter.inbox.try_pop()) {
+      if (producers_may_wait) limiter.room.notify();
+      execute(node, *token);
+      token_done(node, limiter, 1);
+    }
+    // acq_rel: the slot's release pairs with a producer's claim.
+    limiter.running.fetch_sub(1, std::memory_order_acq_rel);
+    // seq_cst fence: the other half of the Dekker in run_activation.
+    sched::StdMemoryModel::thread_fence(std::memory_order_seq_cst);
+    if (limiter.inbox.empty_hint() || !limiter.try_claim()) return;
+  }
+}
+
+void RunState::token_done(std::uint32_t node, graph::Limiter& limiter, std::uint64_t count) noexcept {
+  // acq_rel: the last token's finisher sees what every other token's execution wrote before finishing the node.
+  if (limiter.remaining.fetch_sub(count, std::memory_order_acq_rel) != count) return;
+  run_node_successors(node);
+}
+
+void RunState::run_node_successors(std::uint32_t node) noexcept {
+  const std::uint32_t next = finish_node(node);
+  if (next != kNoIndex) run_node(next);
+}
+
+void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
+  const std::uint32_t node =
+      kind == GraphTaskKind::executor ? graph_.limited_node(index) : index;
+  try {
+    std::string message = "weft::TaskGraph: a task of node '";
+    message += graph_.name(node);
+    message += "' was not run: the pool refused or dropped it (shut down)";
+    fail(std::make_exception_ptr(weft::task_dropped(message)));
+  } catch (...) {
+    fail(std::current_exception());  // out of memory building the message: still fail the run
+  }
+  switch (kind) {
+    case GraphTaskKind::node:
+      add_skipped(1);
+      break;
+    case GraphTaskKind::activation:
+      add_skipped(graph_.limiter(graph_.node(node).limiter).tokens);
+      break;
+    case GraphTaskKind::executor: {
+      // Tokens this executor would have run: count them, so that nothing is lost without a trace.
+      graph::Limiter& limiter = graph_.limiter(index);
+      while (limiter.inbox.try_pop()) add_skipped(1);
+      limiter.running.fetch_sub(1, std::memory_order_acq_rel);
+      break;
+    }
+  }
+  finish_unit();
+}
+
+void RunState::fail_dropped(const char* message) noexcept {
+  try {
+    fail(std::make_exception_ptr(weft::task_dropped(message)));
+  } catch (...) {
+    fail(std::current_exception());
+  }
+}
+
+void RunState::record_exception(std::exception_ptr error) noexcept {
+  exceptions_.fetch_add(1, std::memory_order_relaxed);
+  fail(std::move(error));
+}
+
+void RunState::fail(std::exception_ptr error) noexcept {
+  // acq_rel: exactly one writer of first_error_; readers look only after the run is done (pending orders it).
+  if (!has_error_.exchange(true, std::memory_order_acq_rel)) first_error_ = std::move(error);
+  cancel_from_inside();
+}
+
+void RunState::cancel_from_inside() noexcept {
+  cancelled_.store(true, std::memory_order_seq_cst);
+  // A unit of the run is held here, so the graph is alive: wake producers blocked on a full inbox.
+  for (std::size_t i = 0; i < graph_.limiter_count(); ++i) graph_.limiter(static_cast<std::uint32_t>(i)).room.notify();
+}
+
+void RunState::finish_unit() noexcept {
+  // acq_rel: every unit's work happens-before the last decrement, which then publishes the end of the run.
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  std::shared_ptr<RunState> keep = std::move(self_);  // this state outlives the wake-up below
+  for (std::size_t i = 0; i < graph_.limiter_count(); ++i) {
+    graph::Limiter& limiter = graph_.limiter(static_cast<std::uint32_t>(i));
+    const std::uint64_t dropped = limiter.dropped.load(std::memory_order_relaxed);
+    if (dropped != 0) dropped_by_limiter_[i] = {graph_.limited_node(static_cast<std::uint32_t>(i)), dropped};
+  }
+  graph_.run_ended();  // from here on the graph may be changed, run again or destroyed: touch it no more
+  done_.store(true, std::memory_order_release);
+  done_signal_.notify();
+}
+
+}  // namespace weft::detail

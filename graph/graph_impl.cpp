@@ -1,0 +1,195 @@
+// Building a TaskGraph and starting its runs: validation with errors that name the node, and one run at a time.
+#include "graph/graph_impl.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "graph/run_state.hpp"
+#include "weft/errors.hpp"
+#include "weft/pool.hpp"
+
+namespace weft::detail {
+namespace {
+
+std::atomic<std::uint64_t> next_graph_id{1};
+
+[[nodiscard]] bool has_default_options(const NodeOptions& options) noexcept {
+  return options.name.empty() && options.priority == Priority::Normal && !options.affinity &&
+         options.concurrency == kUnlimited && options.capacity == kUnbounded &&
+         options.overflow == Overflow::Block && options.tokens == 1;
+}
+
+[[noreturn]] void throw_option(const std::string& node, const char* option, const std::string& value,
+                               const char* rule) {
+  std::string message = "weft::NodeOptions::";
+  message += option;
+  message += " = ";
+  message += value;
+  message += " for node '";
+  message += node;
+  message += "': ";
+  message += rule;
+  throw invalid_option(message);
+}
+
+const NodeOptions kDefaultOptions{};
+
+}  // namespace
+
+GraphImpl::GraphImpl() : id_(next_graph_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+GraphImpl::~GraphImpl() { wait_for_run_end(); }
+
+void GraphImpl::wait_for_run_end() noexcept {
+  if (current_ == nullptr || current_->done()) return;
+  if (RunState::current() == current_.get()) {
+    std::fputs("weft::TaskGraph destroyed from inside one of its own running nodes: the run cannot end\n",
+               stderr);
+    std::terminate();
+  }
+  current_->wait_quietly();
+}
+
+void GraphImpl::require_idle(const char* what) const {
+  if (!running()) return;
+  std::string message = "weft::TaskGraph::";
+  message += what;
+  message += ": a run of this graph is in flight; wait for it to end first";
+  throw graph_busy(message);
+}
+
+void GraphImpl::require_own(Node node, const char* what) const {
+  std::string problem;
+  if (!node.valid()) {
+    problem = "is not a node of any graph (default-constructed)";
+  } else if (node.graph_ != id_) {
+    problem = "belongs to another graph";
+  } else if (node.index() >= bodies_.size()) {
+    problem = "is past this graph's nodes";
+  } else {
+    return;
+  }
+  std::string message = "weft::TaskGraph::";
+  message += what;
+  message += ": node ";
+  message += std::to_string(node.index());
+  message += ' ';
+  message += problem;
+  throw invalid_graph(message);
+}
+
+void GraphImpl::validate(const NodeOptions& options, std::uint32_t index) const {
+  const std::string node = options.name.empty() ? "node " + std::to_string(index) : options.name;
+  if (options.concurrency == 0) throw_option(node, "concurrency", "0", "must be at least 1 (or weft::kUnlimited)");
+  if (options.capacity == 0) throw_option(node, "capacity", "0", "must be at least 1 (or weft::kUnbounded)");
+  if (options.tokens == 0) throw_option(node, "tokens", "0", "must be at least 1");
+  if (options.tokens > graph::BoundedQueue<std::uint64_t>::max_capacity() && options.capacity == kUnbounded)
+    throw_option(node, "tokens", std::to_string(options.tokens), "too many for an unbounded inbox; set a capacity");
+}
+
+Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options) {
+  require_idle("add_node");
+  if (!body) throw std::invalid_argument("weft::TaskGraph::add_node: the callable is empty (a null function)");
+  if (bodies_.size() >= kNoIndex) throw std::length_error("weft::TaskGraph::add_node: too many nodes");
+  const auto index = static_cast<std::uint32_t>(bodies_.size());
+  const bool plain = has_default_options(options);
+  if (!plain) validate(options, index);
+  if (!plain) {
+    options_.push_back(std::move(options));
+    try {
+      bodies_.push_back(std::move(body));
+    } catch (...) {
+      options_.pop_back();
+      throw;
+    }
+    options_index_.push_back(static_cast<std::uint32_t>(options_.size() - 1));
+  } else {
+    bodies_.push_back(std::move(body));
+    options_index_.push_back(kNoIndex);
+  }
+  compiled_valid_ = false;
+  return Node(index, id_);
+}
+
+void GraphImpl::add_edge(Node from, Node to) {
+  require_idle("add_edge");
+  require_own(from, "add_edge");
+  require_own(to, "add_edge");
+  if (from.index() == to.index()) {
+    std::string message = "weft::TaskGraph::add_edge: an edge from node '";
+    message += name(from.index());
+    message += "' to itself";
+    throw invalid_graph(message);
+  }
+  edges_.emplace_back(from.index(), to.index());
+  compiled_valid_ = false;
+}
+
+void GraphImpl::reserve(std::size_t nodes, std::size_t edges) {
+  require_idle("reserve");
+  bodies_.reserve(nodes);
+  options_index_.reserve(nodes);
+  edges_.reserve(edges);
+}
+
+const NodeOptions& GraphImpl::options(std::uint32_t index) const noexcept {
+  const std::uint32_t at = options_index_[index];
+  return at == kNoIndex ? kDefaultOptions : options_[at];
+}
+
+std::string GraphImpl::name(std::uint32_t index) const {
+  const NodeOptions& options = this->options(index);
+  if (!options.name.empty()) return options.name;
+  return "node " + std::to_string(index);
+}
+
+std::string GraphImpl::name(Node node) const {
+  require_own(node, "name");
+  return name(node.index());
+}
+
+std::size_t GraphImpl::edge_count() {
+  if (!compiled_valid_) {
+    auto sorted = edges_;
+    std::sort(sorted.begin(), sorted.end());
+    return static_cast<std::size_t>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
+  }
+  return succ_.size();
+}
+
+void GraphImpl::compile() {
+  require_idle("compile");
+  if (!compiled_valid_) lay_out();
+}
+
+Run GraphImpl::run(Pool& pool) {
+  // acq_rel: claims the graph; pairs with run_ended()'s release, so this run sees everything the last one did.
+  if (running_.exchange(true, std::memory_order_acq_rel))
+    throw graph_busy("weft::TaskGraph::run: a run of this graph is in flight; wait for it to end first");
+  std::shared_ptr<RunState> state;
+  try {
+    if (!compiled_valid_) lay_out();
+    if (max_affinity_plus_one_ > pool.size()) {
+      for (std::uint32_t i = 0; i < size(); ++i) {
+        const NodeOptions& options = this->options(i);
+        if (options.affinity && *options.affinity >= pool.size()) {
+          std::string rule = "the pool has ";
+          rule += std::to_string(pool.size());
+          rule += " workers";
+          throw_option(name(i), "affinity", std::to_string(*options.affinity), rule.c_str());
+        }
+      }
+    }
+    for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
+    state = std::make_shared<RunState>(*this, pool);
+  } catch (...) {
+    running_.store(false, std::memory_order_release);
+    throw;
+  }
+  current_ = state;
+  state->start(state);
+  return Run(std::move(state));
+}
+
+}  // namespace weft::detail

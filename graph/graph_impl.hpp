@@ -1,0 +1,97 @@
+// What a TaskGraph is behind its handle: the nodes and edges as built, and the layout compile() makes of them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/limiter.hpp"
+#include "weft/node_options.hpp"
+#include "weft/task_graph.hpp"
+
+namespace weft::detail {
+
+class RunState;
+
+inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
+
+// The run-time view of one node, laid out contiguously so that finishing a node touches one cache line for
+// itself and one array slice for its successors.
+struct CompiledNode {
+  std::uint32_t succ_begin = 0;  // successors are succ_[succ_begin, succ_end)
+  std::uint32_t succ_end = 0;
+  std::uint32_t join_init = 0;       // distinct predecessors: the join counter's value at the start of a run
+  std::uint32_t limiter = kNoIndex;  // index into limiters_ for a node with tokens > 1, else kNoIndex
+  // Priority Normal, no affinity, one token: the thread that makes it ready may run it in place.
+  bool runs_in_place = true;
+};
+
+class GraphImpl {
+ public:
+  GraphImpl();
+  ~GraphImpl();
+  GraphImpl(const GraphImpl&) = delete;
+  GraphImpl& operator=(const GraphImpl&) = delete;
+
+  Node add_node(NodeBody&& body, NodeOptions&& options);
+  void add_edge(Node from, Node to);
+  void reserve(std::size_t nodes, std::size_t edges);
+  void compile();
+  Run run(Pool& pool);
+  // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
+  void wait_for_run_end() noexcept;
+
+  [[nodiscard]] std::size_t size() const noexcept { return bodies_.size(); }
+  [[nodiscard]] std::size_t edge_count();
+  [[nodiscard]] std::string name(std::uint32_t index) const;
+  [[nodiscard]] std::string name(Node node) const;
+  [[nodiscard]] bool running() const noexcept { return running_.load(std::memory_order_acquire); }
+
+  // For RunState: the compiled layout, valid while a run is in flight.
+  [[nodiscard]] const CompiledNode& node(std::uint32_t index) const noexcept { return compiled_[index]; }
+  [[nodiscard]] const std::uint32_t* successors() const noexcept { return succ_.data(); }
+  [[nodiscard]] std::atomic<std::uint32_t>& join(std::uint32_t index) noexcept { return join_[index]; }
+  [[nodiscard]] NodeBody& body(std::uint32_t index) noexcept { return bodies_[index]; }
+  [[nodiscard]] const NodeOptions& options(std::uint32_t index) const noexcept;
+  [[nodiscard]] graph::Limiter& limiter(std::uint32_t limiter_index) noexcept { return *limiters_[limiter_index]; }
+  [[nodiscard]] std::size_t limiter_count() const noexcept { return limiters_.size(); }
+  [[nodiscard]] std::uint32_t limited_node(std::uint32_t limiter_index) const noexcept {
+    return limited_nodes_[limiter_index];
+  }
+  [[nodiscard]] const std::vector<std::uint32_t>& roots() const noexcept { return roots_; }
+  // Called by the run's last unit of work, before it tells waiters: the graph may be changed or run again.
+  void run_ended() noexcept { running_.store(false, std::memory_order_release); }
+
+ private:
+  void require_idle(const char* what) const;
+  void require_own(Node node, const char* what) const;
+  void validate(const NodeOptions& options, std::uint32_t index) const;
+  void lay_out();
+  [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left) const;
+
+  const std::uint64_t id_;
+  // As built. Options are stored only for nodes that have some non-default one (options_index_).
+  std::vector<NodeBody> bodies_;
+  std::vector<std::uint32_t> options_index_;
+  std::vector<NodeOptions> options_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  bool compiled_valid_ = false;
+
+  // Compiled.
+  std::vector<CompiledNode> compiled_;
+  std::vector<std::uint32_t> succ_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> join_;
+  std::vector<std::unique_ptr<graph::Limiter>> limiters_;
+  std::vector<std::uint32_t> limited_nodes_;  // limiter index -> node index
+  std::vector<std::uint32_t> roots_;
+  unsigned max_affinity_plus_one_ = 0;  // 0: no node has an affinity
+
+  std::atomic<bool> running_{false};
+  std::shared_ptr<RunState> current_;  // the last run started (kept so the destructor can wait for it)
+};
+
+}  // namespace weft::detail

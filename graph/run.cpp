@@ -1,0 +1,109 @@
+// weft::Run and the waiting side of a RunState: wait, cancel, statistics.
+#include <stdexcept>
+#include <string>
+
+#include "graph/run_state.hpp"
+#include "weft/errors.hpp"
+#include "weft/task_graph.hpp"
+
+namespace weft::detail {
+
+RunState::RunState(GraphImpl& graph, Pool& pool) : graph_(graph), pool_(pool) {
+  dropped_by_limiter_.assign(graph.limiter_count(), {kNoIndex, 0});
+}
+
+RunStatus RunState::wait() {
+  if (current() == this)
+    throw would_deadlock(
+        "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
+  (void)wait_until(graph::Clock::time_point::max());
+  if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
+  return cancelled() ? RunStatus::cancelled : RunStatus::completed;
+}
+
+bool RunState::wait_until(graph::Clock::time_point deadline) {
+  return graph::wait_until([this] { return done(); }, done_signal_, deadline);
+}
+
+void RunState::wait_quietly() noexcept {
+  if (current() == this) return;  // a node of this very run: waiting could never end
+  try {
+    (void)wait_until(graph::Clock::time_point::max());
+  } catch (...) {
+    // Waiting itself does not throw; nothing to report from a destructor anyway.
+  }
+}
+
+void RunState::cancel() noexcept {
+  // No wake-up of producers blocked on an inbox here: the graph may already be gone if the run just ended, and
+  // such producers look again within one wait slice.
+  if (!done()) cancelled_.store(true, std::memory_order_seq_cst);
+}
+
+RunStats RunState::stats() const {
+  RunStats stats;
+  stats.dropped = dropped_.load(std::memory_order_relaxed);
+  stats.skipped = skipped_.load(std::memory_order_relaxed);
+  stats.exceptions = exceptions_.load(std::memory_order_relaxed);
+  if (done()) {
+    stats.dropped_by_node.assign(node_count_, 0);
+    for (const auto& [node, dropped] : dropped_by_limiter_)
+      if (node != kNoIndex) stats.dropped_by_node[node] = dropped;
+  }
+  return stats;
+}
+
+}  // namespace weft::detail
+
+namespace weft {
+
+Run& Run::operator=(Run&& other) noexcept {
+  if (this != &other) {
+    if (state_ != nullptr) state_->wait_quietly();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Run::~Run() {
+  if (state_ != nullptr) state_->wait_quietly();
+}
+
+RunStatus Run::wait() {
+  require_valid("wait");
+  return state_->wait();
+}
+
+bool Run::wait_for_ns(std::chrono::nanoseconds timeout) {
+  require_valid("wait_for");
+  using Clock = graph::Clock;
+  const auto now = Clock::now();
+  // Saturate: max() means "no deadline", so a huge timeout stops one short of it.
+  const auto room = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::time_point::max() - now) -
+                    std::chrono::nanoseconds(1);
+  const auto deadline = timeout >= room ? Clock::time_point::max() - Clock::duration(1)
+                                        : now + std::chrono::duration_cast<Clock::duration>(timeout);
+  return state_->wait_until(deadline);
+}
+
+void Run::cancel() noexcept {
+  if (state_ != nullptr) state_->cancel();
+}
+
+bool Run::done() const noexcept { return state_ == nullptr || state_->done(); }
+
+RunStats Run::stats() const {
+  require_valid("stats");
+  return state_->stats();
+}
+
+void Run::require_valid(const char* what) const {
+  if (state_ == nullptr) {
+    std::string message = "weft::Run::";
+    message += what;
+    message += ": the run handle is empty (default-constructed or moved from)";
+    throw std::logic_error(message);
+  }
+}
+
+}  // namespace weft

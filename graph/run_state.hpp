@@ -1,0 +1,102 @@
+// One run of a TaskGraph: what is still to do, whether it was cancelled, its first exception, its statistics.
+// The executor (graph/executor.cpp) drives it: it finishes nodes, counts down join counters, runs a ready
+// successor in place and posts the others to the pool.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "graph/graph_impl.hpp"
+#include "graph/wait.hpp"
+#include "weft/pool.hpp"
+#include "weft/task_graph.hpp"
+
+namespace weft::detail {
+
+// The kinds of pool task a run posts.
+enum class GraphTaskKind : std::uint8_t {
+  node,        // run a one-token node, then whatever it makes ready in place
+  activation,  // push a multi-token node's tokens into its inbox (may wait for room)
+  executor,    // run tokens from a multi-token node's inbox
+};
+
+class RunState {
+ public:
+  // Sizes what the run's end fills in (may throw bad_alloc; nothing has started then).
+  RunState(GraphImpl& graph, Pool& pool);
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
+
+  // Posts the roots. `self` keeps this state alive until the last unit of work has told the waiters.
+  void start(std::shared_ptr<RunState> self) noexcept;
+
+  // For Run.
+  RunStatus wait();
+  bool wait_until(graph::Clock::time_point deadline);
+  void cancel() noexcept;
+  [[nodiscard]] bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+  [[nodiscard]] RunStats stats() const;
+  // Blocks until done without rethrowing (destructors).
+  void wait_quietly() noexcept;
+
+  // For the executor's pool tasks (GraphTask) and Subflow.
+  void run_task(GraphTaskKind kind, std::uint32_t index) noexcept;
+  void task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept;
+  void record_exception(std::exception_ptr error) noexcept;
+  // Fails the run with weft::task_dropped(message) (a task of it was refused or dropped by the pool).
+  void fail_dropped(const char* message) noexcept;
+  void add_skipped(std::uint64_t count) noexcept { skipped_.fetch_add(count, std::memory_order_relaxed); }
+  [[nodiscard]] bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  [[nodiscard]] Pool& pool() const noexcept { return pool_; }
+  // Subflow joiners sleep here; a subflow whose last child finished notifies it.
+  [[nodiscard]] graph::Signal& subflow_signal() noexcept { return subflow_signal_; }
+  // A unit of work of this run (a queued or running task) begins / ends; the run ends when none is left.
+  // add_unit may only be called by a holder of a unit (so the count cannot reach zero meanwhile).
+  void add_unit() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
+  void finish_unit() noexcept;
+  // The run whose node the calling thread is executing (innermost), or null.
+  [[nodiscard]] static RunState* current() noexcept;
+
+ private:
+  void run_node(std::uint32_t node) noexcept;
+  void run_activation(std::uint32_t node) noexcept;
+  void run_executor(std::uint32_t limiter_index) noexcept;
+  // Runs one execution of `node` (skips it if cancelled), joining its subflow.
+  void execute(std::uint32_t node, std::uint64_t token) noexcept;
+  // The node finished: counts down its successors; returns one to run in place (or kNoIndex), posts the rest.
+  [[nodiscard]] std::uint32_t finish_node(std::uint32_t node) noexcept;
+  // A multi-token node's token finished or was dropped: the last one finishes the node.
+  void token_done(std::uint32_t node, graph::Limiter& limiter, std::uint64_t count) noexcept;
+  void run_node_successors(std::uint32_t node) noexcept;
+  void cancel_from_inside() noexcept;
+  void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept;
+  void ready(std::uint32_t node) noexcept;
+  void fail(std::exception_ptr error) noexcept;
+
+  GraphImpl& graph_;
+  Pool& pool_;
+  std::shared_ptr<RunState> self_;
+  // Units of work not finished: each queued or running pool task of this run, plus the starter while it posts
+  // the roots. The run is over when it reaches zero: then no task of the run touches the graph any more.
+  alignas(64) std::atomic<std::uint64_t> pending_{1};
+  alignas(64) std::atomic<bool> cancelled_{false};
+  std::atomic<bool> done_{false};
+  graph::Signal done_signal_;
+  graph::Signal subflow_signal_;
+
+  std::atomic<bool> has_error_{false};
+  std::exception_ptr first_error_;  // written once by whoever set has_error_; read after done_
+  std::atomic<std::uint64_t> exceptions_{0};
+  std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::size_t node_count_ = 0;
+  // Filled when the run ends (sized at the start, so ending allocates nothing): {node, tokens dropped}.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
+};
+
+}  // namespace weft::detail

@@ -1,0 +1,64 @@
+// weft::Subflow: children counted per subflow, joined through the scheduler's wait point.
+#include "weft/subflow.hpp"
+
+#include <exception>
+
+#include "graph/run_state.hpp"
+#include "graph/wait.hpp"
+#include "weft/errors.hpp"
+#include "weft/pool.hpp"
+
+namespace weft {
+
+void Subflow::spawn_child(small_function<void()>&& child) {
+  // relaxed: counted before the child can run; the child's decrement (acq_rel) publishes its work to join().
+  pending_.fetch_add(1, std::memory_order_relaxed);
+  // The child is also a unit of the run, so the run (and the signal a finishing child notifies) outlives it.
+  run_->add_unit();
+  // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
+  // the pool_closed exception then reaches the body that spawned.
+  run_->pool().post(std::move(child));
+}
+
+void Subflow::join() {
+  detail::RunState* run = run_;
+  // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
+  graph::wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, run->subflow_signal());
+}
+
+bool Subflow::cancelled() const noexcept { return run_->cancelled(); }
+
+Pool& Subflow::pool() const noexcept { return run_->pool(); }
+
+void Subflow::child_finished() noexcept {
+  // Read before the decrement: once the count reaches zero, a joiner may return and this Subflow vanish.
+  detail::RunState* run = run_;
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) run->subflow_signal().notify();
+}
+
+void Subflow::child_dropped() noexcept {
+  detail::RunState* run = run_;
+  run->fail_dropped("weft::Subflow: a child task was not run: the pool refused or dropped it (shut down)");
+  run->add_skipped(1);
+  child_finished();
+  run->finish_unit();
+}
+
+void Subflow::finish_child() noexcept {
+  if (pending_.load(std::memory_order_acquire) != 0) {
+    try {
+      join();
+    } catch (...) {
+      // join() only waits; nothing in it throws. Should it ever, finishing must still tell the parent.
+    }
+  }
+  detail::RunState* run = run_;
+  parent_->child_finished();
+  run->finish_unit();  // last: the run may end here
+}
+
+void Subflow::record_exception(std::exception_ptr error) noexcept { run_->record_exception(std::move(error)); }
+
+void Subflow::record_skipped() noexcept { run_->add_skipped(1); }
+
+}  // namespace weft

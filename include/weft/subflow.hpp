@@ -1,0 +1,131 @@
+// weft::Subflow: child work spawned by a running TaskGraph node, which the node's completion waits for.
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+#include "weft/small_function.hpp"
+
+namespace weft {
+
+class Pool;
+class Subflow;
+
+namespace detail {
+class RunState;  // graph/run_state.hpp: one run of a TaskGraph
+struct SubflowAccess;
+}  // namespace detail
+
+// A callable a Subflow can spawn: it takes nothing, or its own Subflow (to spawn grandchildren).
+template <class F>
+concept SubflowCallable = std::invocable<std::decay_t<F>&> || std::invocable<std::decay_t<F>&, Subflow&>;
+
+// The children of one node execution (or of one child). A node body that takes a `weft::Subflow&` may spawn
+// child tasks on the pool; the node finishes, and its successors start, only when the body returned and every
+// child (with all of its own children) finished.
+//
+// Contract:
+// - spawn() is thread-safe: the body and any of its running children may spawn into the same Subflow. A child
+//   that takes `Subflow&` gets its own Subflow, joined implicitly when the child returns.
+// - join() waits until every child spawned so far finished; on a worker it runs other tasks meanwhile (the
+//   scheduler's one wait point). The end of the body joins implicitly.
+// - A child's exception goes to the run like a node's: the first one cancels the run and Run::wait() rethrows
+//   it. Once the run is cancelled, children not started yet are skipped.
+// - A Subflow lives on the stack of the execution that owns it: do not keep a reference past the body.
+//
+// Example (recursive sum):
+//   graph.add_node([&](weft::Subflow& sf) {
+//     sf.spawn([&] { left = sum(lo, mid); });
+//     right = sum(mid, hi);
+//     sf.join();
+//     total = left + right;
+//   });
+class Subflow {
+ public:
+  Subflow(const Subflow&) = delete;
+  Subflow& operator=(const Subflow&) = delete;
+  ~Subflow() = default;
+
+  // Runs f (as f() or f(child_subflow)) on the pool as a child of this execution. Throws pool_closed if the
+  // pool is shutting down; a child accepted and then dropped by a DropPending shutdown fails the run with
+  // task_dropped.
+  template <class F>
+    requires SubflowCallable<F>
+  void spawn(F&& f) {
+    spawn_child(small_function<void()>(Child<std::decay_t<F>>(this, std::forward<F>(f))));
+  }
+
+  // Waits for every child spawned so far (and their descendants).
+  void join();
+
+  // True once the run is cancelled (by Run::cancel, an exception, an Overflow::Fail): long bodies may poll it.
+  [[nodiscard]] bool cancelled() const noexcept;
+
+  // The pool the run executes on.
+  [[nodiscard]] Pool& pool() const noexcept;
+
+ private:
+  friend struct detail::SubflowAccess;
+
+  Subflow(detail::RunState& run, Subflow* parent) noexcept : run_(&run), parent_(parent) {}
+
+  // The queued form of a child: runs the user's callable inside a fresh Subflow, then tells the parent; if the
+  // pool destroys it unrun (DropPending), tells the parent too, so a dropped child is never silently lost.
+  template <class F>
+  class Child {
+   public:
+    template <class G>
+    Child(Subflow* parent, G&& f) : parent_(parent), f_(std::forward<G>(f)) {}
+    Child(Child&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
+        : parent_(std::exchange(other.parent_, nullptr)), f_(std::move(other.f_)) {}
+    Child& operator=(Child&&) = delete;
+    ~Child() {
+      if (parent_ != nullptr) parent_->child_dropped();
+    }
+    void operator()() {
+      Subflow* parent = std::exchange(parent_, nullptr);
+      Subflow own(*parent->run_, parent);
+      if (!own.cancelled()) {
+        try {
+          if constexpr (std::is_invocable_v<F&, Subflow&>) {
+            f_(own);
+          } else {
+            f_();
+          }
+        } catch (...) {
+          own.record_exception(std::current_exception());
+        }
+      } else {
+        own.record_skipped();
+      }
+      own.finish_child();
+    }
+
+   private:
+    Subflow* parent_;
+    F f_;
+  };
+
+  void spawn_child(small_function<void()>&& child);
+  // The child of this subflow finished (its body, then its own join) or was dropped unrun.
+  void child_finished() noexcept;
+  void child_dropped() noexcept;
+  // Called on a child's own Subflow when its body returned: joins its children, then tells the parent.
+  void finish_child() noexcept;
+  void record_exception(std::exception_ptr error) noexcept;
+  void record_skipped() noexcept;
+
+  detail::RunState* run_;
+  Subflow* parent_;
+  // Children spawned and not finished. The spawner increments before queueing; join() waits for zero. A
+  // finishing child wakes joiners through the run's signal, never through this object, which may be gone the
+  // moment the count reaches zero.
+  std::atomic<std::uint32_t> pending_{0};
+};
+
+}  // namespace weft

@@ -1,0 +1,198 @@
+// weft::TaskGraph: a graph of nodes and edges, compiled once and run many times on a weft::Pool.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weft/errors.hpp"
+#include "weft/node_options.hpp"
+#include "weft/small_function.hpp"
+#include "weft/subflow.hpp"
+
+namespace weft {
+
+class Pool;
+class TaskGraph;
+
+namespace detail {
+class GraphImpl;  // graph/graph_impl.hpp: nodes, edges, the compiled layout
+
+// What a node body is called with: the execution's Subflow and the token index.
+struct NodeCall {
+  Subflow& subflow;
+  std::size_t token;
+};
+// 56 bytes inline (64 in all): a graph of a million nodes is walked once per run, so a node's closure is kept to
+// one cache line; a callable that captures more is stored on the heap, once, when the node is added.
+inline constexpr std::size_t kNodeBodyCapacity = 56;
+using NodeBody = small_function<void(NodeCall&), kNodeBodyCapacity>;
+
+// The node body adapter: f may take (Subflow&, std::size_t), (Subflow&), (std::size_t) or nothing.
+template <class F>
+class NodeBodyAdapter {
+ public:
+  template <class G>
+  explicit NodeBodyAdapter(G&& f) : f_(std::forward<G>(f)) {}
+  void operator()(NodeCall& call) {
+    if constexpr (std::is_invocable_v<F&, Subflow&, std::size_t>) {
+      f_(call.subflow, call.token);
+    } else if constexpr (std::is_invocable_v<F&, Subflow&>) {
+      f_(call.subflow);
+    } else if constexpr (std::is_invocable_v<F&, std::size_t>) {
+      f_(call.token);
+    } else {
+      f_();
+    }
+  }
+
+ private:
+  F f_;
+};
+}  // namespace detail
+
+// A callable a node can run: it takes nothing, the token index (std::size_t), the execution's Subflow&, or both
+// (Subflow&, std::size_t). Its result, if any, is discarded (TaskScope keeps results).
+template <class F>
+concept NodeCallable =
+    std::invocable<std::decay_t<F>&> || std::invocable<std::decay_t<F>&, std::size_t> ||
+    std::invocable<std::decay_t<F>&, Subflow&> || std::invocable<std::decay_t<F>&, Subflow&, std::size_t>;
+
+// A node of one TaskGraph: a small copyable handle (index plus the graph's identity).
+class Node {
+ public:
+  Node() noexcept = default;
+  [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
+  [[nodiscard]] bool valid() const noexcept { return graph_ != 0; }
+  friend bool operator==(const Node&, const Node&) noexcept = default;
+
+ private:
+  friend class detail::GraphImpl;
+  Node(std::uint32_t index, std::uint64_t graph) noexcept : index_(index), graph_(graph) {}
+  std::uint32_t index_ = 0;
+  std::uint64_t graph_ = 0;  // a process-unique id of the owning graph; 0: no graph
+};
+
+// How a run ended, when it did not throw.
+enum class RunStatus : std::uint8_t {
+  completed,  // every node ran all its tokens (less those its Overflow::Drop inbox dropped)
+  cancelled,  // Run::cancel() stopped it: nodes not started were skipped
+};
+
+// What happened in one run. Exact once the run is done; before that the counts are a snapshot and
+// dropped_by_node is empty.
+struct RunStats {
+  std::uint64_t dropped = 0;     // tokens dropped by Overflow::Drop inboxes, all nodes
+  std::uint64_t skipped = 0;     // executions (tokens, subflow children) not started because the run was cancelled
+  std::uint64_t exceptions = 0;  // exceptions thrown by bodies and children; the first is rethrown by wait()
+  std::vector<std::uint64_t> dropped_by_node;  // indexed by Node::index()
+};
+
+// One run of a TaskGraph. Move-only.
+//
+// Contract:
+// - wait() blocks until the run is over (on a worker of a weft pool it runs other tasks meanwhile), then
+//   rethrows the first exception of the run, if any (a body's, weft::inbox_full from an Overflow::Fail node,
+//   weft::pool_closed / task_dropped if the pool refused or dropped its tasks); else returns how it ended.
+//   It may be called more than once; each call rethrows the same exception.
+// - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::cancelled.
+// - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
+//
+// Example:
+//   weft::Run run = graph.run(pool);
+//   if (run.wait() == weft::RunStatus::cancelled) { /* ... */ }
+class [[nodiscard]] Run {
+ public:
+  Run() noexcept = default;
+  Run(Run&&) noexcept = default;
+  Run& operator=(Run&& other) noexcept;
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+  ~Run();
+
+  RunStatus wait();
+  // Waits at most `timeout`; true if the run is over (then wait() returns at once).
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> timeout) {
+    return wait_for_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+  }
+  void cancel() noexcept;
+  [[nodiscard]] bool done() const noexcept;
+  [[nodiscard]] RunStats stats() const;
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+ private:
+  friend class detail::GraphImpl;
+  explicit Run(std::shared_ptr<detail::RunState> state) noexcept : state_(std::move(state)) {}
+  bool wait_for_ns(std::chrono::nanoseconds timeout);
+  void require_valid(const char* what) const;
+
+  std::shared_ptr<detail::RunState> state_;
+};
+
+// A graph of work, built once and run many times.
+//
+// Contract:
+// - add_node/add_edge build it; compile() checks it (a cycle throws weft::cycle_error naming its nodes) and
+//   lays it out for speed; the first run compiles it if needed, and changes after a compile recompile lazily.
+// - A node runs after all its predecessors finished (their tokens and subflows), `tokens` times per run, with
+//   the limits of its NodeOptions. Nodes without predecessors start when the run starts.
+// - One run at a time: run() while a run is in flight, or add_node/add_edge/compile then, throw weft::graph_busy.
+//   When the run is over the graph may be changed or run again.
+// - Bad input throws: an edge from or to a node of another graph or no graph, a self-edge (weft::invalid_graph);
+//   an option out of range (weft::invalid_option, naming the node and option).
+// - The destructor waits for a run in flight. Movable (not while running); a moved-from graph may only be
+//   destroyed or assigned.
+//
+// Example:
+//   weft::Pool pool;
+//   weft::TaskGraph g;
+//   auto n1 = g.add_node([] { /* ... */ });
+//   auto n2 = g.add_node([] { /* ... */ }, weft::NodeOptions{.concurrency = 2, .capacity = 64,
+//                                                             .overflow = weft::Overflow::Block});
+//   g.add_edge(n1, n2);
+//   g.run(pool).wait();  // and again: g.run(pool).wait();
+class TaskGraph {
+ public:
+  TaskGraph();
+  ~TaskGraph();
+  TaskGraph(TaskGraph&& other) noexcept;
+  TaskGraph& operator=(TaskGraph&& other);
+  TaskGraph(const TaskGraph&) = delete;
+  TaskGraph& operator=(const TaskGraph&) = delete;
+
+  // Adds a node running f (see NodeCallable). Throws invalid_option for an option out of range.
+  template <class F>
+    requires NodeCallable<F>
+  Node add_node(F&& f, NodeOptions options = {}) {
+    return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
+                         std::move(options));
+  }
+  // `to` runs after `from`. Adding the same edge twice is allowed and counts once.
+  void add_edge(Node from, Node to);
+  // Room for this many nodes and edges in all, so that building a large graph does not reallocate.
+  void reserve(std::size_t nodes, std::size_t edges = 0);
+  // Checks and lays out the graph now (else the first run does).
+  void compile();
+  // Starts a run on `pool`. Throws graph_busy if a run is in flight, cycle_error, invalid_option (an affinity
+  // past the pool's workers), pool_closed.
+  Run run(Pool& pool);
+
+  [[nodiscard]] std::size_t size() const noexcept;         // nodes
+  [[nodiscard]] std::size_t edge_count() const;            // distinct edges
+  [[nodiscard]] std::string name(Node node) const;         // the node's NodeOptions::name or "node <index>"
+  [[nodiscard]] bool running() const noexcept;             // a run is in flight
+
+ private:
+  Node add_node_body(detail::NodeBody&& body, NodeOptions&& options);
+
+  std::unique_ptr<detail::GraphImpl> impl_;
+};
+
+}  // namespace weft
