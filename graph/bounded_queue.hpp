@@ -13,7 +13,9 @@
 // CAS (lock-free in that sense), but a thread stopped between its CAS and its turn store holds its slot: an
 // unfinished push makes try_pop report empty for that position, an unfinished pop makes try_push report full
 // for it. Hence the contracts below count an operation in flight as still occupying its slot, and the queue
-// never holds more than capacity() items, even transiently.
+// never holds more than capacity() items, even transiently. A consumer that parks on nullopt can therefore
+// miss an item whose push is still in flight: the pusher must wake consumers after try_push returns (the
+// EventCount protocol: publish, then notify), never rely on the consumer's re-check alone.
 //
 // Planted bugs for the model test (tests/bounded_queue/bounded_queue_model.cpp) are the WEFT_PLANT_BQ_*
 // macros; only that test defines them.

@@ -8,7 +8,6 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "scheduler/memory_model.hpp"
 #include "weft/errors.hpp"
 
 namespace weft::detail {
@@ -20,19 +19,20 @@ thread_local RunState* tl_current_run = nullptr;
 // (refused at shutdown, or dropped by DropPending), the run is told: nothing is lost silently.
 class GraphTask {
  public:
-  GraphTask(RunState* run, GraphTaskKind kind, std::uint32_t index) noexcept
-      : run_(run), index_(index), kind_(kind) {}
+  GraphTask(RunState* run, GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept
+      : run_(run), index_(index), end_(end), kind_(kind) {}
   GraphTask(GraphTask&& other) noexcept
-      : run_(std::exchange(other.run_, nullptr)), index_(other.index_), kind_(other.kind_) {}
+      : run_(std::exchange(other.run_, nullptr)), index_(other.index_), end_(other.end_), kind_(other.kind_) {}
   GraphTask& operator=(GraphTask&&) = delete;
   ~GraphTask() {
-    if (run_ != nullptr) run_->task_dropped(kind_, index_);
+    if (run_ != nullptr) run_->task_dropped(kind_, index_, end_);
   }
-  void operator()() noexcept { std::exchange(run_, nullptr)->run_task(kind_, index_); }
+  void operator()() noexcept { std::exchange(run_, nullptr)->run_task(kind_, index_, end_); }
 
  private:
   RunState* run_;
   std::uint32_t index_;
+  std::uint32_t end_;  // GraphTaskKind::roots only
   GraphTaskKind kind_;
 };
 
@@ -43,11 +43,14 @@ RunState* RunState::current() noexcept { return tl_current_run; }
 void RunState::start(std::shared_ptr<RunState> self) noexcept {
   self_ = std::move(self);
   node_count_ = graph_.size();
-  for (const std::uint32_t root : graph_.roots()) ready(root);
+  // One task starts every root: posting 2^20 roots one by one from an outside thread would push each through
+  // the shared injection queue; split on the workers instead, they spread over the deques.
+  const auto roots = static_cast<std::uint32_t>(graph_.roots().size());
+  if (roots != 0) post(GraphTaskKind::roots, 0, nullptr, roots);
   finish_unit();  // the starter's own unit: the run may end right here if the graph is empty
 }
 
-void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
+void RunState::run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept {
   // Marks the thread as inside this run once per task, not per node: an in-place chain is one task.
   RunState* const outer = std::exchange(tl_current_run, this);
   switch (kind) {
@@ -60,9 +63,27 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
     case GraphTaskKind::executor:
       run_executor(index);
       break;
+    case GraphTaskKind::roots:
+      run_roots(index, end);
+      break;
   }
   tl_current_run = outer;
   finish_unit();
+}
+
+void RunState::run_roots(std::uint32_t begin, std::uint32_t end) noexcept {
+  // Halves go to this worker's deque, where idle workers steal them and split further.
+  while (end - begin > 1) {
+    const std::uint32_t middle = begin + (end - begin) / 2;
+    post(GraphTaskKind::roots, middle, nullptr, end);
+    end = middle;
+  }
+  const std::uint32_t root = graph_.roots()[begin];
+  if (graph_.node(root).runs_in_place) {
+    run_node(root);
+  } else {
+    ready(root);
+  }
 }
 
 void RunState::run_node(std::uint32_t node) noexcept {
@@ -121,7 +142,8 @@ void RunState::ready(std::uint32_t node) noexcept {
   }
 }
 
-void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept {
+void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options,
+                    std::uint32_t end) noexcept {
   add_unit();
   TaskOptions task_options{};
   if (options != nullptr) {
@@ -129,7 +151,7 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
     task_options.affinity = options->affinity;
   }
   try {
-    pool_.post(GraphTask(this, kind, index), task_options);
+    pool_.post(GraphTask(this, kind, index, end), task_options);
   } catch (...) {
     // The pool refused it (shut down) or could not allocate: the GraphTask it was given has been destroyed
     // unrun, and its destructor already failed the run and gave the unit back (task_dropped).
@@ -174,10 +196,7 @@ void RunState::run_activation(std::uint32_t node) noexcept {
       continue;
     }
     ++token;
-    // seq_cst fence: Dekker with an executor that leaves (run_executor): either we see its slot released and
-    // claim one, or it sees this token in the inbox and carries on.
-    sched::StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-    if (limiter.try_claim()) post(GraphTaskKind::executor, compiled.limiter, &graph_.options(node));
+    if (limiter.slots.claim_after_push()) post(GraphTaskKind::executor, compiled.limiter, &graph_.options(node));
   }
 }
 
@@ -191,11 +210,8 @@ void RunState::run_executor(std::uint32_t limiter_index) noexcept {
       execute(node, *token);
       token_done(node, limiter, 1);
     }
-    // acq_rel: the slot's release pairs with a producer's claim.
-    limiter.running.fetch_sub(1, std::memory_order_acq_rel);
-    // seq_cst fence: the other half of the Dekker in run_activation.
-    sched::StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-    if (limiter.inbox.empty_hint() || !limiter.try_claim()) return;
+    // Give the slot back, unless a token arrived meanwhile (graph/execution_slots.hpp has the protocol).
+    if (!limiter.slots.release_or_continue([&] { return limiter.inbox.empty_hint(); })) return;
   }
 }
 
@@ -210,9 +226,10 @@ void RunState::run_node_successors(std::uint32_t node) noexcept {
   if (next != kNoIndex) run_node(next);
 }
 
-void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
-  const std::uint32_t node =
-      kind == GraphTaskKind::executor ? graph_.limited_node(index) : index;
+void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept {
+  const std::uint32_t node = kind == GraphTaskKind::executor ? graph_.limited_node(index)
+                             : kind == GraphTaskKind::roots  ? graph_.roots()[index]
+                                                             : index;
   try {
     std::string message = "weft::TaskGraph: a task of node '";
     message += graph_.name(node);
@@ -228,11 +245,14 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
     case GraphTaskKind::activation:
       add_skipped(graph_.limiter(graph_.node(node).limiter).tokens);
       break;
+    case GraphTaskKind::roots:
+      add_skipped(end - index);  // the roots it would have started (their descendants are not counted)
+      break;
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.
       graph::Limiter& limiter = graph_.limiter(index);
       while (limiter.inbox.try_pop()) add_skipped(1);
-      limiter.running.fetch_sub(1, std::memory_order_acq_rel);
+      limiter.slots.release();
       break;
     }
   }

@@ -60,6 +60,8 @@ void GraphImpl::require_idle(const char* what) const {
 }
 
 void GraphImpl::require_own(Node node, const char* what) const {
+  if (node.graph_ == id_ && node.index() < bodies_.size()) [[likely]]
+    return;
   std::string problem;
   if (!node.valid()) {
     problem = "is not a node of any graph (default-constructed)";

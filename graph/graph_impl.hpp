@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iosfwd>
 #include <limits>
 #include <memory>
 #include <string>
@@ -40,6 +41,7 @@ class GraphImpl {
   Node add_node(NodeBody&& body, NodeOptions&& options);
   void add_edge(Node from, Node to);
   void reserve(std::size_t nodes, std::size_t edges);
+  void dump(std::ostream& out) const;
   void compile();
   Run run(Pool& pool);
   // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.

@@ -23,6 +23,7 @@ enum class GraphTaskKind : std::uint8_t {
   node,        // run a one-token node, then whatever it makes ready in place
   activation,  // push a multi-token node's tokens into its inbox (may wait for room)
   executor,    // run tokens from a multi-token node's inbox
+  roots,       // start the roots [index, end): split off halves for thieves, then start one
 };
 
 class RunState {
@@ -45,8 +46,8 @@ class RunState {
   void wait_quietly() noexcept;
 
   // For the executor's pool tasks (GraphTask) and Subflow.
-  void run_task(GraphTaskKind kind, std::uint32_t index) noexcept;
-  void task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept;
+  void run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept;
+  void task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept;
   void record_exception(std::exception_ptr error) noexcept;
   // Fails the run with weft::task_dropped(message) (a task of it was refused or dropped by the pool).
   void fail_dropped(const char* message) noexcept;
@@ -74,7 +75,8 @@ class RunState {
   void token_done(std::uint32_t node, graph::Limiter& limiter, std::uint64_t count) noexcept;
   void run_node_successors(std::uint32_t node) noexcept;
   void cancel_from_inside() noexcept;
-  void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept;
+  void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options, std::uint32_t end = 0) noexcept;
+  void run_roots(std::uint32_t begin, std::uint32_t end) noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;
 

@@ -37,6 +37,16 @@ void TaskGraph::add_edge(Node from, Node to) {
   impl_->add_edge(from, to);
 }
 
+void TaskGraph::add_edges(Node from, std::initializer_list<Node> to) {
+  if (!impl_) throw_moved_from("add_edges");
+  for (const Node node : to) impl_->add_edge(from, node);
+}
+
+void TaskGraph::dump(std::ostream& out) const {
+  if (!impl_) throw_moved_from("dump");
+  impl_->dump(out);
+}
+
 void TaskGraph::reserve(std::size_t nodes, std::size_t edges) {
   if (!impl_) throw_moved_from("reserve");
   impl_->reserve(nodes, edges);

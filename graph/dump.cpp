@@ -1,0 +1,51 @@
+// TaskGraph::dump: the graph as Graphviz DOT, for looking at what was built.
+#include <ostream>
+#include <string>
+
+#include "graph/graph_impl.hpp"
+
+namespace weft::detail {
+namespace {
+
+// Text inside a DOT string literal: quotes and backslashes escaped.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string describe(const NodeOptions& options) {
+  std::string out;
+  auto add = [&out](const std::string& item) {
+    out += out.empty() ? "" : ", ";
+    out += item;
+  };
+  if (options.priority == Priority::High) add("priority High");
+  if (options.priority == Priority::Low) add("priority Low");
+  if (options.affinity) add("affinity " + std::to_string(*options.affinity));
+  if (options.concurrency != kUnlimited) add("concurrency " + std::to_string(options.concurrency));
+  if (options.capacity != kUnbounded) add("capacity " + std::to_string(options.capacity));
+  if (options.overflow == Overflow::Drop) add("Drop");
+  if (options.overflow == Overflow::Fail) add("Fail");
+  if (options.tokens != 1) add("tokens " + std::to_string(options.tokens));
+  return out;
+}
+
+}  // namespace
+
+void GraphImpl::dump(std::ostream& out) const {
+  out << "digraph weft {\n";
+  for (std::uint32_t i = 0; i < size(); ++i) {
+    std::string label = escaped(name(i));
+    const std::string details = describe(options(i));
+    if (!details.empty()) label += "\\n" + escaped(details);  // DOT's line break inside a label
+    out << "  n" << i << " [label=\"" << label << "\"];\n";
+  }
+  for (const auto& [from, to] : edges_) out << "  n" << from << " -> n" << to << ";\n";
+  out << "}\n";
+}
+
+}  // namespace weft::detail
