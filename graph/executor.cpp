@@ -40,14 +40,30 @@ class GraphTask {
 
 RunState* RunState::current() noexcept { return tl_current_run; }
 
-void RunState::start(std::shared_ptr<RunState> self) noexcept {
+bool RunState::start(std::shared_ptr<RunState> self) noexcept {
   self_ = std::move(self);
   node_count_ = graph_.size();
   // One task starts every root: posting 2^20 roots one by one from an outside thread would push each through
   // the shared injection queue; split on the workers instead, they spread over the deques.
   const auto roots = static_cast<std::uint32_t>(graph_.roots().size());
-  if (roots != 0) post(GraphTaskKind::roots, 0, nullptr, roots);
-  finish_unit();  // the starter's own unit: the run may end right here if the graph is empty
+  roots_count_ = roots;
+  bool accepted = true;
+  if (roots != 0) {
+    // Two units: one for the task itself, one for running the roots, which an outside waiter may take over
+    // (help_from_outside); whoever claims the roots gives that second unit back when they are started.
+    add_unit();
+    add_unit();
+    try {
+      pool_.post(GraphTask(this, GraphTaskKind::roots, 0, roots));
+    } catch (const weft::pool_closed&) {
+      // Refused: the task's destructor already failed the run and gave its unit back.
+      accepted = false;
+    } catch (...) {
+      // Out of memory: likewise accounted; wait() reports the run failed.
+    }
+  }
+  finish_unit();  // the starter's own unit: the run may end right here
+  return accepted;
 }
 
 void RunState::run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept {
@@ -64,11 +80,30 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t e
       run_executor(index);
       break;
     case GraphTaskKind::roots:
-      run_roots(index, end);
+      if (index != 0) {
+        run_roots(index, end);
+      } else if (claim_roots()) {  // else an outside waiter took the roots over
+        run_roots(0, end);
+        finish_unit();
+      }
       break;
   }
   tl_current_run = outer;
   finish_unit();
+}
+
+bool RunState::claim_roots() noexcept {
+  // acq_rel: whoever wins sees the run as started; exactly one of the worker and an outside waiter runs them.
+  return !roots_claimed_.exchange(true, std::memory_order_acq_rel);
+}
+
+void RunState::help_from_outside() noexcept {
+  const auto roots = static_cast<std::uint32_t>(roots_count_);
+  if (roots == 0 || !claim_roots()) return;
+  RunState* const outer = std::exchange(tl_current_run, this);
+  run_roots(0, roots);
+  tl_current_run = outer;
+  finish_unit();  // the roots' unit, which the claim handed to this thread
 }
 
 void RunState::run_roots(std::uint32_t begin, std::uint32_t end) noexcept {
@@ -227,6 +262,13 @@ void RunState::run_node_successors(std::uint32_t node) noexcept {
 }
 
 void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept {
+  if (kind == GraphTaskKind::roots && index == 0) {
+    if (!claim_roots()) {
+      finish_unit();  // an outside waiter took the roots over: nothing was lost
+      return;
+    }
+    finish_unit();  // the roots' own unit; the task's unit goes at the end as for every kind
+  }
   const std::uint32_t node = kind == GraphTaskKind::executor ? graph_.limited_node(index)
                              : kind == GraphTaskKind::roots  ? graph_.roots()[index]
                                                              : index;
@@ -246,7 +288,7 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
       add_skipped(graph_.limiter(graph_.node(node).limiter).tokens);
       break;
     case GraphTaskKind::roots:
-      add_skipped(end - index);  // the roots it would have started (their descendants are not counted)
+      add_skipped(end - index);  // the roots it would have started (descendants not counted)
       break;
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.

@@ -190,7 +190,8 @@ Run GraphImpl::run(Pool& pool) {
     throw;
   }
   current_ = state;
-  state->start(state);
+  if (!state->start(state))
+    throw pool_closed("weft::TaskGraph::run: the pool is shut down (or shutting down); the run did not start");
   return Run(std::move(state));
 }
 

@@ -16,6 +16,7 @@ RunStatus RunState::wait() {
   if (current() == this)
     throw would_deadlock(
         "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
+  if (sched::Engine::this_thread_worker() == nullptr) help_from_outside();
   (void)wait_until(graph::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
   return cancelled() ? RunStatus::cancelled : RunStatus::completed;

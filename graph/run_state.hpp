@@ -34,7 +34,8 @@ class RunState {
   RunState& operator=(const RunState&) = delete;
 
   // Posts the roots. `self` keeps this state alive until the last unit of work has told the waiters.
-  void start(std::shared_ptr<RunState> self) noexcept;
+  // Returns false if the pool refused the run (shut down): the run has then already ended, failed.
+  [[nodiscard]] bool start(std::shared_ptr<RunState> self) noexcept;
 
   // For Run.
   RunStatus wait();
@@ -42,6 +43,9 @@ class RunState {
   void cancel() noexcept;
   [[nodiscard]] bool done() const noexcept { return done_.load(std::memory_order_acquire); }
   [[nodiscard]] RunStats stats() const;
+  // An outside thread about to wait: if no worker has started the roots yet, start them here (as oneTBB's
+  // caller does in its arena slot), so a small graph runs without a hand-off to a sleeping worker.
+  void help_from_outside() noexcept;
   // Blocks until done without rethrowing (destructors).
   void wait_quietly() noexcept;
 
@@ -77,6 +81,7 @@ class RunState {
   void cancel_from_inside() noexcept;
   void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options, std::uint32_t end = 0) noexcept;
   void run_roots(std::uint32_t begin, std::uint32_t end) noexcept;
+  [[nodiscard]] bool claim_roots() noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;
 
@@ -97,6 +102,9 @@ class RunState {
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> dropped_{0};
   std::size_t node_count_ = 0;
+  std::uint32_t roots_count_ = 0;
+  // The first roots task was claimed, by a worker running it or by an outside waiter (help_from_outside).
+  std::atomic<bool> roots_claimed_{false};
   // Filled when the run ends (sized at the start, so ending allocates nothing): {node, tokens dropped}.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
 };

@@ -35,7 +35,7 @@ std::string list(const std::vector<unsigned>& cpus) {
 
 Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
 
-Engine::Engine(PoolOptions options) : options_(std::move(options)) {
+Engine::Engine(PoolOptions options) : options_(std::move(options)), id_(slot_lease::next_engine_id()) {
   if (options_.threads > kMaxThreads)
     invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));
   const unsigned count = options_.threads == 0 ? os::usable_cpu_count() : options_.threads;
@@ -134,6 +134,10 @@ Engine::~Engine() {
     }
     finish_shutdown();
   }
+  // Threads that still hold a lease on one of our slots prune it at their next look-up. relaxed: read only to
+  // prune; the slot's memory stays valid through the shared_ptr either way.
+  const unsigned slots = slot_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < slots; ++i) slots_[i].load(std::memory_order_relaxed)->engine_alive.store(false, std::memory_order_relaxed);
 }
 
 std::string Engine::apply_thread_options(Worker& self) {
@@ -230,6 +234,8 @@ Task* Engine::find_task(Worker& self) {
   if (!injected_[slot(Priority::Normal)]->empty_hint()) {
     if (Task* task = take_injected(self, Priority::Normal)) return task;
   }
+  // Outside threads' slots hold what the shared Normal queue used to: taken before other workers' spawns.
+  if (Task* task = steal_from_slots(self)) return task;
   if (Task* task = steal(self)) return task;
   if (!injected_[slot(Priority::Low)]->empty_hint()) {
     if (Task* task = take_injected(self, Priority::Low)) return task;
@@ -252,7 +258,9 @@ Task* Engine::steal(Worker& self) {
     const auto start = static_cast<unsigned>(self.next_random() % count);
     for (unsigned i = 0; i < 2 * count; ++i) {
       Worker& victim = *workers_[(start + i) % count];
-      if (&victim == &self) continue;
+      // The relaxed emptiness hint skips the steal's fence on an empty victim; a push it misses is found by
+      // the next search, and a worker about to park re-checks after its fence (park()).
+      if (&victim == &self || victim.deque.empty()) continue;
       self.counters.steal_attempts.bump();
       const auto result = victim.deque.steal();
       if (result) {
@@ -262,6 +270,73 @@ Task* Engine::steal(Worker& self) {
     }
   }
   return steal_from_mailboxes(self);
+}
+
+Task* Engine::steal_from_slots(Worker& self) {
+  // acquire: pairs with the release store in slot_for_submission(), so every slots_[i] below it is set.
+  const unsigned count = slot_count_.load(std::memory_order_acquire);
+  if (count == 0) return nullptr;
+  const auto start = static_cast<unsigned>(self.next_random() % count);
+  for (unsigned i = 0; i < count; ++i) {
+    // relaxed: set before slot_count_ was published (acquired above) and never changed.
+    OutsideSlot& victim = *slots_[(start + i) % count].load(std::memory_order_relaxed);
+    if (victim.deque.empty()) continue;  // a hint, as in steal()
+    // Not counted in stolen/steal_attempts: those are about other workers; this is the outside threads'
+    // work coming in, as from the shared queues.
+    // Until it is empty, as a pop from the shared queue would: a lost race means another thread took an item,
+    // so this stays lock-free, and outside work is never skipped for a worker's spawns while any is left.
+    for (;;) {
+      const auto result = victim.deque.steal();
+      if (result) return result.item;
+      if (result.status == StealStatus::empty) break;
+    }
+  }
+  return nullptr;
+}
+
+OutsideSlot* Engine::slot_for_submission() {
+  if (OutsideSlot* slot = slot_lease::find(id_)) return slot;
+  // First submission from this thread (or its slot was never granted): adopt a slot whose owner exited, else
+  // make one. acquire on the count: see Engine::slots_.
+  unsigned count = slot_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < count; ++i) {
+    OutsideSlot* slot = slots_[i].load(std::memory_order_relaxed);
+    bool expected = false;
+    // acquire: the previous owner's deque and counter writes (released when it exited) are visible to us.
+    if (slot->owned.load(std::memory_order_relaxed) ||
+        !slot->owned.compare_exchange_strong(expected, true, std::memory_order_acquire, std::memory_order_relaxed))
+      continue;
+    const std::lock_guard lock(slots_mutex_);
+    return slot_lease::remember(id_, slot_holders_[i]) ? slot : nullptr;
+  }
+  const std::lock_guard lock(slots_mutex_);
+  count = slot_count_.load(std::memory_order_relaxed);  // relaxed: only written under this mutex
+  if (count >= kMaxSlots) return nullptr;
+  std::shared_ptr<OutsideSlot> made;
+  try {
+    made = std::make_shared<OutsideSlot>();
+  } catch (...) {
+    return nullptr;  // no memory for a slot: the shared queues still work
+  }
+  OutsideSlot* slot = made.get();
+  slot_holders_[count] = made;
+  slots_[count].store(slot, std::memory_order_relaxed);  // relaxed: published by the release store below
+  // release: a reader that acquires the new count sees the slot constructed and its pointer stored. seq_cst
+  // for begin_shutdown's scan of the `entering` flags (see there).
+  slot_count_.store(count + 1, std::memory_order_seq_cst);
+  return slot_lease::remember(id_, std::move(made)) ? slot : nullptr;
+}
+
+void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
+  if (options_.max_queued != 0) release_queued_slot();
+  try {
+    task->work();
+  } catch (...) {
+    report_error(std::current_exception());
+  }
+  destroy_task(domain_.current(), task);
+  // Last, as in execute(): everything the task did is counted before it counts as finished.
+  slot.finished.bump();
 }
 
 Task* Engine::steal_from_mailboxes(Worker& self) {
@@ -328,6 +403,10 @@ bool Engine::has_visible_work(const Worker& self) const noexcept {
   for (const auto& worker : workers_) {
     if (!worker->deque.empty()) return true;
   }
+  const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
+  for (unsigned i = 0; i < slots; ++i) {
+    if (!slots_[i].load(std::memory_order_relaxed)->deque.empty()) return true;
+  }
   return false;
 }
 
@@ -358,7 +437,7 @@ void Engine::park(Worker& self) {
 }
 
 SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
-                             std::chrono::steady_clock::time_point deadline) {
+                             std::chrono::steady_clock::time_point deadline, bool inline_ok) {
   if (options.affinity && *options.affinity >= size())
     throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
                          ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
@@ -366,16 +445,32 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
   if (!closure) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
   Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
 
-  // External submitters pass a gate that shutdown closes and then waits to drain.
+  // An outside thread's Normal task without affinity goes into the thread's own slot (when it can have one).
+  OutsideSlot* const slot = self == nullptr && !options.affinity && options.priority == Priority::Normal
+                                ? slot_for_submission()
+                                : nullptr;
+
+  // External submitters pass a gate that shutdown closes and then waits to drain: the shared count gate_ for
+  // those without a slot, the slot's own `entering` flag for the others (one store instead of two RMWs).
   struct GatePass {
     std::atomic<std::uint64_t>* gate = nullptr;
+    std::atomic<bool>* entering = nullptr;
     ~GatePass() {
       if (gate != nullptr) gate->fetch_sub(2, std::memory_order_release);  // release: shutdown acquires
+      // release: begin_shutdown acquires it, so our push happens-before its final drop pass.
+      if (entering != nullptr) entering->store(false, std::memory_order_release);
     }
   } pass;
   if (self != nullptr) {
     const State state = state_.load(std::memory_order_acquire);
     if (state == State::dropping || state == State::stopped) return SubmitStatus::closed;
+  } else if (slot != nullptr) {
+    // Dekker with begin_shutdown, all four operations seq_cst: we raise our flag then look at the closed bit;
+    // shutdown sets the bit then looks at every flag. In the single order S one of us sees the other: either
+    // we see the bit and refuse, or shutdown sees our flag and waits until we are out.
+    slot->entering.store(true, std::memory_order_seq_cst);
+    pass.entering = &slot->entering;
+    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0) return SubmitStatus::closed;
   } else {
     // acq_rel: pairs with the fetch_or in begin_shutdown; seeing the closed bit means shutdown has begun.
     if ((gate_.fetch_add(2, std::memory_order_acq_rel) & 1) != 0) {
@@ -395,10 +490,26 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
   // One look-up of the calling thread's registration per submission (a thread-local table for outsiders).
   const TaskDomain::ThreadRef ref = self != nullptr ? self->ref() : domain_.current();
   try {
-    task = make_task(ref, std::move(closure), options.priority, affinity);
+    task = make_task(ref, std::move(closure), options.priority, affinity, inline_ok);
   } catch (...) {
     if (options_.max_queued != 0) release_queued_slot();
     throw;
+  }
+  if (slot != nullptr) {
+    // Counted as submitted before it can run (see below); the owner's plain increment, release.
+    slot->submitted.bump();
+    try {
+      slot->deque.push(task);
+    } catch (...) {
+      // Growth failed: the task was never queued.
+      destroy_task(ref, task);
+      abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+      idle_changed_.notify_all();
+      if (options_.max_queued != 0) release_queued_slot();
+      throw;
+    }
+    signal_work();
+    return SubmitStatus::accepted;
   }
   // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
   if (self != nullptr) {
@@ -533,9 +644,15 @@ bool Engine::idle() const noexcept {
   std::uint64_t finished = abandoned_.load(std::memory_order_acquire);
   finished += inline_runs_.finished.load(std::memory_order_acquire);
   for (const auto& worker : workers_) finished += worker->counters.finished.read();
+  // A slot made after this read only adds to `submitted` below (its owner's runs are of its own submissions),
+  // which errs towards "not idle". acquire: see slots_.
+  const unsigned slots_seen = slot_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < slots_seen; ++i) finished += slots_[i].load(std::memory_order_relaxed)->finished.read();
   std::uint64_t submitted = external_submitted_.load(std::memory_order_acquire);
   submitted += inline_runs_.started.load(std::memory_order_acquire);
   for (const auto& worker : workers_) submitted += worker->counters.spawned.read();
+  const unsigned slots = slot_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < slots; ++i) submitted += slots_[i].load(std::memory_order_relaxed)->submitted.read();
   return finished == submitted;
 }
 
@@ -552,10 +669,19 @@ void Engine::wait_idle() {
 }
 
 void Engine::begin_shutdown(State target) {
-  // acq_rel: after this, every external submitter either saw the closed bit or is counted in the gate.
-  gate_.fetch_or(1, std::memory_order_acq_rel);
+  // After this, every external submitter either saw the closed bit or is counted in the gate (acq_rel), or
+  // has its slot's `entering` flag up (seq_cst: the Dekker pairing in enqueue()).
+  gate_.fetch_or(1, std::memory_order_seq_cst);
   room_available_.notify_all();  // submitters blocked on a full queue must see the gate close
   while (gate_.load(std::memory_order_acquire) >= 2) std::this_thread::yield();
+  // seq_cst: a slot made after this load published its count (seq_cst) after our fetch_or in S, so its first
+  // submitter, which raises its flag after that, sees the closed bit. The flag loads are the other half of
+  // the Dekker pairing, and acquire the submitter's release on leaving: its push is visible to the drops.
+  const unsigned slots = slot_count_.load(std::memory_order_seq_cst);
+  for (unsigned i = 0; i < slots; ++i) {
+    const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);  // see slots_
+    while (slot.entering.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  }
   // Never lowers the state (a destructor after a failed shutdown must not turn dropping back into draining).
   State current = state_.load(std::memory_order_acquire);
   while (current < target && !state_.compare_exchange_weak(current, target, std::memory_order_acq_rel)) {
@@ -592,6 +718,7 @@ std::uint64_t Engine::finish_shutdown() {
     }
     worker->mailbox_pending.store(0, std::memory_order_relaxed);
   }
+  count += drop_slots(ref);
   for (std::size_t s = 0; s < injected_.size(); ++s) {
     while (auto task = injected_[s]->try_pop(ref)) {
       drop(*task, ref);
@@ -599,6 +726,7 @@ std::uint64_t Engine::finish_shutdown() {
       injected_dropped_.fetch_add(1, std::memory_order_relaxed);  // stats only
     }
   }
+  count += dropped_by_waiters_.load(std::memory_order_relaxed);  // the joins ordered these
   dropped_.fetch_add(count, std::memory_order_relaxed);
   joined_ = true;
   idle_changed_.notify_all();
@@ -630,6 +758,25 @@ std::uint64_t Engine::drop_pending_while_running(TaskDomain::ThreadRef ref) noex
       drop(*task, ref);
       ++count;
       injected_dropped_.fetch_add(1, std::memory_order_relaxed);  // stats only
+    }
+  }
+  return count + drop_slots(ref);
+}
+
+std::uint64_t Engine::drop_slots(TaskDomain::ThreadRef ref) noexcept {
+  // steal(), never pop(): the owning thread may still be alive (it only pops, and only while not dropping).
+  std::uint64_t count = 0;
+  const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
+  for (unsigned i = 0; i < slots; ++i) {
+    OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);
+    for (;;) {
+      const auto result = slot.deque.steal();
+      if (result) {
+        drop(result.item, ref);
+        ++count;
+      } else if (result.status == StealStatus::empty) {
+        break;
+      }
     }
   }
   return count;
@@ -699,6 +846,13 @@ PoolStats Engine::stats() const {
     submitted += c.spawned.read();
     queued += worker->deque.size_hint();
     queued += static_cast<std::size_t>(std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
+  }
+  const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
+  for (unsigned i = 0; i < slots; ++i) {
+    const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);
+    submitted += slot.submitted.read();
+    finished += slot.finished.read();
+    queued += slot.deque.size_hint();
   }
   // Shared queues: what submitters pushed less what workers (or the final drop) took. Read taken first:
   // both only grow, so a snapshot never comes out negative except by a concurrent take, which is clamped.

@@ -15,6 +15,8 @@
 
 #include "scheduler/cpu_relax.hpp"
 #include "scheduler/event_count.hpp"
+#include "scheduler/outside_slot.hpp"
+#include "scheduler/slot_lease.hpp"
 #include "scheduler/worker.hpp"
 #include "weft/pool.hpp"
 
@@ -39,8 +41,9 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // `inline_ok`: a future's task (weft::Pool::submit without affinity), which an outside waiter may run itself.
   SubmitStatus enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
-                       std::chrono::steady_clock::time_point deadline);
+                       std::chrono::steady_clock::time_point deadline, bool inline_ok = false);
   void wait_idle();
   std::uint64_t shutdown(Shutdown policy);
   ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
@@ -55,6 +58,16 @@ class Engine {
 
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
+
+  // For an outside thread (never a worker of this engine) waiting without a deadline: runs future tasks
+  // (Task::inline_ok) from the calling thread's own slot, newest first, until ready() holds, the newest is a
+  // posted task (those run on workers only), the slot is empty, or a shutdown that drops has begun. Does
+  // nothing when task hooks are set (they name a worker). Returns ready().
+  template <class Ready>
+  bool help_from_own_slot(Ready ready) noexcept;
+
+  // At most this many outside threads at a time get a slot in one engine; more use the shared queues.
+  static constexpr unsigned kMaxSlots = 64;
 
   // THE place a worker waits (Future::get, a full queue): until ready() holds, it runs other tasks; when
   // there are none it sleeps in short slices. Nested waits deeper than kMaxWaitDepth run only the worker's own
@@ -77,6 +90,10 @@ class Engine {
   [[nodiscard]] Task* take_injected(Worker& self, Priority priority);
   [[nodiscard]] Task* steal(Worker& self);
   [[nodiscard]] Task* steal_from_mailboxes(Worker& self);
+  [[nodiscard]] Task* steal_from_slots(Worker& self);
+  [[nodiscard]] OutsideSlot* slot_for_submission();
+  void run_outside(OutsideSlot& slot, Task* task) noexcept;
+  void finished_outside_runs() noexcept { idle_changed_.notify_all(); }
   void execute(Worker& self, Task* task) noexcept;
   void drop(Task* task, TaskDomain::ThreadRef ref) noexcept;
   void park(Worker& self);
@@ -93,6 +110,7 @@ class Engine {
   void begin_shutdown(State target);
   std::uint64_t finish_shutdown();
   std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
+  std::uint64_t drop_slots(TaskDomain::ThreadRef ref) noexcept;
   void report_error(std::exception_ptr error) noexcept;
   void refuse_on_own_worker(const char* what) const;
 
@@ -124,6 +142,7 @@ class Engine {
   std::atomic<std::uint64_t> external_submitted_{0};
   std::atomic<std::size_t> queued_{0};  // accepted, not started; maintained only when max_queued > 0
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> dropped_by_waiters_{0};  // dropped by workers waiting during a DropPending shutdown
   std::atomic<std::uint64_t> abandoned_{0};  // counted as submitted, then destroyed unrun: finished for idle()
   weft::detail::InlineRunCounter inline_runs_{{0}, {0}, this};
 
@@ -139,7 +158,40 @@ class Engine {
 
   std::mutex shutdown_mutex_;
   bool joined_ = false;
+
+  // Outside threads' slots (scheduler/outside_slot.hpp). slots_[i] for i < slot_count_ is set and never
+  // changes; published by the release store of slot_count_, read with acquire. slot_holders_ (under
+  // slots_mutex_) keeps each alive until the engine and the owning thread have both let go.
+  const std::uint64_t id_;
+  std::array<std::atomic<OutsideSlot*>, kMaxSlots> slots_{};
+  std::atomic<unsigned> slot_count_{0};
+  std::mutex slots_mutex_;
+  std::array<std::shared_ptr<OutsideSlot>, kMaxSlots> slot_holders_{};
 };
+
+template <class Ready>
+bool Engine::help_from_own_slot(Ready ready) noexcept {
+  if (options_.on_task_start || options_.on_task_end) return ready();
+  OutsideSlot* slot = slot_lease::find(id_);
+  if (slot == nullptr) return ready();
+  bool ran = false;
+  while (!ready()) {
+    // acquire: pairs with the shutdown stores; once dropping, pending tasks are left for the shutdown to drop.
+    const State state = state_.load(std::memory_order_acquire);
+    if (state == State::dropping || state == State::stopped) break;
+    auto task = slot->deque.pop();
+    if (!task) break;
+    if (!(*task)->inline_ok) {
+      // Back where it was. Cannot grow (the pop just freed the slot it fills), so cannot throw.
+      slot->deque.push(*task);
+      break;
+    }
+    run_outside(*slot, *task);
+    ran = true;
+  }
+  if (ran) finished_outside_runs();
+  return ready();
+}
 
 template <class Ready, class Sleep>
 bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline,
@@ -155,8 +207,21 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
     Task* task = nullptr;
     const State state = state_.load(std::memory_order_acquire);
     if (state == State::dropping || state == State::stopped) {
-      // Dropping: start nothing more. The awaited task is either running elsewhere or about to be dropped by
-      // the shutting-down thread, which makes it ready (dropped) either way.
+      // Dropping: start nothing more. The awaited task is either running elsewhere or dropped by the
+      // shutting-down thread, which makes it ready (dropped) either way. A task this worker pushed just as the
+      // shutdown's drop pass went by would stay in its own deque (or mailbox), where the shutdown looks again
+      // only after joining this very worker: drop those here, or the wait and the join would wait on each other.
+      std::optional<Task*> own = self.deque.pop();
+      if (!own && self.mailbox_pending.load(std::memory_order_relaxed) > 0) {
+        own = self.mailbox.try_pop(self.ref());
+        if (own) self.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
+      }
+      if (own) {
+        drop(*own, self.ref());
+        // relaxed: finish_shutdown reads it after joining this worker.
+        dropped_by_waiters_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
     } else if (self.wait_depth <= kMaxWaitDepth) {
       task = find_task(self);
     } else if (auto own = self.deque.pop()) {

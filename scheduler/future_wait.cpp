@@ -56,6 +56,11 @@ bool wait(FutureStateBase& state, Clock::time_point deadline) {
           sleep_on(state, slice);
         });
   }
+  if (may_claim && state.inline_runs() != nullptr) {
+    // A task this thread submitted sits in its own slot, normally at the bottom: popping it from there runs it
+    // with no queued copy left behind (and no inline-run counting), as oneTBB's task_group::wait does.
+    if (state.inline_runs()->engine->help_from_own_slot([&] { return state.ready(); })) return true;
+  }
   // Nobody started it: run it here rather than wait for a worker (oneTBB's task_group::wait does the same).
   if (may_claim && run_inline(state)) return true;
   while (!state.ready()) {

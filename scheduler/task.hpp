@@ -15,11 +15,12 @@ namespace weft::sched {
 struct Task {
   static constexpr std::uint32_t kNoAffinity = ~std::uint32_t{0};
 
-  Task(small_function<void()>&& closure, Priority p, std::uint32_t worker) noexcept
-      : work(std::move(closure)), priority(p), affinity(worker) {}
+  Task(small_function<void()>&& closure, Priority p, std::uint32_t worker, bool may_inline = false) noexcept
+      : work(std::move(closure)), priority(p), inline_ok(may_inline), affinity(worker) {}
 
   small_function<void()> work;
   Priority priority;
+  bool inline_ok;          // a future's task: its outside waiter may run it (posted tasks run on workers only)
   std::uint32_t affinity;  // a worker index, or kNoAffinity
 };
 
@@ -27,9 +28,9 @@ struct Task {
 // (a reclamation domain's ThreadRef).
 template <class Allocator>
 [[nodiscard]] Task* make_task(Allocator allocator, small_function<void()>&& closure, Priority priority,
-                              std::uint32_t affinity) {
+                              std::uint32_t affinity, bool inline_ok = false) {
   void* block = allocator.allocate(sizeof(Task), alignof(Task));
-  return ::new (block) Task(std::move(closure), priority, affinity);
+  return ::new (block) Task(std::move(closure), priority, affinity, inline_ok);
 }
 
 template <class Allocator>

@@ -1,12 +1,16 @@
-// weft-demo: the README's main job. Runs the pool workloads of issue 3 (bench/common/pool_workloads.hpp) on
-// weft::Pool and on oneTBB, several times each, and prints each library's median, the ratio weft/oneTBB and
-// whether the issue's goal is met. Needs only weft and (optionally) oneTBB: without oneTBB at build
-// time it shows weft alone. Exits 0 whether or not the goals are met; 1 on bad arguments or a wrong result.
+// weft-demo: the README's main job. Runs the pool workloads of issue 3 (bench/common/pool_workloads.hpp) and
+// the graph workloads of issue 4 (bench/common/graph_workloads*.hpp) on weft and on oneTBB, several times
+// each, and prints each library's median, the ratio weft/oneTBB and whether the issue's goal is met. Needs
+// only weft and (optionally) oneTBB: without oneTBB at build time it shows weft alone. Exits 0 whether or not
+// the goals are met; 1 on bad arguments or a wrong result.
 //
-//   weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload noop|fib|submit|wake|memory] [--verbose]
+//   weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--verbose]
+//   NAME: pool (noop, fib, submit, wake, memory) or graph (graph-chain, graph-layered, graph-tree,
+//   graph-wavefront, graph-independent, parallel-for, sincos), or one of those.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -16,6 +20,7 @@
 
 #include "bench/common/peak_rss.hpp"
 #include "bench/common/pool_workloads.hpp"
+#include "bench/demo/demo_graph.hpp"
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_table.hpp"
 
@@ -24,14 +29,25 @@ namespace {
 using namespace weft::demo;
 
 constexpr std::string_view kUsage =
-    "usage: weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload noop|fib|submit|wake|memory] "
-    "[--verbose]";
+    "usage: weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--verbose]\n"
+    "  NAME: pool, noop, fib, submit, wake, memory, graph, graph-chain, graph-layered, graph-tree,\n"
+    "  graph-wavefront, graph-independent, parallel-for, sincos";
+
+constexpr std::string_view kPoolWorkloads[] = {"noop", "fib", "submit", "wake", "memory"};
+
+template <std::size_t N>
+bool listed(const std::string_view (&names)[N], std::string_view name) {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
 
 struct Options {
   Settings settings;
   std::string only;      // empty: both libraries
-  std::string workload;  // empty: all of them
-  [[nodiscard]] bool wants(std::string_view name) const { return workload.empty() || workload == name; }
+  std::string workload;  // empty: all of them; "pool" or "graph": that issue's
+  [[nodiscard]] bool wants(std::string_view name) const {
+    if (workload.empty() || workload == name) return true;
+    return workload == (listed(kPoolWorkloads, name) ? "pool" : "graph");
+  }
 };
 
 int parse_int(std::string_view flag, const char* text, int low, int high) {
@@ -64,9 +80,15 @@ Options parse(int argc, char** argv) {
 #endif
     } else if (arg == "--workload") {
       o.workload = value();
-      if (o.workload != "noop" && o.workload != "fib" && o.workload != "submit" && o.workload != "wake" &&
-          o.workload != "memory")
-        throw std::invalid_argument("--workload " + o.workload + ": one of noop, fib, submit, wake, memory");
+      if (o.workload != "pool" && o.workload != "graph" && !listed(kPoolWorkloads, o.workload) &&
+          !listed(kGraphFamilies, o.workload)) {
+        std::string message = "--workload ";
+        message += o.workload;
+        message += ": not a workload (";
+        message += kUsage;
+        message += ")";
+        throw std::invalid_argument(message);
+      }
     } else if (arg == "--verbose") {
       o.settings.verbose = true;
     } else {
@@ -86,7 +108,7 @@ std::string load_average() {
 
 void print_header(const Options& o) {
   const Settings& s = o.settings;
-  std::printf("weft-demo: weft::Pool against oneTBB on the workloads of issue 3\n");
+  std::printf("weft-demo: weft against oneTBB on the workloads of issues 3 (Pool) and 4 (TaskGraph, TaskScope)\n");
 #if WEFT_BENCH_HAVE_TBB
   std::printf("  versions: weft %s, oneTBB %s (run time; headers %s)\n", WEFT_VERSION_STRING,
               std::string(tbb_runtime_version()).c_str(), std::string(tbb_header_version()).c_str());
@@ -104,6 +126,7 @@ void print_header(const Options& o) {
               "  child processes\n",
               s.reps, s.reps * kRoundTripBatchesPerRep, s.reps * kWakeSamplesPerRep,
               static_cast<long long>(weft::bench::kIdleBeforeWake.count()), kMemoryRuns);
+  print_graph_header(s);
 }
 
 }  // namespace
@@ -130,13 +153,20 @@ int main(int argc, char** argv) {
     const Pair submit = run("submit", measure_submit);
     const Pair wake = run("wake", measure_wake);
     const Pair memory = run("memory", measure_memory);
-    const std::vector<Row> rows = {
+    std::vector<Row> rows = {
         {"1M no-op tasks, post + wait", "ms", noop.weft, noop.tbb, Goal{0.5, false, "<= 0.5x"}},
         {"fib(28), spawn + wait in tasks", "ms", fib.weft, fib.tbb, Goal{0.5, false, "<= 0.5x"}},
         {"1000 x (submit one, wait)", "us", submit.weft, submit.tbb, Goal{1.0, false, "<= 1.0x"}},
         {"wake-up from idle, post -> start", "us", wake.weft, wake.tbb, Goal{.report_only = true}},
         {"1M no-op: peak RSS over baseline", "MiB", memory.weft, memory.tbb, Goal{1.0, true, "< 1.0x"}},
     };
+    keep_heap_warm();  // from here on: see graph_workloads_cases.hpp
+    GraphSides graph_sides;
+    if (sides.weft) graph_sides.weft.emplace(sides.weft->pool());
+#if WEFT_BENCH_HAVE_TBB
+    if (sides.tbb) graph_sides.tbb.emplace(o.settings.threads);
+#endif
+    add_graph_rows(o.settings, graph_sides, [&](std::string_view family) { return o.wants(family); }, rows);
     const GoalCount goals = print_table(rows);
     std::printf("\nGoals: %d met, %d not met. Load average at the end: %s. Took %.1f s.\n", goals.met, goals.missed,
                 load_average().c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

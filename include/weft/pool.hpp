@@ -141,8 +141,9 @@ class Pool {
  private:
   using Admission = detail::Admission;
 
+  // `inline_ok`: the task is a future's (submit without affinity), which its waiter may run on its own thread.
   SubmitStatus enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
-                       std::chrono::steady_clock::time_point deadline);
+                       std::chrono::steady_clock::time_point deadline, bool inline_ok = false);
   static void admit_or_throw(SubmitStatus status, const char* what);
   [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
 
@@ -156,7 +157,7 @@ class Pool {
     auto* state = new State(options.affinity ? nullptr : inline_runs(), std::forward<F>(f), std::forward<Args>(args)...);
     Future<R> future = detail::FutureAccess::adopt<R>(state);
     const SubmitStatus status =
-        enqueue(small_function<void()>(detail::RunFutureTask(state)), options, admission, deadline);
+        enqueue(small_function<void()>(detail::RunFutureTask(state)), options, admission, deadline, !options.affinity);
     if (status != SubmitStatus::accepted) future = Future<R>();
     return {status, std::move(future)};
   }

@@ -5,6 +5,8 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -176,6 +178,8 @@ class TaskGraph {
   }
   // `to` runs after `from`. Adding the same edge twice is allowed and counts once.
   void add_edge(Node from, Node to);
+  // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});
+  void add_edges(Node from, std::initializer_list<Node> to);
   // Room for this many nodes and edges in all, so that building a large graph does not reallocate.
   void reserve(std::size_t nodes, std::size_t edges = 0);
   // Checks and lays out the graph now (else the first run does).
@@ -188,6 +192,8 @@ class TaskGraph {
   [[nodiscard]] std::size_t edge_count() const;            // distinct edges
   [[nodiscard]] std::string name(Node node) const;         // the node's NodeOptions::name or "node <index>"
   [[nodiscard]] bool running() const noexcept;             // a run is in flight
+  // Writes the graph in Graphviz DOT (nodes by name, with their non-default options), e.g. for `dot -Tsvg`.
+  void dump(std::ostream& out) const;
 
  private:
   Node add_node_body(detail::NodeBody&& body, NodeOptions&& options);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -93,6 +94,12 @@ class FutureStateBase {
   InlineRunCounter* const inline_runs_;
 };
 
+// Memory for future states (scheduler/future_alloc.cpp): a per-thread cache of recycled blocks in front of a
+// process-wide pool, so that a steady stream of submit + get calls no malloc. Process-wide, not per pool,
+// because a Future may outlive its pool. Throws std::bad_alloc.
+[[nodiscard]] void* allocate_future_state(std::size_t bytes, std::size_t align);
+void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noexcept;
+
 // Blocks until the state is ready. On a worker of a weft pool the worker runs other tasks meanwhile; anywhere,
 // a task nobody has started yet (and that has no affinity) is run inline by the waiter.
 void wait_until_ready(FutureStateBase& state);
@@ -154,6 +161,15 @@ class FutureTask final : public FutureResult<R> {
     }
   }
   void destroy() noexcept override { delete this; }
+
+ public:
+  // Through the future-state pool (above) rather than the global heap.
+  static void* operator new(std::size_t bytes) { return allocate_future_state(bytes, alignof(FutureTask)); }
+  static void operator delete(void* p, std::size_t bytes) noexcept {
+    deallocate_future_state(p, bytes, alignof(FutureTask));
+  }
+
+ private:
 
   F f_;
   std::tuple<Args...> args_;

@@ -1,0 +1,107 @@
+// How weft::parallel_for sees a range: as offsets [0, n) and a body that runs the user's f over [lo, hi).
+// One adapter for integer ranges, one for random-access iterators; the splitter knows neither.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <iterator>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "weft/errors.hpp"
+
+namespace weft {
+
+// What parallel_for accepts over an integer range [first, last): f(i) per index, or f(lo, hi) per chunk
+// (a tbb::blocked_range-style body; lo < hi, both in [first, last]). f is called concurrently, through a const
+// reference.
+template <class F, class I>
+concept IndexBody = std::integral<I> && (std::invocable<const F&, I> || std::invocable<const F&, I, I>);
+
+// Over random-access iterators [first, last): f(*it) per element, or f(b, e) per chunk of iterators.
+template <class F, class It>
+concept ElementBody = std::random_access_iterator<It> &&
+                      (std::invocable<const F&, std::iter_reference_t<It>> || std::invocable<const F&, It, It>);
+
+namespace detail {
+
+// The index type of parallel_for(first, last) when first and last have different integer types (0 and a
+// size_t, say): their common type, with both values checked to fit in it.
+template <std::integral I, std::integral J>
+[[nodiscard]] std::common_type_t<I, J> common_index(I value, const char* which) {
+  using C = std::common_type_t<I, J>;
+  if (!std::in_range<C>(value)) {
+    std::string message = "weft::parallel_for: ";
+    message += which;
+    message += " = ";
+    message += std::to_string(value);
+    message += " does not fit the range's common index type (mixing signed and unsigned bounds?)";
+    throw invalid_option(message);
+  }
+  return static_cast<C>(value);
+}
+
+// Number of indices in [first, last); 0 when last <= first (an empty range, as in tbb::parallel_for).
+// Computed in the unsigned type, so that e.g. [INT64_MIN, INT64_MAX) does not overflow.
+template <std::integral I>
+[[nodiscard]] constexpr std::size_t index_count(I first, I last) noexcept {
+  if (!(first < last)) return 0;
+  using U = std::make_unsigned_t<I>;
+  return static_cast<std::size_t>(static_cast<U>(static_cast<U>(last) - static_cast<U>(first)));
+}
+
+template <std::integral I, class F>
+class IndexRange {
+ public:
+  IndexRange(I first, F f) : first_(first), f_(std::move(f)) {}
+
+  // Runs f over offsets [lo, hi) of the range. Thread-safe as far as f is.
+  void operator()(std::size_t lo, std::size_t hi) const {
+    if constexpr (std::invocable<const F&, I, I>) {
+      f_(at(lo), at(hi));
+    } else {
+      for (std::size_t k = lo; k < hi; ++k) f_(at(k));
+    }
+  }
+
+ private:
+  // first + k, wrapping in the unsigned type: k never exceeds the range's size, so the result is in range.
+  [[nodiscard]] I at(std::size_t k) const noexcept {
+    using U = std::make_unsigned_t<I>;
+    return static_cast<I>(static_cast<U>(static_cast<U>(first_) + static_cast<U>(k)));
+  }
+
+  I first_;
+  F f_;
+};
+
+template <std::random_access_iterator It, class F>
+class ElementRange {
+ public:
+  ElementRange(It first, F f) : first_(std::move(first)), f_(std::move(f)) {}
+
+  void operator()(std::size_t lo, std::size_t hi) const {
+    using D = std::iter_difference_t<It>;
+    It begin = first_ + static_cast<D>(lo);
+    if constexpr (std::invocable<const F&, It, It>) {
+      f_(begin, first_ + static_cast<D>(hi));
+    } else {
+      for (std::size_t k = lo; k < hi; ++k, ++begin) f_(*begin);
+    }
+  }
+
+ private:
+  It first_;
+  F f_;
+};
+
+// Number of elements in [first, last); 0 when last comes before first.
+template <std::random_access_iterator It>
+[[nodiscard]] std::size_t element_count(const It& first, const It& last) {
+  const auto n = last - first;
+  return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+}  // namespace detail
+}  // namespace weft

@@ -1,0 +1,179 @@
+// The range splitter behind every weft::parallel_for: one object on the stack of a node body that has a
+// Subflow, spawning chunks of [0, n) into that one Subflow, so that only the body joins.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <type_traits>
+
+#include "weft/node_options.hpp"
+#include "weft/pool.hpp"
+#include "weft/subflow.hpp"
+
+namespace weft::detail {
+
+// Splits [0, n) over the pool and runs `body(lo, hi)` on every piece exactly once.
+//
+// Three modes:
+// - automatic (grain 0, no concurrency limit), after oneTBB's auto_partitioner: the range is cut up front into
+//   about kChunksPerWorker pieces per worker by halving (each half carries half of the split budget); a piece
+//   that finds itself stolen (it runs on another worker than the one that spawned it: a sign that workers are
+//   idle) earns one more halving, so idle workers keep finding halves to steal while a busy pool is not flooded.
+// - explicit grain: halve until a piece has at most `grain` indices (oneTBB's simple_partitioner).
+// - concurrency limit c: min(c, workers, blocks) loopers claim blocks of `grain` indices (automatic: about 8
+//   blocks per looper) from a shared cursor, so at most c blocks ever run at once, whatever nests inside them.
+//
+// Contract: start() then root.join() (which the caller must do before this object dies, even if start()
+// throws); after the join, complete() says whether every index ran and error() gives the first exception of
+// a piece, which the run was also told about (the piece rethrew it).
+template <class Body>
+class ForSplitter {
+ public:
+  static constexpr std::uint32_t kChunksPerWorker = 4;
+
+  ForSplitter(const Body& body, Subflow& root, std::size_t n, std::size_t grain, unsigned concurrency) noexcept
+      : body_(body), root_(root), pool_(root.pool()), n_(n), grain_(grain), concurrency_(concurrency) {}
+  ForSplitter(const ForSplitter&) = delete;
+  ForSplitter& operator=(const ForSplitter&) = delete;
+
+  void start() {
+    if (n_ == 0) return;
+    if (concurrency_ == kUnlimited) {
+      const std::size_t budget = grain_ != 0 ? 0 : std::min<std::size_t>(n_, std::size_t{kChunksPerWorker} * pool_.size());
+      root_.spawn(Chunk{this, 0, n_, static_cast<std::uint32_t>(budget), worker()});
+      return;
+    }
+    const std::size_t lanes = std::min<std::size_t>(concurrency_, pool_.size());
+    step_ = grain_ != 0 ? grain_ : std::max<std::size_t>(1, n_ / (lanes * 8));
+    // No more loopers than workers or blocks: more could not run at once anyway.
+    const std::size_t loopers = std::min<std::size_t>(lanes, (n_ - 1) / step_ + 1);
+    for (std::size_t i = 0; i < loopers; ++i) root_.spawn(Looper{this});
+  }
+
+  // After the join: every index ran (no piece was skipped by a cancellation, none threw).
+  [[nodiscard]] bool complete() const noexcept { return done_.load(std::memory_order_relaxed) == n_; }
+  // After the join: the first exception a piece threw, or null.
+  [[nodiscard]] std::exception_ptr error() const noexcept { return error_; }
+
+ private:
+  // A spawned piece: 32 bytes, so the Subflow's child (this plus a pointer) stays far inside small_function's
+  // inline buffer and spawning allocates nothing.
+  struct Chunk {
+    ForSplitter* self;
+    std::size_t lo;
+    std::size_t hi;
+    std::uint32_t budget;  // pieces this one may still be cut into (automatic mode)
+    std::int32_t origin;   // worker that spawned it; -1: not a worker
+    void operator()() { self->run_chunk(*this); }
+  };
+  struct Looper {
+    ForSplitter* self;
+    void operator()() { self->run_looper(); }
+  };
+  static_assert(sizeof(Chunk) + sizeof(void*) <= 128 && std::is_nothrow_move_constructible_v<Chunk>,
+                "a parallel_for chunk must fit small_function's inline buffer next to the Subflow's pointer");
+
+  [[nodiscard]] std::int32_t worker() const noexcept {
+    const std::optional<unsigned> w = pool_.current_worker();
+    return w ? static_cast<std::int32_t>(*w) : -1;
+  }
+
+  void run_chunk(Chunk c) {
+    try {
+      std::size_t lo = c.lo;
+      std::size_t hi = c.hi;
+      const std::int32_t me = worker();
+      if (grain_ == 0) {
+        std::uint32_t budget = c.budget;
+        // Stolen: someone was idle, so cut once more than planned (oneTBB's demand-driven extra depth).
+        if (me != c.origin) budget = std::max<std::uint32_t>(budget, 1) * 2;
+        while (budget > 1 && hi - lo > 1) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          const std::uint32_t right = budget / 2;
+          root_.spawn(Chunk{this, mid, hi, right, me});
+          hi = mid;
+          budget -= right;
+        }
+      } else {
+        while (hi - lo > grain_) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          root_.spawn(Chunk{this, mid, hi, 0, me});
+          hi = mid;
+        }
+      }
+      run_piece(lo, hi);
+    } catch (...) {
+      record(std::current_exception());
+      throw;  // to the Subflow's child wrapper: the run learns of it and cancels
+    }
+  }
+
+  void run_looper() {
+    try {
+      for (;;) {
+        // relaxed: the cursor only hands out disjoint blocks; the RMW order alone makes them disjoint.
+        std::size_t lo = cursor_.load(std::memory_order_relaxed);
+        std::size_t hi = 0;
+        do {
+          if (lo >= n_) return;
+          hi = lo + std::min(step_, n_ - lo);
+        } while (!cursor_.compare_exchange_weak(lo, hi, std::memory_order_relaxed));
+        run_piece(lo, hi);
+      }
+    } catch (...) {
+      record(std::current_exception());
+      throw;
+    }
+  }
+
+  void run_piece(std::size_t lo, std::size_t hi) {
+    if (root_.cancelled()) return;  // leaves done_ short: the job reports it did not complete
+    body_(lo, hi);
+    // relaxed: read only after the join, which orders every finished child before it.
+    done_.fetch_add(hi - lo, std::memory_order_relaxed);
+  }
+
+  void record(std::exception_ptr error) noexcept {
+    bool expected = false;
+    // Only the winner writes error_; it is read after the join, which orders the write before the read.
+    if (has_error_.compare_exchange_strong(expected, true, std::memory_order_relaxed)) error_ = std::move(error);
+  }
+
+  const Body& body_;
+  Subflow& root_;
+  Pool& pool_;
+  const std::size_t n_;
+  const std::size_t grain_;
+  const unsigned concurrency_;
+  std::size_t step_ = 1;  // looper block size; written by start() before any looper is spawned
+  std::atomic<std::size_t> cursor_{0};
+  std::atomic<std::size_t> done_{0};
+  std::atomic<bool> has_error_{false};
+  std::exception_ptr error_{};
+};
+
+// The body of a parallel_for node: splits, joins, and says how it went. Throws only after the join (so the
+// splitter on this frame outlives every piece), and only what starting threw (e.g. pool_closed), which the
+// run has not seen yet. Returns the first exception of a piece (the run has seen it) or null; `complete`
+// tells whether every index ran.
+template <class Body>
+std::exception_ptr run_split(const Body& body, Subflow& sf, std::size_t n, std::size_t grain, unsigned concurrency,
+                             bool& complete) {
+  ForSplitter<Body> splitter(body, sf, n, grain, concurrency);
+  std::exception_ptr start_error;
+  try {
+    splitter.start();
+  } catch (...) {
+    start_error = std::current_exception();  // e.g. pool_closed: pieces spawned so far still need the join
+  }
+  sf.join();
+  complete = start_error == nullptr && splitter.complete();
+  if (start_error) std::rethrow_exception(start_error);
+  return splitter.error();
+}
+
+}  // namespace weft::detail

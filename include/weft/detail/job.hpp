@@ -1,0 +1,98 @@
+// weft::Job<T> and weft::AnyJob: the handles of TaskScope jobs and their results. Public API, in namespace weft;
+// users include it through weft/task_scope.hpp (the only public headers live directly in include/weft/).
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "weft/detail/job_state.hpp"
+#include "weft/errors.hpp"
+
+namespace weft {
+
+class AnyJob;
+class TaskScope;
+
+// The handle of one job of a TaskScope and of its result: a job made from a callable returning T is a Job<T>.
+// Copyable and cheap (a shared pointer to the result slot). Functions returning a Job are not [[nodiscard]]: a
+// job runs whether or not its handle is kept.
+//
+// Contract:
+// - get() returns the value (a const T& into the shared slot, valid while any copy of this Job lives, even after
+//   the scope is destroyed) or nothing for Job<void>, once the job has finished: after TaskScope::wait(), or
+//   from a job that runs after this one. It rethrows the job's own exception; throws weft::job_cancelled if the
+//   job never ran (its run was cancelled or failed first, or the scope was destroyed unrun); throws
+//   std::logic_error if the job has not run yet (scope not run, or still running) or the Job is empty.
+// - ready() is true once the job returned or threw. Both may be called from any thread.
+//
+// Example:
+//   weft::TaskScope scope{pool};
+//   weft::Job<int> a = scope.submit([] { return 21; });
+//   scope.run_and_wait();
+//   int v = a.get();  // 21
+template <class T>
+class Job {
+ public:
+  using value_type = T;
+
+  Job() noexcept = default;
+
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+  [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
+
+  std::conditional_t<std::is_void_v<T>, void, std::add_lvalue_reference_t<const T>> get() const {
+    require_valid("get");
+    state_->require_value("get");
+    if constexpr (!std::is_void_v<T>) return state_->value();
+  }
+
+  // The job's name: NodeOptions::name, or "job <index>" (the index of its node in the scope's graph).
+  [[nodiscard]] const std::string& name() const {
+    require_valid("name");
+    return state_->name();
+  }
+
+ private:
+  friend class AnyJob;
+  friend class TaskScope;
+
+  void require_valid(const char* what) const {
+    if (state_ == nullptr) {
+      std::string message = "weft::Job::";
+      message += what;
+      message += ": empty Job (default-constructed): it belongs to no scope";
+      throw std::logic_error(message);
+    }
+  }
+
+  std::shared_ptr<detail::JobState<T>> state_;
+};
+
+// A Job of any result type: what when_all(f) with a no-argument f and parallel_for_after take as dependencies.
+// Implicitly made from any Job<T>, so that `{a, b, c}` may mix result types.
+//
+// Example:
+//   std::vector<weft::AnyJob> deps{scope.submit([] { return 1; }), scope.parallel_for(0, n, body)};
+//   scope.when_all(deps, [] { /* after both */ });
+class AnyJob {
+ public:
+  AnyJob() noexcept = default;
+  template <class T>
+  AnyJob(const Job<T>& job) noexcept : state_(job.state_) {}  // NOLINT(google-explicit-constructor): on purpose
+
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+  [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
+  // As Job<T>::get(), without the value: returns if the job finished, else throws what Job::get() would.
+  void get() const {
+    if (state_ == nullptr) throw std::logic_error("weft::AnyJob::get: empty job (default-constructed)");
+    state_->require_value("get");
+  }
+
+ private:
+  friend class TaskScope;
+  std::shared_ptr<detail::JobStateBase> state_;
+};
+
+}  // namespace weft

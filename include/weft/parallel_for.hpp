@@ -1,0 +1,87 @@
+// weft::parallel_for(pool, first, last, f): a blocking parallel loop, like tbb::parallel_for.
+// (Inside a TaskScope, scope.parallel_for(...) makes the same loop a job of the graph instead.)
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <exception>
+#include <iterator>
+#include <type_traits>
+#include <utility>
+
+#include "weft/detail/for_range.hpp"
+#include "weft/detail/for_splitter.hpp"
+#include "weft/node_options.hpp"
+#include "weft/pool.hpp"
+#include "weft/subflow.hpp"
+#include "weft/task_graph.hpp"
+
+namespace weft {
+
+namespace detail {
+// One node whose body splits the range into its Subflow; Run::wait() runs other tasks when called on a worker,
+// so a parallel_for nested in a task neither blocks a worker idle nor deadlocks.
+template <class Body>
+void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t grain) {
+  if (n == 0) return;
+  // Nothing to split: a graph would only add latency.
+  if (n == 1 || (grain != 0 && n <= grain)) {
+    body(0, n);
+    return;
+  }
+  TaskGraph graph;
+  graph.add_node(
+      [&body, n, grain](Subflow& sf) {
+        bool complete = false;
+        // A piece's exception already went to the run, which wait() rethrows: nothing more to do with it.
+        static_cast<void>(run_split(body, sf, n, grain, kUnlimited, complete));
+      },
+      NodeOptions{.name = "parallel_for"});
+  graph.run(pool).wait();
+}
+}  // namespace detail
+
+// Runs f(i) for every i in [first, last) on `pool`, and returns when all have run.
+//
+// Contract:
+// - f(i) is called exactly once per index, concurrently, through a const reference to f; or, if f takes two
+//   indices, f(lo, hi) once per chunk, the chunks covering [first, last) exactly (a tbb::blocked_range body).
+// - last <= first is an empty range: nothing runs. first and last may have different integer types (0 and a
+//   size_t); both must fit their common type, else weft::invalid_option naming the value.
+// - grain 0: automatic partitioning (about 4 chunks per worker, more where workers are idle and steal);
+//   grain g > 0: chunks of at most g indices. A range of one index, or of at most `grain`, runs inline in the
+//   calling thread.
+// - Callable from any thread, and from inside a weft task or job (nested loops): a waiting worker runs other
+//   tasks meanwhile. The first exception thrown by f stops the chunks not yet started and is rethrown here.
+//   Throws pool_closed if the pool is shutting down.
+//
+// Example:
+//   weft::Pool pool;
+//   std::vector<double> y(n);
+//   weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { y[i] = std::sqrt(double(i)); });
+template <std::integral I, std::integral J, class F>
+  requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
+void parallel_for(Pool& pool, I first, J last, F&& f, std::size_t grain = 0) {
+  using C = std::common_type_t<I, J>;
+  const C lo = detail::common_index<I, J>(first, "first");
+  const C hi = detail::common_index<J, I>(last, "last");
+  // f by reference: the loop ends before this frame does, so the user's callable is never copied.
+  const detail::IndexRange<C, const std::remove_reference_t<F>&> body(lo, f);
+  detail::run_blocking_for(pool, body, detail::index_count(lo, hi), grain);
+}
+
+// Runs f(*it) for every it in [first, last) (random-access iterators) on `pool`, and returns when all have run.
+// Same contract as the integer form; f may instead take two iterators, f(b, e), once per chunk.
+//
+// Example:
+//   std::vector<int> v(1000, 1);
+//   weft::parallel_for(pool, v.begin(), v.end(), [](int& x) { x *= 2; });
+template <std::random_access_iterator It, class F>
+  requires ElementBody<std::decay_t<F>, It>
+void parallel_for(Pool& pool, It first, It last, F&& f, std::size_t grain = 0) {
+  const std::size_t n = detail::element_count(first, last);
+  const detail::ElementRange<It, const std::remove_reference_t<F>&> body(std::move(first), f);
+  detail::run_blocking_for(pool, body, n, grain);
+}
+
+}  // namespace weft

@@ -1,0 +1,263 @@
+// weft::TaskScope: a one-shot graph of typed jobs (submit, then, when_all, parallel_for) run on a weft::Pool.
+// It builds a weft::TaskGraph and keeps each job's result in a slot its weft::Job<T> handles share.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weft/detail/for_range.hpp"
+#include "weft/detail/for_splitter.hpp"
+#include "weft/detail/job.hpp"
+#include "weft/detail/job_state.hpp"
+#include "weft/detail/job_traits.hpp"
+#include "weft/errors.hpp"
+#include "weft/node_options.hpp"
+#include "weft/pool.hpp"
+#include "weft/subflow.hpp"
+#include "weft/task_graph.hpp"
+
+namespace weft {
+
+// A one-shot graph of jobs: describe the work, run it once, read the results.
+//
+// Contract:
+// - Building (submit, then, when_all, parallel_for, parallel_for_after) happens on one thread, before run();
+//   afterwards each throws weft::graph_busy. A job depends on the jobs it is given and starts when all of them
+//   finished; a Job of another scope, or an empty one, as a dependency throws weft::invalid_graph naming it.
+// - Every job function takes weft::NodeOptions (name, priority, affinity, concurrency; bad values throw
+//   weft::invalid_option naming the job). A job runs once: NodeOptions::tokens other than 1 is refused.
+//   For a parallel_for, `concurrency` bounds the chunks executing at once.
+// - run() starts the run (a second run() throws graph_busy: the scope is one-shot); wait() blocks until it is
+//   over (on a pool worker it runs other tasks meanwhile) and rethrows the first exception of any job, which
+//   cancelled the run: jobs not started by then are skipped (their get() throws weft::job_cancelled).
+//   cancel() stops a run the same way without an exception; wait() then returns RunStatus::cancelled.
+// - The destructor waits for a run in flight (never a use-after-free); an exception nobody waited for is
+//   dropped then. Results stay readable through Job handles after the scope is gone.
+// - Not copyable or movable; one TaskScope must not be used from two threads at once.
+//
+// Example:
+//   weft::Pool pool;
+//   weft::TaskScope scope{pool};
+//   auto a = scope.submit([] { return 21; });
+//   auto b = scope.then(a, [](int x) { return x * 2; });
+//   auto d = scope.parallel_for(v.begin(), v.end(), [](int& x) { x *= 2; });
+//   scope.when_all({a, b}, [](std::vector<int> values) { /* 21, 42 */ });
+//   scope.run_and_wait();  // rethrows the first exception
+//   int r = b.get();       // 42
+class TaskScope {
+ public:
+  explicit TaskScope(Pool& pool) : pool_(&pool), shared_(std::make_shared<detail::ScopeShared>()) {}
+  ~TaskScope() {
+    if (run_.valid()) {
+      try {
+        static_cast<void>(run_.wait());
+      } catch (...) {  // the contract: an exception nobody waited for is dropped by the destructor
+      }
+    }
+    mark(detail::ScopePhase::finished);
+  }
+  TaskScope(const TaskScope&) = delete;
+  TaskScope& operator=(const TaskScope&) = delete;
+
+  // A job running f() (or f(Subflow&), to spawn child work its completion waits for); Job<R> carries f's result.
+  // Example: auto a = scope.submit([] { return 21; });
+  template <class F>
+    requires detail::JobCallable<F>
+  Job<detail::job_result_t<F>> submit(F&& f, NodeOptions options = {}) {
+    using R = detail::job_result_t<F>;
+    using D = std::decay_t<F>;
+    return add_job<R>("submit", {}, std::move(options),
+                      [f = D(std::forward<F>(f))](detail::JobState<R>& state, Subflow& sf) mutable {
+                        state.execute([&]() -> R {
+                          if constexpr (std::is_invocable_v<D&, Subflow&>) {
+                            return f(sf);
+                          } else {
+                            return f();
+                          }
+                        });
+                      });
+  }
+
+  // A job running after `job`: f(job's value as const T&) if f takes it, else f().
+  // Example: auto b = scope.then(a, [](int x) { return x * 2; });  scope.then(b, [] { log("b done"); });
+  template <class T, class F, class Traits = detail::then_traits<std::decay_t<F>, T>>
+    requires Traits::callable
+  Job<typename Traits::result> then(const Job<T>& job, F&& f, NodeOptions options = {}) {
+    using R = typename Traits::result;
+    const AnyJob deps[] = {job};
+    return add_job<R>("then", deps, std::move(options),
+                      [pred = job.state_, f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state,
+                                                                                    Subflow&) mutable {
+                        if constexpr (Traits::by_value) {
+                          if (!pred->has_value()) return;  // see detail::all_have_values
+                          state.execute([&]() -> R { return f(pred->value()); });
+                        } else {
+                          state.execute([&]() -> R { return f(); });
+                        }
+                      });
+  }
+
+  // A job running after every job in `jobs`, all Job<T>: f(std::vector<T>) gets their values in order, or f().
+  // Example: scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; });
+  template <class T, class F, class Traits = detail::when_all_traits<std::decay_t<F>, T>>
+    requires Traits::callable
+  Job<typename Traits::result> when_all(std::initializer_list<Job<T>> jobs, F&& f, NodeOptions options = {}) {
+    return when_all_same<T, Traits>(std::span<const Job<T>>(jobs.begin(), jobs.size()), std::forward<F>(f),
+                                    std::move(options));
+  }
+  template <class T, class F, class Traits = detail::when_all_traits<std::decay_t<F>, T>>
+    requires Traits::callable
+  Job<typename Traits::result> when_all(const std::vector<Job<T>>& jobs, F&& f, NodeOptions options = {}) {
+    return when_all_same<T, Traits>(std::span<const Job<T>>(jobs), std::forward<F>(f), std::move(options));
+  }
+
+  // A job running f() after every job in `jobs`, whatever their result types (parallel_for jobs included).
+  // Example: scope.when_all({a, s, d}, [] { /* all three finished */ });
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  Job<std::invoke_result_t<std::decay_t<F>&>> when_all(std::initializer_list<AnyJob> jobs, F&& f,
+                                                        NodeOptions options = {}) {
+    return when_all_any(std::span<const AnyJob>(jobs.begin(), jobs.size()), std::forward<F>(f), std::move(options));
+  }
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  Job<std::invoke_result_t<std::decay_t<F>&>> when_all(const std::vector<AnyJob>& jobs, F&& f,
+                                                        NodeOptions options = {}) {
+    return when_all_any(std::span<const AnyJob>(jobs), std::forward<F>(f), std::move(options));
+  }
+
+  // A job running after the jobs of a tuple of Jobs of any types: f(const T1&, const T2&, ...) gets the values
+  // of the non-void ones in order (Job<void> contributes no argument), or f() takes none.
+  // Example: scope.when_all(std::tuple{a, s}, [](int x, const std::string& y) { /* ... */ });
+  template <class... Js, class F,
+            class Traits = detail::apply_traits<std::decay_t<F>, detail::values_tuple_t<detail::job_value_t<Js>...>>>
+    requires(detail::is_job_v<Js> && ...) && Traits::callable
+  Job<typename Traits::result> when_all(const std::tuple<Js...>& jobs, F&& f, NodeOptions options = {}) {
+    using R = typename Traits::result;
+    const auto deps = std::apply([](const auto&... j) { return std::vector<AnyJob>{AnyJob(j)...}; }, jobs);
+    auto preds = std::apply([](const auto&... j) { return std::tuple{j.state_...}; }, jobs);
+    return add_job<R>("when_all", deps, std::move(options),
+                      [preds = std::move(preds), f = std::decay_t<F>(std::forward<F>(f))](
+                          detail::JobState<R>& state, Subflow&) mutable {
+                        if constexpr (Traits::by_value) {
+                          if (!std::apply([](const auto&... s) { return detail::all_have_values(s...); }, preds)) return;
+                          state.execute([&]() -> R {
+                            return std::apply(f, std::apply([](const auto&... s) {
+                                                return std::tuple_cat(detail::value_refs(*s)...);
+                                              }, preds));
+                          });
+                        } else {
+                          state.execute([&]() -> R { return f(); });
+                        }
+                      });
+  }
+
+  // A job running f(i) for every i in [first, last) (or f(lo, hi) per chunk), split over the pool; see
+  // weft::parallel_for for f and the range. grain 0: automatic partitioning; NodeOptions::concurrency bounds the
+  // chunks executing at once.
+  // Example: auto e = scope.parallel_for(0, 1000, [&](int i) { out[i] = i * i; });
+  template <std::integral I, std::integral J, class F>
+    requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
+  Job<void> parallel_for(I first, J last, F&& f, NodeOptions options = {}, std::size_t grain = 0) {
+    return parallel_for_after(std::span<const AnyJob>(), first, last, std::forward<F>(f), std::move(options), grain);
+  }
+  // The same over random-access iterators: f(*it) per element, or f(b, e) per chunk.
+  // Example: auto d = scope.parallel_for(v.begin(), v.end(), [](int& x) { x *= 2; });
+  template <std::random_access_iterator It, class F>
+    requires ElementBody<std::decay_t<F>, It>
+  Job<void> parallel_for(It first, It last, F&& f, NodeOptions options = {}, std::size_t grain = 0) {
+    return parallel_for_after(std::span<const AnyJob>(), std::move(first), std::move(last), std::forward<F>(f),
+                              std::move(options), grain);
+  }
+
+  // parallel_for starting after every job in `deps`.
+  // Example: auto d = scope.parallel_for_after({fill}, v.begin(), v.end(), [](int& x) { x *= 2; });
+  template <std::integral I, std::integral J, class F>
+    requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
+  Job<void> parallel_for_after(std::span<const AnyJob> deps, I first, J last, F&& f, NodeOptions options = {},
+                               std::size_t grain = 0) {
+    using C = std::common_type_t<I, J>;
+    const C lo = detail::common_index<I, J>(first, "first");
+    const C hi = detail::common_index<J, I>(last, "last");
+    return add_for_job(deps, detail::IndexRange<C, std::decay_t<F>>(lo, std::forward<F>(f)),
+                       detail::index_count(lo, hi), std::move(options), grain);
+  }
+  template <std::random_access_iterator It, class F>
+    requires ElementBody<std::decay_t<F>, It>
+  Job<void> parallel_for_after(std::span<const AnyJob> deps, It first, It last, F&& f, NodeOptions options = {},
+                               std::size_t grain = 0) {
+    const std::size_t n = detail::element_count(first, last);
+    return add_for_job(deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
+                       std::move(options), grain);
+  }
+  // Braced dependency lists: scope.parallel_for_after({a, b}, 0, n, f).
+  template <class... Args>
+  Job<void> parallel_for_after(std::initializer_list<AnyJob> deps, Args&&... args) {
+    return parallel_for_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  Job<void> parallel_for_after(const std::vector<AnyJob>& deps, Args&&... args) {
+    return parallel_for_after(std::span<const AnyJob>(deps), std::forward<Args>(args)...);
+  }
+
+  // Starts the run. Throws graph_busy if the scope already ran (one-shot), else what TaskGraph::run throws
+  // (pool_closed, invalid_option for an affinity past the pool's workers): the jobs then never run.
+  void run();
+  // Waits for the run and rethrows its first exception (again on every call); else says how it ended.
+  // Throws std::logic_error before run().
+  RunStatus wait();
+  // run() then wait().
+  RunStatus run_and_wait() {
+    run();
+    return wait();
+  }
+  // No job starts after this; running ones finish. Does nothing before run() or after the run.
+  void cancel() noexcept {
+    if (run_.valid()) run_.cancel();
+  }
+
+  // Jobs added so far.
+  [[nodiscard]] std::size_t size() const noexcept { return graph_.size(); }
+  // The run's statistics (see RunStats); empty before run().
+  [[nodiscard]] RunStats stats() const { return run_.valid() ? run_.stats() : RunStats{}; }
+  [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
+
+ private:
+  template <class T, class Traits, class F>
+  Job<typename Traits::result> when_all_same(std::span<const Job<T>> jobs, F&& f, NodeOptions options);
+  template <class F>
+  Job<std::invoke_result_t<std::decay_t<F>&>> when_all_any(std::span<const AnyJob> jobs, F&& f, NodeOptions options);
+  template <class Body>
+  Job<void> add_for_job(std::span<const AnyJob> deps, Body body, std::size_t n, NodeOptions options,
+                        std::size_t grain);
+  // Adds one node whose body is make(state, subflow), after `deps`; the heart of every job function.
+  template <class R, class Make>
+  Job<R> add_job(const char* who, std::span<const AnyJob> deps, NodeOptions options, Make make);
+
+  void require_building(const char* who) const;
+  void check_dependency(const AnyJob& dep, std::size_t position, const char* who) const;
+  std::string job_name(const NodeOptions& options) const;
+  void mark(detail::ScopePhase phase) noexcept {
+    // release: a Job that acquires `finished` sees every job's final status (written before Run::wait returned).
+    shared_->phase.store(phase, std::memory_order_release);
+  }
+
+  Pool* pool_;
+  std::shared_ptr<detail::ScopeShared> shared_;  // shared with every job: where the one-shot scope is in its life
+  TaskGraph graph_;
+  Run run_;
+  std::exception_ptr start_error_;  // what run() threw, rethrown by wait()
+};
+
+}  // namespace weft
+
+#include "weft/detail/task_scope_impl.hpp"

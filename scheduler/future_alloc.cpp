@@ -1,0 +1,52 @@
+// Where future states live: a thread's NodeCache in front of one process-wide NodePool (scheduler/node_pool.hpp),
+// the same two-level recycling the task domain uses, so a steady stream of submit + get allocates nothing.
+#include <cstddef>
+#include <cstdint>
+
+#include "scheduler/node_pool.hpp"
+#include "weft/detail/future_state.hpp"
+
+namespace weft::detail {
+namespace {
+
+using Pool = sched::NodePool<sched::StdMemoryModel>;
+using Cache = sched::NodeCache<sched::StdMemoryModel>;
+
+// Never destroyed: a Future (and so a block) may be released by any thread up to the very end of the process,
+// later than any static destructor could be ordered. Its blocks stay reachable through it.
+Pool& shared_pool() noexcept {
+  static Pool* const pool = new Pool(true);
+  return *pool;
+}
+
+// The calling thread's cache; at thread exit its blocks go to the shared pool for other threads.
+enum class CacheState : std::uint8_t { unborn, alive, gone };
+thread_local CacheState tls_state = CacheState::unborn;  // trivially destructible: readable at any time
+struct ThreadCache {
+  Cache cache{shared_pool()};
+  ThreadCache() noexcept { tls_state = CacheState::alive; }
+  ~ThreadCache() {
+    tls_state = CacheState::gone;
+    cache.drain();
+  }
+};
+thread_local ThreadCache tls_cache;
+
+}  // namespace
+
+void* allocate_future_state(std::size_t bytes, std::size_t align) {
+  // After this thread's cache was destroyed (a state made from another thread-local's destructor), go to the
+  // system directly.
+  if (tls_state == CacheState::gone) return shared_pool().allocate_from_system(bytes, align);
+  return tls_cache.cache.allocate(bytes, align);
+}
+
+void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noexcept {
+  if (tls_state == CacheState::gone) {
+    shared_pool().give_back(p, bytes, align);
+    return;
+  }
+  tls_cache.cache.deallocate(p, bytes, align);
+}
+
+}  // namespace weft::detail

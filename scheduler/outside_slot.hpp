@@ -1,0 +1,40 @@
+// An outside thread's slot in one engine (oneTBB calls it an arena slot): an owner-only Chase–Lev deque that
+// the thread's Normal submissions go into and that workers steal from. The owner pops it (LIFO) while it
+// waits for a future or for idle, so a submit + get from outside runs inline without a dead queued copy and
+// without the shared queue's CAS pair and hazard publish per task.
+//
+// Lifetime: the engine keeps every slot it ever made (at most Engine::kMaxSlots; further outside threads use
+// the shared queues) in a shared_ptr, and so does the thread-local lease of the thread that owns it. A thread
+// that exits gives up ownership (tasks still in its deque stay there, for workers to steal: each runs exactly
+// once, as any Chase–Lev item) and a later outside thread may adopt the slot. An engine destroyed before the
+// thread exits marks the slot dead; the lease then only keeps the (empty) memory until the thread exits or
+// prunes it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "scheduler/cache_line.hpp"
+#include "scheduler/chase_lev_deque.hpp"
+#include "scheduler/task.hpp"
+#include "scheduler/worker.hpp"
+
+namespace weft::sched {
+
+struct OutsideSlot {
+  // Owner: push (submissions) and pop (inline runs while waiting). Anyone: steal.
+  ChaseLevDeque<Task*> deque;
+  // Written by the current owner only (plain increments, see OwnedCounter); ownership passes from one thread to
+  // the next through `owned` (release on giving up, acquire on adoption), so the counts carry over intact.
+  OwnedCounter submitted;  // tasks the owner pushed here (idle accounting)
+  OwnedCounter finished;   // tasks the owner ran from here itself
+  // True while a thread owns the slot. Adoption is a CAS false -> true (acquire: sees the previous owner's
+  // deque and counter writes); giving up is a release store.
+  alignas(kCacheLine) std::atomic<bool> owned{true};
+  // Raised by the owner while inside Engine::enqueue: the slot's half of the shutdown gate (see there).
+  std::atomic<bool> entering{false};
+  // Cleared by ~Engine: a lease on a dead slot is pruned by its thread, never used.
+  std::atomic<bool> engine_alive{true};
+};
+
+}  // namespace weft::sched

@@ -1,0 +1,250 @@
+// TaskGraph basics: the four body shapes, edges and their order, duplicate edges, names, the Run handle
+// (wait/wait_for/done/stats, repeated wait), re-running, lazy recompilation after a change, moving a graph.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/graph/graph_test_support.hpp"
+
+namespace {
+
+using namespace weft::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("an empty graph runs and completes") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("empty graph", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    CHECK(g.size() == 0);
+    CHECK(g.edge_count() == 0);
+    for (int round = 0; round < 3; ++round) {
+      weft::Run run = g.run(pool);
+      CHECK(run.valid());
+      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.done());
+      const weft::RunStats stats = run.stats();
+      CHECK(stats.dropped == 0);
+      CHECK(stats.skipped == 0);
+      CHECK(stats.exceptions == 0);
+      CHECK(stats.dropped_by_node.empty());
+    }
+  });
+}
+
+TEST_CASE("every body shape runs with its token index and a Subflow") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("body shapes", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    std::atomic<int> plain{0};
+    std::atomic<std::size_t> token_sum{0};
+    std::atomic<int> with_subflow{0};
+    std::atomic<std::size_t> both_sum{0};
+    std::atomic<int> returning{0};
+    (void)g.add_node([&] { plain.fetch_add(1); });
+    (void)g.add_node([&](std::size_t t) { token_sum.fetch_add(t + 1); }, weft::NodeOptions{.tokens = 4});
+    (void)g.add_node([&](weft::Subflow& sf) {
+      CHECK(&sf.pool() == &pool);
+      sf.spawn([&] { with_subflow.fetch_add(1); });
+    });
+    (void)g.add_node([&](weft::Subflow& sf, std::size_t t) { sf.spawn([&, t] { both_sum.fetch_add(t + 1); }); },
+                     weft::NodeOptions{.tokens = 3});
+    (void)g.add_node([&]() -> int { return returning.fetch_add(1) + 41; });  // result discarded
+    CHECK(g.size() == 5);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(plain.load() == 1);
+    CHECK(token_sum.load() == 1 + 2 + 3 + 4);
+    CHECK(with_subflow.load() == 1);
+    CHECK(both_sum.load() == 1 + 2 + 3);
+    CHECK(returning.load() == 1);
+  });
+}
+
+TEST_CASE("a diamond runs each node once, after its predecessors, every time it is run") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("diamond", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    // Plain ints on purpose: only the graph's edges order these accesses, so TSan checks them.
+    int a = 0, b = 0, c = 0, d = 0;
+    auto na = g.add_node([&] { a = 1; });
+    auto nb = g.add_node([&] { b = a + 10; });
+    auto nc = g.add_node([&] { c = a + 100; });
+    auto nd = g.add_node([&] { d = b + c; });
+    g.add_edge(na, nb);
+    g.add_edge(na, nc);
+    g.add_edge(nb, nd);
+    g.add_edge(nc, nd);
+    CHECK(g.edge_count() == 4);
+    for (int round = 0; round < 3; ++round) {
+      a = b = c = d = 0;
+      CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+      CHECK(d == 112);
+    }
+  });
+}
+
+TEST_CASE("a duplicate edge counts once") {
+  const Watchdog watchdog("duplicate edge", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskGraph g;
+  std::atomic<int> runs{0};
+  int before = 0;
+  int seen = -1;
+  auto a = g.add_node([&] { before = 7; });
+  auto b = g.add_node([&] {
+    runs.fetch_add(1);
+    seen = before;
+  });
+  g.add_edge(a, b);
+  g.add_edge(a, b);
+  g.add_edge(a, b);
+  CHECK(g.edge_count() == 1);
+  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(runs.load() == 1);  // a join counter of 3 would never reach zero, or one of 1 released b three times
+  CHECK(seen == 7);
+}
+
+TEST_CASE("names: NodeOptions::name or 'node <index>'") {
+  weft::TaskGraph g;
+  auto n0 = g.add_node([] {});
+  auto n1 = g.add_node([] {}, weft::NodeOptions{.name = "loader"});
+  CHECK(n0.valid());
+  CHECK(n0.index() == 0);
+  CHECK(n1.index() == 1);
+  CHECK(g.name(n0) == "node 0");
+  CHECK(g.name(n1) == "loader");
+  CHECK_FALSE(n0 == n1);
+  CHECK_FALSE(weft::Node{}.valid());
+}
+
+TEST_CASE("the Run handle: wait twice, wait_for, done, stats, default-constructed") {
+  const Watchdog watchdog("run handle", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskGraph g;
+  Gate gate;
+  (void)g.add_node([&] { gate.enter(); });
+  weft::Run run = g.run(pool);
+  gate.await_entered(1);
+  CHECK_FALSE(run.done());
+  CHECK(g.running());
+  CHECK_FALSE(run.wait_for(1ms));
+  (void)run.stats();  // a snapshot while running is allowed
+  gate.open();
+  CHECK(run.wait_for(patience(10)));
+  CHECK(run.done());
+  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.stats().dropped_by_node.size() == 1);
+  CHECK_FALSE(g.running());
+
+  weft::Run moved = std::move(run);
+  CHECK(moved.valid());
+  CHECK(moved.wait() == weft::RunStatus::completed);
+
+  weft::Run none;
+  CHECK_FALSE(none.valid());
+  CHECK_THROWS(none.wait());
+  CHECK_THROWS((void)none.stats());
+}
+
+TEST_CASE("changing a graph after a run recompiles it: new nodes and edges take effect") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("recompile", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    std::vector<int> trace(8, 0);  // plain: ordered by edges only
+    auto a = g.add_node([&] { trace[0] = 1; });
+    auto b = g.add_node([&] { trace[1] = trace[0] + 1; });
+    g.add_edge(a, b);
+    g.compile();
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(trace[1] == 2);
+
+    auto c = g.add_node([&] { trace[2] = trace[1] + 1; });
+    g.add_edge(b, c);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);  // compiles again, implicitly
+    CHECK(trace[2] == 3);
+
+    auto d = g.add_node([&] { trace[3] = trace[2] + trace[0] + 1; });
+    g.add_edge(c, d);
+    g.add_edge(a, d);
+    g.compile();
+    g.compile();  // twice is harmless
+    trace.assign(8, 0);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(trace[3] == 5);
+    CHECK(g.size() == 4);
+    CHECK(g.edge_count() == 4);
+  });
+}
+
+TEST_CASE("a moved graph keeps its nodes; the moved-from one can be assigned and reused") {
+  const Watchdog watchdog("move graph", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  std::atomic<int> runs{0};
+  weft::TaskGraph g1;
+  auto a = g1.add_node([&] { runs.fetch_add(1); });
+  auto b = g1.add_node([&] { runs.fetch_add(10); });
+  weft::TaskGraph g2(std::move(g1));
+  g2.add_edge(a, b);  // handles made by g1 belong to the graph that now lives in g2
+  CHECK(g2.size() == 2);
+  CHECK(g2.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(runs.load() == 11);
+
+  weft::TaskGraph g3;
+  g3 = std::move(g2);
+  CHECK(g3.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(runs.load() == 22);
+
+  g1 = weft::TaskGraph{};  // a moved-from graph may be assigned, then used again
+  (void)g1.add_node([&] { runs.fetch_add(100); });
+  CHECK(g1.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(runs.load() == 122);
+}
+
+TEST_CASE("two threads racing to run one graph: exactly one run starts, the other gets graph_busy") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("run race", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    std::atomic<bool> release{false};
+    std::atomic<int> ran{0};
+    (void)g.add_node([&] {
+      // Holds the run open until both racers have returned, so the loser cannot start a second run legally.
+      while (!release.load(std::memory_order_acquire)) std::this_thread::yield();
+      ran.fetch_add(1);
+    });
+    for (int round = 0; round < 200; ++round) {
+      release.store(false, std::memory_order_release);
+      std::atomic<int> started{0}, busy{0};
+      weft::Run runs[2];
+      auto racer = [&](int i) {
+        try {
+          runs[i] = g.run(pool);
+          started.fetch_add(1);
+        } catch (const weft::graph_busy&) {
+          busy.fetch_add(1);
+        }
+      };
+      std::thread t0(racer, 0), t1(racer, 1);
+      t0.join();
+      t1.join();
+      release.store(true, std::memory_order_release);
+      for (auto& r : runs) {
+        if (r.valid()) CHECK(r.wait() == weft::RunStatus::completed);
+      }
+      REQUIRE(started.load() == 1);
+      REQUIRE(busy.load() == 1);
+    }
+    CHECK(ran.load() == 200);
+  });
+}
+
+}  // namespace

@@ -1,0 +1,303 @@
+// Bad input, each with its exception and a message naming what was wrong: cycles, foreign or empty node
+// handles, self-edges, out-of-range options, changing or running a graph while it runs, a moved-from graph.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/graph/graph_test_support.hpp"
+
+namespace {
+
+using namespace weft::test;
+
+// "v<i>"; built by appending, since g++ 12 warns (-Wrestrict, a false positive) on "v" + std::to_string(i).
+std::string vname(std::size_t i) {
+  std::string s = "v";
+  s += std::to_string(i);
+  return s;
+}
+
+// The cycle an error reports must close (first == last) and follow edges that exist.
+void check_cycle(const weft::cycle_error& e, const std::set<std::pair<std::string, std::string>>& edges,
+                 const std::set<std::string>& expected_members) {
+  const auto& nodes = e.nodes();
+  INFO("what() = " << e.what());
+  REQUIRE(nodes.size() >= 3);  // at least a -> b -> a
+  CHECK(nodes.front() == nodes.back());
+  std::set<std::string> members(nodes.begin(), nodes.end() - 1);
+  CHECK(members.size() == nodes.size() - 1);  // a simple cycle: nobody twice
+  for (std::size_t i = 0; i + 1 < nodes.size(); ++i) {
+    INFO("step " << nodes[i] << " -> " << nodes[i + 1]);
+    CHECK(edges.count({nodes[i], nodes[i + 1]}) == 1);
+  }
+  if (!expected_members.empty()) CHECK(members == expected_members);
+  for (const auto& name : members) CHECK(contains(e.what(), name));
+}
+
+TEST_CASE("a cycle throws cycle_error naming its nodes, from compile() and from run()") {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  const Watchdog watchdog("cycle", patience(30));
+  weft::TaskGraph g;
+  std::atomic<int> ran{0};
+  auto body = [&] { ran.fetch_add(1); };
+  auto entry = g.add_node(body, weft::NodeOptions{.name = "entry"});
+  auto alpha = g.add_node(body, weft::NodeOptions{.name = "alpha"});
+  auto beta = g.add_node(body, weft::NodeOptions{.name = "beta"});
+  auto gamma = g.add_node(body, weft::NodeOptions{.name = "gamma"});
+  auto exit = g.add_node(body, weft::NodeOptions{.name = "exit"});
+  g.add_edge(entry, alpha);
+  g.add_edge(alpha, beta);
+  g.add_edge(beta, gamma);
+  CHECK_NOTHROW(g.add_edge(gamma, alpha));  // detected when the graph is checked, not when the edge is added
+  g.add_edge(gamma, exit);
+  const std::set<std::pair<std::string, std::string>> edges = {
+      {"entry", "alpha"}, {"alpha", "beta"}, {"beta", "gamma"}, {"gamma", "alpha"}, {"gamma", "exit"}};
+  try {
+    g.compile();
+    FAIL("compile() accepted a cycle");
+  } catch (const weft::cycle_error& e) {
+    check_cycle(e, edges, {"alpha", "beta", "gamma"});
+  }
+  try {
+    weft::Run run = g.run(pool);
+    FAIL("run() accepted a cycle");
+  } catch (const weft::cycle_error& e) {
+    check_cycle(e, edges, {"alpha", "beta", "gamma"});
+  }
+  CHECK_FALSE(g.running());
+  CHECK(ran.load() == 0);
+  CHECK_THROWS_AS(g.compile(), weft::invalid_graph);  // cycle_error is an invalid_graph
+}
+
+TEST_CASE("a two-node cycle with default names") {
+  weft::TaskGraph g;
+  (void)g.add_node([] {});
+  auto a = g.add_node([] {});
+  auto b = g.add_node([] {});
+  g.add_edge(a, b);
+  g.add_edge(b, a);
+  try {
+    g.compile();
+    FAIL("compile() accepted a cycle");
+  } catch (const weft::cycle_error& e) {
+    check_cycle(e, {{"node 1", "node 2"}, {"node 2", "node 1"}}, {"node 1", "node 2"});
+  }
+}
+
+TEST_CASE("a cycle hidden in a large random DAG is found and reported along real edges") {
+  const std::uint64_t seed = seed_for("graph_errors: hidden cycle");
+  INFO("seed = " << seed);
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 20; ++trial) {
+    INFO("trial " << trial);
+    weft::TaskGraph g;
+    const std::size_t n = 50 + rng() % 500;
+    std::vector<weft::Node> nodes;
+    for (std::size_t i = 0; i < n; ++i) {
+      nodes.push_back(g.add_node([] {}, weft::NodeOptions{.name = vname(i)}));
+    }
+    std::set<std::pair<std::string, std::string>> edges;
+    auto edge = [&](std::size_t from, std::size_t to) {
+      g.add_edge(nodes[from], nodes[to]);
+      edges.insert({vname(from), vname(to)});
+    };
+    for (std::size_t e = 0; e < 3 * n; ++e) {
+      std::size_t from = rng() % n, to = rng() % n;
+      if (from == to) continue;
+      if (from > to) std::swap(from, to);  // forward edges only: a DAG
+      edge(from, to);
+    }
+    // One back edge along a forward path closes exactly the cycles through that path.
+    std::size_t lo = rng() % (n - 2);
+    const std::size_t mid = lo + 1 + rng() % (n - lo - 2);
+    const std::size_t hi = mid + 1 + rng() % (n - mid - 1);
+    edge(lo, mid);
+    edge(mid, hi);
+    edge(hi, lo);
+    try {
+      g.compile();
+      FAIL("compile() accepted a cycle");
+    } catch (const weft::cycle_error& e) {
+      check_cycle(e, edges, {});
+    }
+  }
+}
+
+TEST_CASE("edges to nodes of another graph, of no graph, or to the node itself throw invalid_graph") {
+  weft::TaskGraph g, other;
+  auto a = g.add_node([] {}, weft::NodeOptions{.name = "home"});
+  auto foreign = other.add_node([] {}, weft::NodeOptions{.name = "foreign"});
+  auto b = g.add_node([] {});
+  (void)b;
+  // `foreign` has index 0 like `a`: only the graph identity tells them apart.
+  CHECK(foreign.index() == a.index());
+  CHECK_THROWS_AS(g.add_edge(a, foreign), weft::invalid_graph);
+  CHECK_THROWS_AS(g.add_edge(foreign, a), weft::invalid_graph);
+  CHECK_THROWS_AS(g.add_edge(weft::Node{}, a), weft::invalid_graph);
+  CHECK_THROWS_AS(g.add_edge(a, weft::Node{}), weft::invalid_graph);
+  CHECK_THROWS_AS((void)g.name(foreign), weft::invalid_graph);
+  CHECK_THROWS_AS((void)g.name(weft::Node{}), weft::invalid_graph);
+  try {
+    g.add_edge(a, a);
+    FAIL("a self-edge was accepted");
+  } catch (const weft::cycle_error&) {
+    FAIL("a self-edge is invalid_graph when added, not a cycle found later");
+  } catch (const weft::invalid_graph& e) {
+    CHECK(contains(e.what(), "home"));
+  }
+  try {
+    g.add_edge(b, foreign);
+  } catch (const weft::invalid_graph& e) {
+    CHECK(contains(e.what(), "node 0"));  // the foreign node, by the index it carries
+  }
+  CHECK(g.edge_count() == 0);  // nothing half-added
+  CHECK(other.edge_count() == 0);
+  g.compile();
+}
+
+struct BadOption {
+  const char* option;
+  weft::NodeOptions options;
+};
+
+TEST_CASE("options out of range throw invalid_option naming the node, the option and the value") {
+  const BadOption cases[] = {
+      {"concurrency", weft::NodeOptions{.name = "bad-node", .concurrency = 0}},
+      {"capacity", weft::NodeOptions{.name = "bad-node", .capacity = 0}},
+      {"tokens", weft::NodeOptions{.name = "bad-node", .tokens = 0}},
+  };
+  for (const auto& bad : cases) {
+    INFO("option " << bad.option);
+    weft::TaskGraph g;
+    (void)g.add_node([] {});
+    try {
+      (void)g.add_node([] {}, bad.options);
+      FAIL("accepted");
+    } catch (const weft::invalid_option& e) {
+      CHECK(contains(e.what(), "bad-node"));
+      CHECK(contains(e.what(), bad.option));
+      CHECK(contains(e.what(), "0"));
+    }
+    CHECK(g.size() == 1);  // the bad node was not added
+    // Unnamed: the node is called by the index it would have had.
+    weft::NodeOptions unnamed = bad.options;
+    unnamed.name.clear();
+    try {
+      (void)g.add_node([] {}, unnamed);
+      FAIL("accepted");
+    } catch (const weft::invalid_option& e) {
+      CHECK(contains(e.what(), "node 1"));
+      CHECK(contains(e.what(), bad.option));
+    }
+  }
+}
+
+TEST_CASE("an affinity past the pool's workers throws invalid_option from run(); a larger pool is fine") {
+  const Watchdog watchdog("affinity range", patience(30));
+  weft::TaskGraph g;
+  std::atomic<int> ran{0};
+  (void)g.add_node([&] { ran.fetch_add(1); });
+  (void)g.add_node([&] { ran.fetch_add(1); }, weft::NodeOptions{.name = "pinned", .affinity = 4U});
+  {
+    weft::Pool small{weft::PoolOptions{.threads = 4}};
+    try {
+      weft::Run run = g.run(small);
+      FAIL("run() accepted affinity 4 on a pool of 4");
+    } catch (const weft::invalid_option& e) {
+      CHECK(contains(e.what(), "pinned"));
+      CHECK(contains(e.what(), "affinity"));
+      CHECK(contains(e.what(), "4"));
+    }
+    CHECK_FALSE(g.running());
+    CHECK(ran.load() == 0);  // refused before anything started
+  }
+  weft::Pool big{weft::PoolOptions{.threads = 5}};
+  CHECK(g.run(big).wait() == weft::RunStatus::completed);
+  CHECK(ran.load() == 2);
+}
+
+TEST_CASE("changing, compiling or running a graph while it runs throws graph_busy; afterwards all work") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("graph_busy", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    Gate gate;
+    auto held = g.add_node([&] { gate.enter(); });
+    auto next = g.add_node([] {});
+    g.add_edge(held, next);
+    weft::Run run = g.run(pool);
+    gate.await_entered(1);
+    CHECK(g.running());
+    CHECK_THROWS_AS((void)g.add_node([] {}), weft::graph_busy);
+    CHECK_THROWS_AS(g.add_edge(held, next), weft::graph_busy);
+    CHECK_THROWS_AS(g.add_edge(next, held), weft::graph_busy);  // busy wins over "would be a cycle"
+    CHECK_THROWS_AS(g.compile(), weft::graph_busy);
+    CHECK_THROWS_AS((void)g.run(pool), weft::graph_busy);
+    CHECK(g.size() == 2);
+    CHECK(g.edge_count() == 1);
+    gate.open();
+    await_or_die(run, named("graph_busy", workers), patience(30));
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK_FALSE(g.running());
+    auto late = g.add_node([] {});
+    g.add_edge(next, late);
+    g.compile();
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  });
+}
+
+TEST_CASE("a moved-from graph refuses every use but destruction and assignment, saying so") {
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  weft::TaskGraph g;
+  auto a = g.add_node([] {});
+  auto b = g.add_node([] {});
+  weft::TaskGraph taken(std::move(g));
+  CHECK_THROWS_WITH_AS((void)g.add_node([] {}), doctest::Contains("moved"), std::logic_error);
+  CHECK_THROWS_WITH_AS(g.add_edge(a, b), doctest::Contains("moved"), std::logic_error);
+  CHECK_THROWS_WITH_AS(g.compile(), doctest::Contains("moved"), std::logic_error);
+  CHECK_THROWS_WITH_AS((void)g.run(pool), doctest::Contains("moved"), std::logic_error);
+  CHECK_THROWS_AS((void)g.edge_count(), std::logic_error);
+  CHECK_THROWS_AS((void)g.name(a), std::logic_error);
+  CHECK(g.size() == 0);
+  CHECK_FALSE(g.running());
+  taken.add_edge(a, b);  // the handles follow the graph
+  CHECK(taken.run(pool).wait() == weft::RunStatus::completed);
+}
+
+TEST_CASE("Run::wait() from inside one of the run's own nodes throws would_deadlock instead of hanging") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("wait inside own run", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    std::atomic<weft::Run*> current{nullptr};
+    (void)g.add_node([&] {
+      weft::Run* run = nullptr;
+      while ((run = current.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
+      (void)run->wait();
+    });
+    weft::Run run = g.run(pool);
+    current.store(&run, std::memory_order_release);
+    await_or_die(run, named("wait inside own run", workers), patience(20));
+    CHECK_THROWS_AS(run.wait(), weft::would_deadlock);
+  });
+}
+
+TEST_CASE("a graph whose run is over is not busy even while its Run handle lives") {
+  const Watchdog watchdog("not busy", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskGraph g;
+  (void)g.add_node([] {});
+  weft::Run first = g.run(pool);
+  CHECK(first.wait() == weft::RunStatus::completed);
+  weft::Run second = g.run(pool);  // `first` still exists: the graph is free once the run is over
+  CHECK(second.wait() == weft::RunStatus::completed);
+}
+
+}  // namespace

@@ -1,0 +1,325 @@
+// Lifetimes: a graph destroyed while its run is in flight (waits), a Run destroyed unwaited (waits, never
+// throws), runs waited on from inside pool tasks and nodes (nested waits on a worker), a pool shut down during a
+// run (Drain completes it; DropPending ends it with task_dropped / pool_closed, never a hang), captured state.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/graph/graph_test_support.hpp"
+
+namespace {
+
+using namespace weft::test;
+using namespace std::chrono_literals;
+
+// A chain of `length` nodes, then `width` nodes after it, then one join: every node counts into `ran`.
+void build_chain_fan(weft::TaskGraph& g, std::atomic<std::size_t>& ran, std::size_t length, std::size_t width) {
+  weft::Node last = g.add_node([&ran] { ran.fetch_add(1); });
+  for (std::size_t i = 1; i < length; ++i) {
+    weft::Node next = g.add_node([&ran] { ran.fetch_add(1); });
+    g.add_edge(last, next);
+    last = next;
+  }
+  weft::Node join = g.add_node([&ran] { ran.fetch_add(1); });
+  for (std::size_t i = 0; i < width; ++i) {
+    weft::Node leaf = g.add_node([&ran] { ran.fetch_add(1); });
+    g.add_edge(last, leaf);
+    g.add_edge(leaf, join);
+  }
+}
+
+TEST_CASE("destroying a graph while its run is in flight waits for the run") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("graph destructor", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    for (int round = 0; round < 5; ++round) {
+      std::atomic<bool> finished{false};
+      std::atomic<std::size_t> ran{0};
+      Gate gate;
+      weft::Run run;
+      std::thread opener;
+      {
+        weft::TaskGraph g;
+        auto held = g.add_node([&] {
+          gate.enter();
+          std::this_thread::sleep_for(5ms);  // still inside when ~TaskGraph starts, most of the time
+          finished.store(true);
+        });
+        build_chain_fan(g, ran, 200, 50);
+        auto tail = g.add_node([&] { ran.fetch_add(1); });
+        g.add_edge(held, tail);
+        run = g.run(pool);
+        gate.await_entered(1);
+        opener = std::thread([&] {
+          std::this_thread::sleep_for(2ms);
+          gate.open();
+        });
+      }  // ~TaskGraph: must wait, or the node bodies (and ASan) see freed memory
+      CHECK(finished.load());
+      CHECK(ran.load() == 200 + 1 + 50 + 1);
+      opener.join();
+      CHECK(run.done());
+      CHECK(run.wait() == weft::RunStatus::completed);  // the Run outlives its graph
+      CHECK(run.stats().dropped_by_node.size() == 200 + 1 + 50 + 2);
+    }
+  });
+}
+
+TEST_CASE("destroying a graph whose in-flight run fails does not throw") {
+  const Watchdog watchdog("graph destructor with exception", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::Run run;
+  {
+    weft::TaskGraph g;
+    (void)g.add_node([] {
+      std::this_thread::sleep_for(2ms);
+      throw std::runtime_error("late");
+    });
+    run = g.run(pool);
+  }
+  CHECK_THROWS_AS(run.wait(), std::runtime_error);
+}
+
+TEST_CASE("a Run destroyed without wait() waits for the run; an unwaited exception is not thrown") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("run destructor", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    std::atomic<bool> finished{false};
+    std::atomic<bool> fail{false};
+    std::atomic<std::size_t> ran{0};
+    auto first = g.add_node([&] {
+      std::this_thread::sleep_for(2ms);
+      finished.store(true);
+      if (fail.load()) throw std::runtime_error("nobody waits for me");
+    });
+    auto second = g.add_node([&] { ran.fetch_add(1); });
+    g.add_edge(first, second);
+    for (int round = 0; round < 4; ++round) {
+      finished.store(false);
+      fail.store(round % 2 == 1);
+      ran.store(0);
+      { weft::Run run = g.run(pool); }  // NOLINT: dropped on purpose
+      CHECK(finished.load());
+      CHECK_FALSE(g.running());
+      CHECK(ran.load() == (round % 2 == 1 ? 0U : 1U));
+    }
+    // Moving a Run over another one: the old run still finishes, the graph is free afterwards.
+    finished.store(false);
+    fail.store(false);
+    weft::TaskGraph other;
+    (void)other.add_node([] {});
+    weft::Run run = g.run(pool);
+    run = other.run(pool);
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(eventually([&] { return !g.running(); }, 10000ms));  // the abandoned run still ends
+    CHECK(finished.load());
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  });
+}
+
+TEST_CASE("a run waited on from a pool task and from inside a node (nested waits on a worker)") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("nested run", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<std::size_t> ran{0};
+    weft::TaskGraph inner;
+    build_chain_fan(inner, ran, 30, 20);
+    // From a pool task (affinity: it must run on a worker, never inline in the test thread's get()).
+    for (int round = 0; round < 3; ++round) {
+      ran.store(0);
+      auto outer = pool.submit_with(weft::TaskOptions{.affinity = 0U}, [&] {
+        REQUIRE(pool.current_worker().has_value());
+        return inner.run(pool).wait();
+      });
+      CHECK(outer.get() == weft::RunStatus::completed);
+      CHECK(ran.load() == 51);
+    }
+    // From a node of another graph, three levels deep.
+    weft::TaskGraph middle;
+    (void)middle.add_node([&] { CHECK(inner.run(pool).wait() == weft::RunStatus::completed); });
+    weft::TaskGraph outer;
+    std::atomic<int> outer_ran{0};
+    auto o1 = outer.add_node([&] { CHECK(middle.run(pool).wait() == weft::RunStatus::completed); });
+    auto o2 = outer.add_node([&] { outer_ran.fetch_add(1); });
+    outer.add_edge(o1, o2);
+    ran.store(0);
+    weft::Run run = outer.run(pool);
+    await_or_die(run, named("nested run", workers), patience(30));
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(ran.load() == 51);
+    CHECK(outer_ran.load() == 1);
+    // Many graphs, each waited on by its own pool task, all at once.
+    constexpr int kGraphs = 16;
+    std::vector<std::unique_ptr<weft::TaskGraph>> graphs;
+    std::atomic<std::size_t> many{0};
+    for (int i = 0; i < kGraphs; ++i) {
+      graphs.push_back(std::make_unique<weft::TaskGraph>());
+      build_chain_fan(*graphs.back(), many, 10, 10);
+    }
+    std::vector<weft::Future<weft::RunStatus>> futures;
+    for (int i = 0; i < kGraphs; ++i) {
+      futures.push_back(pool.submit_with(weft::TaskOptions{.affinity = static_cast<unsigned>(i) % workers},
+                                         [&, i] { return graphs[i]->run(pool).wait(); }));
+    }
+    for (auto& f : futures) CHECK(f.get() == weft::RunStatus::completed);
+    CHECK(many.load() == kGraphs * 21U);
+  });
+}
+
+TEST_CASE("shutdown(Drain) during a run lets it complete") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("Drain during run", workers), patience(60));
+    for (int round = 0; round < 5; ++round) {
+      weft::Pool pool{weft::PoolOptions{.threads = workers}};
+      weft::TaskGraph g;
+      std::atomic<std::size_t> ran{0};
+      build_chain_fan(g, ran, 300, 100);
+      weft::Run run = g.run(pool);
+      while (ran.load() < static_cast<std::size_t>(round) * 50) std::this_thread::yield();
+      (void)pool.shutdown(weft::Shutdown::Drain);
+      await_or_die(run, named("Drain during run", workers), patience(30));
+      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(ran.load() == 401);
+      CHECK_FALSE(g.running());
+    }
+  });
+}
+
+TEST_CASE("run() on a shut-down pool throws pool_closed and leaves the graph free") {
+  const Watchdog watchdog("run on closed pool", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskGraph g;
+  std::atomic<int> ran{0};
+  (void)g.add_node([&] { ran.fetch_add(1); });
+  (void)pool.shutdown();
+  try {
+    weft::Run run = g.run(pool);
+    try {
+      (void)run.wait();
+      FAIL_CHECK("run() on a shut-down pool neither threw nor failed the run");
+    } catch (const std::exception& e) {
+      FAIL_CHECK("run() on a shut-down pool did not throw pool_closed; wait() threw: " << std::string(e.what()));
+    }
+  } catch (const weft::pool_closed&) {
+  }
+  CHECK(ran.load() == 0);
+  CHECK_FALSE(g.running());
+  weft::Pool fresh{weft::PoolOptions{.threads = 2}};
+  CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+  CHECK(ran.load() == 1);
+}
+
+TEST_CASE("shutdown(DropPending) during a run ends it with task_dropped or pool_closed, never a hang") {
+  const std::uint64_t seed = seed_for("graph_lifetime: DropPending");
+  for_each_graph_worker_count([seed](unsigned workers) {
+    std::mt19937_64 rng(seed + workers);
+    int completed = 0, dropped = 0, closed = 0;
+    for (int round = 0; round < 30; ++round) {
+      INFO("round " << round);
+      // One per round, declared before the pool: a hang in shutdown() or in the pool's destructor names it.
+      std::string what = named("DropPending during run", workers);
+      what += ", round ";
+      what += std::to_string(round);
+      what += ", WEFT_SEED=";
+      what += std::to_string(seed);
+      const Watchdog watchdog(what, patience(20));
+      weft::Pool pool{weft::PoolOptions{.threads = workers}};
+      weft::TaskGraph g;
+      std::atomic<std::size_t> ran{0};
+      std::atomic<std::size_t> children{0};
+      build_chain_fan(g, ran, 100, 100);
+      // Nodes that spawn children, and a Block inbox whose producer waits, while the pool goes away.
+      auto spawner = g.add_node([&](weft::Subflow& sf) {
+        for (int i = 0; i < 50; ++i) sf.spawn([&] { children.fetch_add(1); });
+      });
+      auto blocked = g.add_node([&] { busy_work(500); },
+                                weft::NodeOptions{.concurrency = 1, .capacity = 1, .tokens = 100});
+      g.add_edge(spawner, blocked);
+      weft::Run run = g.run(pool);
+      const std::size_t wait_for_ran = rng() % 150;
+      (void)spin_until([&] { return ran.load() >= wait_for_ran; }, 100ms);
+      (void)pool.shutdown(weft::Shutdown::DropPending);
+      await_or_die(run, what, patience(20));
+      try {
+        const weft::RunStatus status = run.wait();
+        CHECK(status == weft::RunStatus::completed);  // nobody cancelled it: it must have finished in time
+        CHECK(ran.load() == 201);
+        CHECK(children.load() == 50);
+        ++completed;
+      } catch (const weft::task_dropped&) {
+        ++dropped;
+      } catch (const weft::pool_closed&) {
+        ++closed;
+      }
+      CHECK(run.done());
+      CHECK_FALSE(g.running());
+    }
+    MESSAGE("workers " << workers << ": completed " << completed << ", task_dropped " << dropped
+                       << ", pool_closed " << closed);
+  });
+}
+
+TEST_CASE("shutdown(DropPending) while a Block producer waits for room or a node joins its children") {
+  // The producer and the joiner wait on a worker for tasks they posted to that worker's own deque: the
+  // shutdown must drop (or run) those tasks so that the waits end.
+  for (const unsigned workers : {1U, 2U}) {
+    INFO("workers = " << workers);
+    for (int round = 0; round < 60; ++round) {
+      INFO("round " << round);
+      std::string what = named("DropPending vs waiting producer/joiner", workers);
+      what += ", round ";
+      what += std::to_string(round);
+      const Watchdog watchdog(what, patience(10));
+      weft::Pool pool{weft::PoolOptions{.threads = workers}};
+      weft::TaskGraph g;
+      if (round % 2 == 0) {
+        (void)g.add_node([] {}, weft::NodeOptions{.concurrency = 1, .capacity = 1, .tokens = 100'000});
+      } else {
+        (void)g.add_node([](weft::Subflow& sf) {
+          for (int i = 0; i < 100'000; ++i) {
+            try {
+              sf.spawn([] {});
+            } catch (const weft::pool_closed&) {
+              break;
+            }
+          }
+          sf.join();
+        });
+      }
+      weft::Run run = g.run(pool);
+      std::this_thread::sleep_for(std::chrono::microseconds(round * 37 % 500));
+      (void)pool.shutdown(weft::Shutdown::DropPending);
+      await_or_die(run, what, patience(10));
+      try {
+        (void)run.wait();
+      } catch (const weft::task_dropped&) {
+      } catch (const weft::pool_closed&) {
+      }
+    }
+  }
+}
+
+TEST_CASE("a graph keeps its bodies across runs and releases them when destroyed") {
+  const Watchdog watchdog("captures", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  auto token = std::make_shared<int>(5);
+  {
+    weft::TaskGraph g;
+    (void)g.add_node([token] { CHECK(*token == 5); });
+    (void)g.add_node([token](std::size_t) {}, weft::NodeOptions{.tokens = 3});
+    CHECK(token.use_count() == 3);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(token.use_count() == 3);
+  }
+  CHECK(token.use_count() == 1);
+}
+
+}  // namespace

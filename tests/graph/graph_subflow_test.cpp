@@ -1,0 +1,259 @@
+// Subflow: children the node's completion waits for, nested children with their own Subflow, join() in the
+// middle of a body, children spawning into their parent's Subflow, 10,000 children, exceptions in children,
+// cancellation seen by children, children of every token.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tests/graph/graph_test_support.hpp"
+
+namespace {
+
+using namespace weft::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("a node completes only after its children: the successor sees every child's plain write") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("children before successor", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr std::size_t kChildren = 200;
+    std::vector<std::size_t> slots(kChildren, 0);  // plain: ordered only by the subflow join and the edge
+    std::size_t sum = 0;
+    weft::TaskGraph g;
+    auto parent = g.add_node([&](weft::Subflow& sf) {
+      CHECK(&sf.pool() == &pool);
+      for (std::size_t i = 0; i < kChildren; ++i) {
+        sf.spawn([&slots, i] {
+          busy_work(200);
+          slots[i] = i + 1;
+        });
+      }
+    });
+    auto successor = g.add_node([&] {
+      sum = 0;
+      for (const std::size_t v : slots) sum += v;
+    });
+    g.add_edge(parent, successor);
+    for (int round = 0; round < 3; ++round) {
+      slots.assign(kChildren, 0);
+      CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+      CHECK(sum == kChildren * (kChildren + 1) / 2);
+    }
+  });
+}
+
+// fib(n) with a child per left branch, each child with its own Subflow: the recursive shape subflows exist for.
+std::uint64_t fib(weft::Subflow& sf, unsigned n) {
+  if (n < 2) return n;
+  std::uint64_t left = 0;  // plain: written by the child, read after join()
+  sf.spawn([&left, n](weft::Subflow& child) { left = fib(child, n - 1); });
+  const std::uint64_t right = fib(sf, n - 2);
+  sf.join();
+  return left + right;
+}
+
+TEST_CASE("nested children with their own Subflow and join(): recursive fib") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("fib", workers), patience(120));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    const unsigned n = kThreadSanitizer ? 16 : 21;
+    const std::uint64_t expected = kThreadSanitizer ? 987 : 10946;
+    std::uint64_t result = 0;
+    weft::TaskGraph g;
+    (void)g.add_node([&](weft::Subflow& sf) { result = fib(sf, n); });
+    weft::Run run = g.run(pool);
+    await_or_die(run, named("fib", workers), patience(60));
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(result == expected);
+  });
+}
+
+TEST_CASE("join() in the middle of a body waits for the children so far; the end joins the rest") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("join", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::vector<int> first(50, 0), second(50, 0);  // plain
+    int first_sum_at_join = -1, second_sum_after = -1;
+    weft::TaskGraph g;
+    auto a = g.add_node([&](weft::Subflow& sf) {
+      for (std::size_t i = 0; i < first.size(); ++i) sf.spawn([&first, i] { first[i] = 1; });
+      sf.join();
+      first_sum_at_join = 0;
+      for (const int v : first) first_sum_at_join += v;
+      for (std::size_t i = 0; i < second.size(); ++i) sf.spawn([&second, i] { second[i] = 2; });
+      sf.join();
+      sf.join();  // nothing left: returns at once
+    });
+    auto b = g.add_node([&] {
+      second_sum_after = 0;
+      for (const int v : second) second_sum_after += v;
+    });
+    g.add_edge(a, b);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(first_sum_at_join == 50);
+    CHECK(second_sum_after == 100);
+  });
+}
+
+TEST_CASE("children spawn into their parent's Subflow while the body joins") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("spawn into parent", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<std::size_t> count{0};
+    std::size_t seen = 0;
+    weft::TaskGraph g;
+    auto a = g.add_node([&](weft::Subflow& sf) {
+      for (int i = 0; i < 100; ++i) {
+        sf.spawn([&] {
+          count.fetch_add(1);
+          for (int j = 0; j < 10; ++j) sf.spawn([&] { count.fetch_add(1); });  // into the node's Subflow
+        });
+      }
+    });
+    auto b = g.add_node([&] { seen = count.load(); });
+    g.add_edge(a, b);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(seen == 1100);
+  });
+}
+
+TEST_CASE("10,000 children of one node, and children of every token") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("10000 children", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr std::size_t kChildren = 10000;
+    auto done = std::make_unique<std::atomic<std::uint8_t>[]>(kChildren);
+    std::size_t seen = 0;
+    std::atomic<std::size_t> per_token{0};
+    weft::TaskGraph g;
+    auto wide = g.add_node([&](weft::Subflow& sf) {
+      for (std::size_t i = 0; i < kChildren; ++i) sf.spawn([&done, i] { done[i].fetch_add(1); });
+    });
+    auto tokens = g.add_node(
+        [&](weft::Subflow& sf, std::size_t t) {
+          for (std::size_t i = 0; i <= t; ++i) sf.spawn([&] { per_token.fetch_add(1); });
+        },
+        weft::NodeOptions{.concurrency = 2, .tokens = 8});
+    auto check = g.add_node([&] {
+      seen = 0;
+      for (std::size_t i = 0; i < kChildren; ++i) seen += done[i].load() == 1 ? 1 : 0;
+    });
+    g.add_edge(wide, check);
+    g.add_edge(tokens, check);
+    weft::Run run = g.run(pool);
+    await_or_die(run, named("10000 children", workers), patience(60));
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(seen == kChildren);
+    CHECK(per_token.load() == 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8);
+  });
+}
+
+TEST_CASE("a chain of 200 nested children, each waiting for the next") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("nested depth", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr unsigned kDepth = 200;
+    std::atomic<unsigned> deepest{0};
+    struct Dive {
+      std::atomic<unsigned>* deepest;
+      unsigned level;
+      void operator()(weft::Subflow& sf) const {
+        raise(level);
+        if (level < kDepth) sf.spawn(Dive{deepest, level + 1});
+      }
+      void raise(unsigned v) const {
+        unsigned seen = deepest->load();
+        while (seen < v && !deepest->compare_exchange_weak(seen, v)) {
+        }
+      }
+    };
+    std::atomic<unsigned> seen_after{0};
+    weft::TaskGraph g;
+    auto a = g.add_node([&](weft::Subflow& sf) { sf.spawn(Dive{&deepest, 1}); });
+    auto b = g.add_node([&] { seen_after.store(deepest.load()); });
+    g.add_edge(a, b);
+    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(seen_after.load() == kDepth);
+  });
+}
+
+TEST_CASE("exceptions in children: the first rethrown, all counted, the successor never started") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("child exceptions", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr std::size_t kChildren = 1000;
+    std::atomic<std::uint64_t> thrown{0}, successor{0};
+    std::atomic<bool> body_returned{false};
+    weft::TaskGraph g;
+    auto a = g.add_node([&](weft::Subflow& sf) {
+      for (std::size_t i = 0; i < kChildren; ++i) {
+        sf.spawn([&](weft::Subflow& child) {
+          busy_work(300);
+          if (thrown.load() % 3 == 2) child.spawn([] {});  // some grandchildren, skipped or not
+          thrown.fetch_add(1);
+          throw std::runtime_error("child failed");
+        });
+      }
+      body_returned.store(true);
+    });
+    auto b = g.add_node([&] { successor.fetch_add(1); });
+    g.add_edge(a, b);
+    weft::Run run = g.run(pool);
+    await_or_die(run, named("child exceptions", workers), patience(30));
+    CHECK_THROWS_WITH_AS(run.wait(), "child failed", std::runtime_error);
+    CHECK_THROWS_AS(run.wait(), std::runtime_error);
+    const weft::RunStats stats = run.stats();
+    CHECK(body_returned.load());  // the body itself did not fail
+    CHECK(stats.exceptions == thrown.load());
+    CHECK(successor.load() == 0);
+    CHECK(thrown.load() >= 1);
+    CHECK(thrown.load() <= kChildren);
+    CHECK(stats.skipped >= kChildren - thrown.load() + 1);  // unstarted children (+ grandchildren) and b
+  });
+}
+
+TEST_CASE("a cancelled run skips children not started; running ones see cancelled()") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("child cancel", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr std::size_t kChildren = 2000;
+    std::atomic<weft::Run*> current{nullptr};
+    std::atomic<std::uint64_t> ran{0}, saw_cancel{0};
+    std::atomic<bool> late_spawn_ran{false};
+    weft::TaskGraph g;
+    auto a = g.add_node([&](weft::Subflow& sf) {
+      for (std::size_t i = 0; i < kChildren; ++i) {
+        sf.spawn([&, i](weft::Subflow& child) {
+          ran.fetch_add(1);
+          if (i == 0) {
+            weft::Run* run = nullptr;
+            while ((run = current.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
+            run->cancel();
+            if (child.cancelled()) saw_cancel.fetch_add(1);
+            child.spawn([&] { late_spawn_ran.store(true); });  // spawned after the cancel: skipped
+          }
+        });
+      }
+    });
+    auto b = g.add_node([] {});
+    g.add_edge(a, b);
+    weft::Run run = g.run(pool);
+    current.store(&run, std::memory_order_release);
+    await_or_die(run, named("child cancel", workers), patience(30));
+    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(saw_cancel.load() == 1);
+    CHECK_FALSE(late_spawn_ran.load());
+    const weft::RunStats stats = run.stats();
+    INFO("children ran " << ran.load() << ", skipped " << stats.skipped);
+    // Every child and the grandchild either ran or were skipped, and b was skipped.
+    CHECK(ran.load() + stats.skipped == kChildren + 1 + 1);
+  });
+}
+
+}  // namespace
