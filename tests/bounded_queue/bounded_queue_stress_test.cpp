@@ -39,7 +39,7 @@ void run(std::size_t capacity, Mix mix, std::uint64_t seed) {
                      << ", items = " << total << ", seed = " << seed);
   std::string name = "bounded_queue stress capacity ";
   name += std::to_string(capacity);
-  const weft::test::Watchdog watchdog(name, std::chrono::seconds(120));
+  const weft::test::Watchdog watchdog(name, std::chrono::seconds(120) * weft::test::kSanitizerSlowdown);
   Counted::reset();
   {
     BoundedQueue<Counted> q(capacity);

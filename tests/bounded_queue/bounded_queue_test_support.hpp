@@ -2,6 +2,8 @@
 // turns a hang into a failure with a message (the Pool tests' one lives with the Pool; this one needs no Pool).
 #pragma once
 
+#include "tests/support/watchdog.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -61,40 +63,5 @@ struct ThrowingCopy {
   ~ThrowingCopy() = default;
 };
 
-// Kills the process with a message if it is still alive after `limit` (scaled for sanitizers), so a lost item
-// that leaves a consumer spinning fails at once, naming the test, instead of running into meson's timeout.
-class Watchdog {
- public:
-  Watchdog(std::string what, std::chrono::seconds limit) : what_(std::move(what)) {
-    const auto scaled = limit * kSanitizerSlowdown;
-    thread_ = std::thread([this, scaled] {
-      std::unique_lock lock(mutex_);
-      if (!done_changed_.wait_for(lock, scaled, [this] { return done_; })) {
-        std::fflush(stdout);
-        std::fprintf(stderr, "\nWATCHDOG: '%s' did not finish within %llds: lost item or livelock\n",
-                     what_.c_str(), static_cast<long long>(scaled.count()));
-        std::fflush(stderr);
-        std::_Exit(86);
-      }
-    });
-  }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-  ~Watchdog() {
-    {
-      const std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    done_changed_.notify_one();
-    thread_.join();
-  }
-
- private:
-  std::string what_;
-  std::mutex mutex_;
-  std::condition_variable done_changed_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 }  // namespace weft::test

@@ -1,0 +1,52 @@
+// A watchdog for concurrency tests: kills the process with a message naming what hung, so a deadlock or a lost
+// wake-up fails at once instead of running into meson's timeout.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace weft::test {
+
+// Kills the process with a message if it is still alive after `limit`: a deadlocked test then fails at once,
+// saying what hung, instead of running into meson's timeout. Declare it before the Pool it guards, so that it
+// also covers the Pool's draining destructor.
+class Watchdog {
+ public:
+  Watchdog(std::string what, std::chrono::seconds limit) : what_(std::move(what)) {
+    thread_ = std::thread([this, limit] {
+      std::unique_lock lock(mutex_);
+      if (!done_changed_.wait_for(lock, limit, [this] { return done_; })) {
+        std::fflush(stdout);  // what the test printed so far (doctest writes to stdout)
+        std::fprintf(stderr, "\nWATCHDOG: '%s' did not finish within %llds: deadlock or lost wake-up\n",
+                     what_.c_str(), static_cast<long long>(limit.count()));
+        std::fflush(stderr);
+        std::_Exit(86);
+      }
+    });
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  ~Watchdog() {
+    {
+      const std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    done_changed_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::string what_;
+  std::mutex mutex_;
+  std::condition_variable done_changed_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace weft::test
