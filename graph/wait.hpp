@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <algorithm>
 #include <cstdint>
+#include <thread>
 
+#include "scheduler/cpu_relax.hpp"
 #include "scheduler/engine.hpp"
 #include "scheduler/memory_model.hpp"
 #include "src/futex.hpp"
@@ -51,6 +54,9 @@ class Signal {
   std::atomic<std::uint32_t> sleepers_{0};
 };
 
+// How long a thread that is not a worker keeps looking before it sleeps.
+inline constexpr std::chrono::microseconds kOutsideSpin{100};
+
 // Waits until ready() holds or the deadline passes (Clock::time_point::max(): none); returns ready().
 // On a worker of any weft pool the worker runs other tasks meanwhile; elsewhere the thread sleeps on `signal`.
 template <class Ready>
@@ -59,6 +65,17 @@ bool wait_until(Ready ready, Signal& signal, Clock::time_point deadline = Clock:
   if (sched::Worker* self = sched::Engine::this_thread_worker()) {
     return self->engine.wait_on_worker(*self, ready, deadline,
                                        [&](std::chrono::nanoseconds slice) { signal.sleep(ready, slice); });
+  }
+  // Off a worker: look again for a short while before sleeping. A small run ends within tens of microseconds,
+  // and a futex sleep plus the wake-up would cost as much again; yielding keeps the CPU for the workers.
+  const auto spin_until = std::min(deadline, Clock::now() + kOutsideSpin);
+  for (unsigned round = 0; Clock::now() < spin_until; ++round) {
+    if (ready()) return true;
+    if (round < 64) {
+      sched::cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
   }
   while (!ready()) {
     if (deadline == Clock::time_point::max()) {
