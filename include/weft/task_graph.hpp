@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -169,10 +170,15 @@ class TaskGraph {
   TaskGraph(const TaskGraph&) = delete;
   TaskGraph& operator=(const TaskGraph&) = delete;
 
-  // Adds a node running f (see NodeCallable). Throws invalid_option for an option out of range.
+  // Adds a node running f (see NodeCallable). Throws invalid_option for an option out of range,
+  // std::invalid_argument for an empty callable (a null function pointer or an empty std::function).
   template <class F>
     requires NodeCallable<F>
   Node add_node(F&& f, NodeOptions options = {}) {
+    // A callable that can be empty (a std::function, a function pointer) is refused now, not when it runs.
+    if constexpr (std::is_constructible_v<bool, const std::decay_t<F>&>) {
+      if (!static_cast<bool>(f)) throw std::invalid_argument("weft::TaskGraph::add_node: the callable is empty");
+    }
     return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
                          std::move(options));
   }
