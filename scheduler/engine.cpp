@@ -179,32 +179,21 @@ void Engine::worker_main(Worker& self) {
         idle_changed_.notify_all();
       }
     }
-    // Spin: announce ourselves as a searcher first, so that producers can skip the wake-up syscall.
-    spinning_.fetch_add(1, std::memory_order_seq_cst);
-    if (woken) {
-      // We are (or may be) the worker a producer woke: searching now, so the next wake may go ahead. Cleared
-      // only after counting ourselves above, so producers never see neither a searcher nor a wake in flight.
-      // The fence: a producer that saw the flag still set published before its fence, so our search sees it.
-      wake_in_flight_.store(false, std::memory_order_seq_cst);
-      StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-      woken = false;
-    }
+    // Search as a counted searcher (scheduler/parking.hpp), so that producers can skip the wake-up syscall.
+    parking_.begin_search(woken);
+    woken = false;
     Task* found = nullptr;
     const auto spin_until = std::chrono::steady_clock::now() + options_.spin_before_park;
     do {
       for (int i = 0; i < 32; ++i) cpu_relax();
       found = find_task(self);
     } while (found == nullptr && std::chrono::steady_clock::now() < spin_until);
-    // seq_cst: pairs with the fence in signal_work(); see there.
-    const int spinners_before = spinning_.fetch_sub(1, std::memory_order_seq_cst);
+    const bool last_searcher = parking_.end_search();
     if (found != nullptr) {
       // The last searcher found work, and producers skipped waking anyone while we searched. If more work is
-      // visible, hand the searching over to a sleeper. The fence orders our decrement before the look: a
-      // producer that saw us searching published before its own fence, so the look sees its work.
-      if (spinners_before == 1) {
-        StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-        if (has_visible_work(self)) signal_work();
-      }
+      // visible, hand the searching over to a sleeper (end_search() fenced: a producer that saw us searching
+      // published before its own fence, so this look sees its work).
+      if (last_searcher && has_visible_work(self)) signal_work();
       execute(self, found);
       ran_since_dry = true;
       continue;
@@ -213,8 +202,8 @@ void Engine::worker_main(Worker& self) {
     // A worker woken by that hand-over must search as a counted searcher too, so that if it finds work it
     // hands over in turn. Were it to take a task with a plain find_task and run it (possibly for long), the
     // rest of the work published while the first searcher spun would have nobody to wake a sleeper for it:
-    // producers skipped the notify because spinning_ was > 0 (a lost wake-up, seen with 8 workers held in
-    // long tasks and 2 asleep beside 2 pending tasks).
+    // producers skipped the notify because a searcher was counted (a lost wake-up, seen with 8 workers held
+    // in long tasks and 2 asleep beside 2 pending tasks).
     woken = true;
   }
 }
@@ -418,21 +407,18 @@ bool Engine::mailbox_waiting_elsewhere(const Worker& self) const noexcept {
 }
 
 void Engine::park(Worker& self) {
-  // The checks after prepare_wait are ordered after its fence; every producer counts or pushes its work before
-  // the fence in notify, so one side always sees the other (scheduler/event_count.hpp).
-  const auto key = work_available_.prepare_wait();
-  const State state = state_.load(std::memory_order_acquire);
-  if (has_visible_work(self) || state == State::dropping || state == State::stopped) {
-    work_available_.cancel_wait();
-    return;
-  }
+  // The checks run after the announcement (scheduler/parking.hpp): a producer either sees this worker as a
+  // sleeper and wakes it, or published before the checks, which then see its work.
+  const auto key = parking_.prepare_park([&] {
+    const State state = state_.load(std::memory_order_acquire);
+    return has_visible_work(self) || state == State::dropping || state == State::stopped;
+  });
+  if (!key) return;
   self.counters.parks.bump();
-  if (mailbox_waiting_elsewhere(self)) {
-    // Another worker holds a mailbox task: wake up in time to take it over if that worker stays busy.
-    (void)work_available_.wait_for(key, options_.affinity_patience);
-  } else {
-    work_available_.wait(key);
-  }
+  // Another worker holds a mailbox task: wake up in time to take it over if that worker stays busy.
+  const auto timeout = mailbox_waiting_elsewhere(self) ? std::chrono::nanoseconds(options_.affinity_patience)
+                                                       : std::chrono::nanoseconds::max();
+  (void)parking_.sleep(*key, timeout);
   self.counters.wakeups.bump();
 }
 
@@ -541,7 +527,7 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
       target.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // else that worker could never park
       throw;
     }
-    work_available_.notify_all();  // notify_one might wake another worker, which must not take it yet
+    parking_.notify_all();  // notify_one might wake another worker, which must not take it yet
     return;
   }
   if (self != nullptr && task->priority == Priority::Normal) {
@@ -556,25 +542,7 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   signal_work();
 }
 
-void Engine::signal_work() noexcept {
-  // A searching worker will find the work we just published, unless it is about to park: it decrements
-  // spinning_ (seq_cst) and then re-checks every queue after prepare_wait(). The fence orders our publish
-  // before our read of spinning_, so either we see it still searching, or its re-check sees our work.
-  // Likewise a worker already woken and not yet searching will search after clearing wake_in_flight_; so at
-  // most one wake is in flight, instead of one futex call per submission until the woken worker runs.
-  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-  if (spinning_.load(std::memory_order_relaxed) > 0) return;
-  if (wake_in_flight_.load(std::memory_order_relaxed)) return;
-  if (wake_in_flight_.exchange(true, std::memory_order_seq_cst)) return;
-  // Every exit from park() — woken, timed out or cancelled — clears the flag in worker_main, so it cannot
-  // stay set without a worker on its way to search. If nobody was waiting, nobody will clear it: we do.
-  if (!work_available_.notify_one()) {
-    wake_in_flight_.store(false, std::memory_order_seq_cst);
-    // A producer that published while our flag was up skipped its wake, and a worker may have started to park
-    // since our look. Look once more now the flag is down: this notify's fence sees that worker's waiter count.
-    (void)work_available_.notify_one();
-  }
-}
+void Engine::signal_work() noexcept { parking_.notify(); }
 
 bool Engine::closed_to(const Worker* self) const noexcept {
   if (self != nullptr) {
@@ -686,7 +654,7 @@ void Engine::begin_shutdown(State target) {
   State current = state_.load(std::memory_order_acquire);
   while (current < target && !state_.compare_exchange_weak(current, target, std::memory_order_acq_rel)) {
   }
-  work_available_.notify_all();
+  parking_.notify_all();
   room_available_.notify_all();
 }
 
@@ -701,7 +669,7 @@ std::uint64_t Engine::finish_shutdown() {
     count += drop_pending_while_running(ref);
   }
   state_.store(State::stopped, std::memory_order_release);
-  work_available_.notify_all();
+  parking_.notify_all();
   room_available_.notify_all();
   for (auto& worker : workers_) {
     if (worker->thread.joinable()) worker->thread.join();
@@ -814,7 +782,7 @@ ShutdownResult Engine::shutdown_for(std::chrono::nanoseconds timeout) {
   }
   if (!drained) {
     state_.store(State::dropping, std::memory_order_release);
-    work_available_.notify_all();
+    parking_.notify_all();
   }
   const std::uint64_t dropped = finish_shutdown();
   return {drained && dropped == 0, dropped};

@@ -16,6 +16,7 @@
 #include "scheduler/cpu_relax.hpp"
 #include "scheduler/event_count.hpp"
 #include "scheduler/outside_slot.hpp"
+#include "scheduler/parking.hpp"
 #include "scheduler/slot_lease.hpp"
 #include "scheduler/worker.hpp"
 #include "weft/pool.hpp"
@@ -127,14 +128,10 @@ class Engine {
   std::array<PaddedCount, 3> injected_total_{};
   std::atomic<std::uint64_t> injected_dropped_{0};
 
-  EventCount work_available_;  // parked workers sleep here
+  Parking parking_;            // idle workers sleep here (scheduler/parking.hpp)
   EventCount idle_changed_;    // wait_idle and shutdown sleep here; a worker that runs dry notifies
   EventCount room_available_;  // submitters blocked on max_queued sleep here
 
-  // Workers searching for work before they park. While one is, producers need not wake anyone.
-  alignas(kCacheLine) std::atomic<int> spinning_{0};
-  // A producer woke a sleeper that has not started searching yet: further producers need not wake another.
-  std::atomic<bool> wake_in_flight_{false};
   alignas(kCacheLine) std::atomic<State> state_{State::running};
   // External submitters inside enqueue, times two, plus 1 once closed: shutdown closes the gate and waits
   // for the count to drain, so no external submission can slip in after the final drain.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "tests/model/relacy_memory_model.hpp"
+#include "tests/model/relacy_check.hpp"
 
 #include "scheduler/event_count.hpp"
 
@@ -85,29 +86,11 @@ struct TwoNotifiers : rl::test_suite<TwoNotifiers, 3> {
   void after() { RL_ASSERT(woken(events, parked)); }
 };
 
-template <class Scenario>
-bool check(const char* name) {
-  bool ok = true;
-  for (const auto kind : {rl::random_scheduler_type, rl::fair_context_bound_scheduler_type}) {
-    rl::test_params params;
-    params.search_type = kind;
-    params.iteration_count = kind == rl::random_scheduler_type ? 1'000'000 : 0;
-    params.context_bound = 2;
-    params.output_history = false;
-    const bool passed = rl::simulate<Scenario>(params);
-    std::printf("%s [%s]: %s after %llu executions\n", name,
-                kind == rl::random_scheduler_type ? "random" : "context bound 2", passed ? "ok" : "FAILED",
-                static_cast<unsigned long long>(params.stop_iteration));
-    ok = ok && passed;
-  }
-  return ok;
-}
-
 }  // namespace
 
 int main() {
-  bool ok = check<OneWaiter>("one waiter, notify_one");
-  ok = check<TwoWaitersNotifyAll>("two waiters, notify_all") && ok;
-  ok = check<TwoNotifiers>("two notifiers, one waiter") && ok;
+  bool ok = weft::model::check_scenario<OneWaiter>("one waiter, notify_one");
+  ok = weft::model::check_scenario<TwoWaitersNotifyAll>("two waiters, notify_all") && ok;
+  ok = weft::model::check_scenario<TwoNotifiers>("two notifiers, one waiter") && ok;
   return ok ? 0 : 1;
 }

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "tests/model/relacy_memory_model.hpp"
+#include "tests/model/relacy_check.hpp"
 
 #include "graph/bounded_queue.hpp"
 #include "graph/execution_slots.hpp"
@@ -86,31 +87,13 @@ struct TwoProducersLimitTwo : rl::test_suite<TwoProducersLimitTwo, 3> {
   }
 };
 
-template <class Scenario>
-bool check(const char* name) {
-  bool ok = true;
-  for (const auto kind : {rl::random_scheduler_type, rl::fair_context_bound_scheduler_type}) {
-    rl::test_params params;
-    params.search_type = kind;
-    params.iteration_count = kind == rl::random_scheduler_type ? 500'000 : 0;
-    params.context_bound = 2;
-    params.output_history = false;
-    const bool passed = rl::simulate<Scenario>(params);
-    std::printf("%s [%s]: %s after %llu executions\n", name,
-                kind == rl::random_scheduler_type ? "random" : "context bound 2", passed ? "ok" : "FAILED",
-                static_cast<unsigned long long>(params.stop_iteration));
-    ok = ok && passed;
-  }
-  return ok;
-}
-
 }  // namespace
 
 // Usage: limiter_model [one_producer] — with the argument, only the scenario that catches either missing fence
 // (the mutant builds run just that one; the two-producer search alone takes millions of executions).
 int main(int argc, char** argv) {
   const bool only_first = argc > 1 && std::string_view(argv[1]) == "one_producer";
-  bool ok = check<OneProducerLimitOne>("one producer, limit 1");
-  if (!only_first) ok = check<TwoProducersLimitTwo>("two producers, limit 2") && ok;
+  bool ok = weft::model::check_scenario<OneProducerLimitOne>("one producer, limit 1", 500000);
+  if (!only_first) ok = weft::model::check_scenario<TwoProducersLimitTwo>("two producers, limit 2", 500000) && ok;
   return ok ? 0 : 1;
 }

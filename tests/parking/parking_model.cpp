@@ -1,0 +1,136 @@
+// Relacy model test of the workers' parking protocol (scheduler/parking.hpp): whatever the interleaving,
+// work that is still queued at the end is never left with every worker asleep on a current key.
+// A worker "sleeps" by recording the key it would sleep on; after() judges whether a notify came after it
+// (sleep with no time left reports that). Workers that run a task for long are modelled as threads that take
+// one item and stop looking.
+// Built as is (must pass) and with each planted bug (WEFT_MODEL_MUTANT_*; must fail):
+// - PARK_IGNORES_PROMISE: prepare_park() does not look at the wake in flight. Found in CI on 2026-11-21 as a
+//   hang of graph_differential under TSan: all workers asleep, a task in a slot, the flag stuck up.
+// - NO_SECOND_LOOK: notify() does not look again after taking back its promise.
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "tests/model/relacy_memory_model.hpp"
+#include "tests/model/relacy_check.hpp"
+
+#include "scheduler/parking.hpp"
+
+namespace {
+
+using Model = weft::model::RelacyMemoryModel;
+using Parking = weft::sched::BasicParking<Model>;
+
+// The queue of work: a count of items. push releases, take acquires.
+struct Items {
+  Model::atomic<int> count{0};
+  void push() { count.fetch_add(1, std::memory_order_release); }
+  bool take() {
+    int seen = count.load(std::memory_order_acquire);
+    while (seen > 0) {
+      if (count.compare_exchange_strong(seen, seen - 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  [[nodiscard]] bool visible() const { return count.load(std::memory_order_acquire) > 0; }
+};
+
+// A worker that has just ended a search and found nothing: parks, and if it does not sleep searches again as
+// woken (as Engine::worker_main does), for at most `rounds` parks. Returns the key it sleeps on, if it does.
+std::optional<Parking::Key> idle_worker(Parking& parking, Items& items, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
+    if (auto key = parking.prepare_park([&] { return items.visible(); })) return key;
+    parking.begin_search(/*woken=*/true);
+    const bool found = items.take();
+    if (parking.end_search() && found && items.visible()) parking.notify();
+    // Found or not, it looks again (a found item "runs" instantly here).
+  }
+  return std::nullopt;  // still awake when the model stops it: it would find what is left
+}
+
+// True if the worker is awake, or asleep on a key that a notify has since made stale (it will wake).
+bool woken_or_awake(Parking& parking, const std::optional<Parking::Key>& key) {
+  if (!key) return true;
+  return parking.sleep(*key, std::chrono::nanoseconds::zero());  // true: a notify came after the announcement
+}
+
+// The CI hang: a producer's notify counts a worker that is just announcing itself; another worker, busy until
+// then, takes the item; the announcing worker finds nothing and sleeps. The producer's next item must still
+// wake someone.
+struct TakenByBusyWorker : rl::test_suite<TakenByBusyWorker, 3> {
+  Parking parking;
+  Items items;
+  std::optional<Parking::Key> parked;
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      items.push();
+      parking.notify();
+      items.push();
+      parking.notify();
+    } else if (index == 1) {
+      (void)items.take();  // a worker back from a long task: takes one item with a plain look, then runs it
+    } else {
+      parked = idle_worker(parking, items, 2);
+    }
+  }
+  void after() { RL_ASSERT(!items.visible() || woken_or_awake(parking, parked)); }
+};
+
+// Two producers and one idle worker: the second producer may skip its wake because the first one's promise
+// is up; the first takes it back when it finds nobody to wake, and must then look again.
+struct TwoProducers : rl::test_suite<TwoProducers, 3> {
+  Parking parking;
+  Items items;
+  std::optional<Parking::Key> parked;
+
+  void thread(unsigned index) {
+    if (index < 2) {
+      items.push();
+      parking.notify();
+    } else {
+      parked = idle_worker(parking, items, 2);
+    }
+  }
+  void after() { RL_ASSERT(!items.visible() || woken_or_awake(parking, parked)); }
+};
+
+// A searching worker makes producers skip their wakes; when it finds one item and sees more, it hands the
+// search over to the sleeper.
+struct HandOver : rl::test_suite<HandOver, 3> {
+  Parking parking;
+  Items items;
+  std::optional<Parking::Key> parked;
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      items.push();
+      parking.notify();
+      items.push();
+      parking.notify();
+    } else if (index == 1) {
+      parking.begin_search(/*woken=*/false);
+      const bool found = items.take();
+      if (parking.end_search() && found && items.visible()) parking.notify();
+      if (!found) parked_searcher = idle_worker(parking, items, 1);
+      // A found item runs for long: this worker looks no more.
+    } else {
+      parked = idle_worker(parking, items, 2);
+    }
+  }
+  void after() {
+    RL_ASSERT(!items.visible() || woken_or_awake(parking, parked) || woken_or_awake(parking, parked_searcher));
+  }
+  std::optional<Parking::Key> parked_searcher;
+};
+
+}  // namespace
+
+int main() {
+  bool ok = weft::model::check_scenario<TakenByBusyWorker>("taken by a busy worker");
+  ok = weft::model::check_scenario<TwoProducers>("two producers, one idle worker") && ok;
+  ok = weft::model::check_scenario<HandOver>("a searcher hands over") && ok;
+  return ok ? 0 : 1;
+}
