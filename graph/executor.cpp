@@ -8,6 +8,7 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
+#include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
 
 namespace weft::detail {
@@ -54,7 +55,7 @@ bool RunState::start(std::shared_ptr<RunState> self) noexcept {
     add_unit();
     add_unit();
     try {
-      pool_.post(GraphTask(this, GraphTaskKind::roots, 0, roots));
+      PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0, roots), TaskOptions{}, inline_tag());
     } catch (const weft::pool_closed&) {
       // Refused: the task's destructor already failed the run and gave its unit back.
       accepted = false;
@@ -186,7 +187,7 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
     task_options.affinity = options->affinity;
   }
   try {
-    pool_.post(GraphTask(this, kind, index, end), task_options);
+    PoolAccess::post(pool_, GraphTask(this, kind, index, end), task_options, inline_tag());
   } catch (...) {
     // The pool refused it (shut down) or could not allocate: the GraphTask it was given has been destroyed
     // unrun, and its destructor already failed the run and gave the unit back (task_dropped).

@@ -16,7 +16,10 @@ RunStatus RunState::wait() {
   if (current() == this)
     throw would_deadlock(
         "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
-  if (sched::Engine::this_thread_worker() == nullptr) help_from_outside();
+  if (sched::Engine::this_thread_worker() == nullptr) {
+    help_from_outside();
+    (void)help_from_own_slot([this] { return done(); });
+  }
   (void)wait_until(graph::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
   return cancelled() ? RunStatus::cancelled : RunStatus::completed;
@@ -29,6 +32,10 @@ bool RunState::wait_until(graph::Clock::time_point deadline) {
 void RunState::wait_quietly() noexcept {
   if (current() == this) return;  // a node of this very run: waiting could never end
   try {
+    if (sched::Engine::this_thread_worker() == nullptr) {
+      help_from_outside();
+      (void)help_from_own_slot([this] { return done(); });
+    }
     (void)wait_until(graph::Clock::time_point::max());
   } catch (...) {
     // Waiting itself does not throw; nothing to report from a destructor anyway.

@@ -13,6 +13,7 @@
 
 #include "graph/graph_impl.hpp"
 #include "graph/wait.hpp"
+#include "scheduler/pool_access.hpp"
 #include "weft/pool.hpp"
 #include "weft/task_graph.hpp"
 
@@ -48,6 +49,14 @@ class RunState {
   void help_from_outside() noexcept;
   // Blocks until done without rethrowing (destructors).
   void wait_quietly() noexcept;
+  // What this run's tasks carry, so that an outside thread waiting for the run may run them from its own slot.
+  [[nodiscard]] InlineTag inline_tag() const noexcept { return reinterpret_cast<InlineTag>(this); }
+  // An outside thread waiting without a deadline for `ready`: runs this run's tasks from its own slot while
+  // there are any (the roots and whatever the tasks it runs make ready), as oneTBB's waiting thread does in its
+  // arena slot. Returns ready(). Does nothing on a worker, or nested deeper than kMaxHelpDepth.
+  template <class Ready>
+  bool help_from_own_slot(Ready ready) noexcept;
+  static constexpr unsigned kMaxHelpDepth = 16;
 
   // For the executor's pool tasks (GraphTask) and Subflow.
   void run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept;
@@ -108,5 +117,23 @@ class RunState {
   // Filled when the run ends (sized at the start, so ending allocates nothing): {node, tokens dropped}.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
 };
+
+namespace run_state_detail {
+// How deep the calling outside thread is in help_from_own_slot (a node it runs may wait for a subflow, and
+// help again): bounded, so that recursive subflows cannot grow its stack without limit.
+inline thread_local unsigned outside_help_depth = 0;
+}  // namespace run_state_detail
+
+template <class Ready>
+bool RunState::help_from_own_slot(Ready ready) noexcept {
+  if (ready()) return true;
+  if (sched::Engine::this_thread_worker() != nullptr) return false;
+  unsigned& depth = run_state_detail::outside_help_depth;
+  if (depth >= kMaxHelpDepth) return false;
+  ++depth;
+  const bool result = PoolAccess::engine(pool_).help_from_own_slot(ready, inline_tag());
+  --depth;
+  return result;
+}
 
 }  // namespace weft::detail

@@ -5,6 +5,7 @@
 
 #include "graph/run_state.hpp"
 #include "graph/wait.hpp"
+#include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
@@ -17,13 +18,17 @@ void Subflow::spawn_child(small_function<void()>&& child) {
   run_->add_unit();
   // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
   // the pool_closed exception then reaches the body that spawned.
-  run_->pool().post(std::move(child));
+  detail::PoolAccess::post(run_->pool(), std::move(child), TaskOptions{}, run_->inline_tag());
 }
 
 void Subflow::join() {
   detail::RunState* run = run_;
   // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
-  graph::wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, run->subflow_signal());
+  const auto joined = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  // An outside thread running this node (it helps its run) runs the children itself first: they sit in its
+  // own slot. A worker goes through the scheduler's wait point instead.
+  if (run->help_from_own_slot(joined)) return;
+  graph::wait_until(joined, run->subflow_signal());
 }
 
 bool Subflow::cancelled() const noexcept { return run_->cancelled(); }

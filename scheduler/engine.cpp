@@ -423,7 +423,7 @@ void Engine::park(Worker& self) {
 }
 
 SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
-                             std::chrono::steady_clock::time_point deadline, bool inline_ok) {
+                             std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
   if (options.affinity && *options.affinity >= size())
     throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
                          ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
@@ -476,7 +476,7 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
   // One look-up of the calling thread's registration per submission (a thread-local table for outsiders).
   const TaskDomain::ThreadRef ref = self != nullptr ? self->ref() : domain_.current();
   try {
-    task = make_task(ref, std::move(closure), options.priority, affinity, inline_ok);
+    task = make_task(ref, std::move(closure), options.priority, affinity, inline_tag);
   } catch (...) {
     if (options_.max_queued != 0) release_queued_slot();
     throw;

@@ -42,9 +42,10 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // `inline_ok`: a future's task (weft::Pool::submit without affinity), which an outside waiter may run itself.
+  // `inline_tag`: who besides the workers may run the task (weft::detail::InlineTag in weft/pool.hpp).
   SubmitStatus enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
-                       std::chrono::steady_clock::time_point deadline, bool inline_ok = false);
+                       std::chrono::steady_clock::time_point deadline,
+                       weft::detail::InlineTag inline_tag = weft::detail::kWorkersOnly);
   void wait_idle();
   std::uint64_t shutdown(Shutdown policy);
   ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
@@ -60,12 +61,12 @@ class Engine {
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
 
-  // For an outside thread (never a worker of this engine) waiting without a deadline: runs future tasks
-  // (Task::inline_ok) from the calling thread's own slot, newest first, until ready() holds, the newest is a
-  // posted task (those run on workers only), the slot is empty, or a shutdown that drops has begun. Does
-  // nothing when task hooks are set (they name a worker). Returns ready().
+  // For an outside thread (never a worker of this engine) waiting without a deadline: runs tasks from the
+  // calling thread's own slot, newest first, while they are futures' tasks or tagged `owner` (Task::inline_tag),
+  // until ready() holds, the newest is another's (posted tasks run on workers only), the slot is empty, or a
+  // shutdown that drops has begun. Does nothing when task hooks are set (they name a worker). Returns ready().
   template <class Ready>
-  bool help_from_own_slot(Ready ready) noexcept;
+  bool help_from_own_slot(Ready ready, weft::detail::InlineTag owner = weft::detail::kInlineFuture) noexcept;
 
   // At most this many outside threads at a time get a slot in one engine; more use the shared queues.
   static constexpr unsigned kMaxSlots = 64;
@@ -167,7 +168,7 @@ class Engine {
 };
 
 template <class Ready>
-bool Engine::help_from_own_slot(Ready ready) noexcept {
+bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner) noexcept {
   if (options_.on_task_start || options_.on_task_end) return ready();
   OutsideSlot* slot = slot_lease::find(id_);
   if (slot == nullptr) return ready();
@@ -178,7 +179,8 @@ bool Engine::help_from_own_slot(Ready ready) noexcept {
     if (state == State::dropping || state == State::stopped) break;
     auto task = slot->deque.pop();
     if (!task) break;
-    if (!(*task)->inline_ok) {
+    const weft::detail::InlineTag tag = (*task)->inline_tag;
+    if (tag != weft::detail::kInlineFuture && (tag == weft::detail::kWorkersOnly || tag != owner)) {
       // Back where it was. Cannot grow (the pop just freed the slot it fills), so cannot throw.
       slot->deque.push(*task);
       break;

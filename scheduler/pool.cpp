@@ -22,8 +22,8 @@ Pool::~Pool() {
 }
 
 SubmitStatus Pool::enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
-                           std::chrono::steady_clock::time_point deadline, bool inline_ok) {
-  return engine_->enqueue(std::move(task), options, admission, deadline, inline_ok);
+                           std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag) {
+  return engine_->enqueue(std::move(task), options, admission, deadline, inline_tag);
 }
 
 void Pool::admit_or_throw(SubmitStatus status, const char* what) {

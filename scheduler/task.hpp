@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "weft/detail/inline_tag.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
 
@@ -15,12 +16,15 @@ namespace weft::sched {
 struct Task {
   static constexpr std::uint32_t kNoAffinity = ~std::uint32_t{0};
 
-  Task(small_function<void()>&& closure, Priority p, std::uint32_t worker, bool may_inline = false) noexcept
-      : work(std::move(closure)), priority(p), inline_ok(may_inline), affinity(worker) {}
+  Task(small_function<void()>&& closure, Priority p, std::uint32_t worker,
+       weft::detail::InlineTag tag = weft::detail::kWorkersOnly) noexcept
+      : work(std::move(closure)), inline_tag(tag), priority(p), affinity(worker) {}
 
   small_function<void()> work;
+  // Who may run it from its outside submitter's slot besides the workers (weft::detail::InlineTag): a future's
+  // waiter, or the waiter of the graph run that posted it. Posted tasks run on workers only.
+  weft::detail::InlineTag inline_tag;
   Priority priority;
-  bool inline_ok;          // a future's task: its outside waiter may run it (posted tasks run on workers only)
   std::uint32_t affinity;  // a worker index, or kNoAffinity
 };
 
@@ -28,9 +32,9 @@ struct Task {
 // (a reclamation domain's ThreadRef).
 template <class Allocator>
 [[nodiscard]] Task* make_task(Allocator allocator, small_function<void()>&& closure, Priority priority,
-                              std::uint32_t affinity, bool inline_ok = false) {
+                              std::uint32_t affinity, weft::detail::InlineTag inline_tag = weft::detail::kWorkersOnly) {
   void* block = allocator.allocate(sizeof(Task), alignof(Task));
-  return ::new (block) Task(std::move(closure), priority, affinity, inline_ok);
+  return ::new (block) Task(std::move(closure), priority, affinity, inline_tag);
 }
 
 template <class Allocator>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "weft/errors.hpp"
+#include "weft/detail/inline_tag.hpp"
 #include "weft/future.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
@@ -25,6 +26,7 @@ class Engine;  // scheduler/engine.hpp: the pool's workers, queues and parking
 namespace detail {
 // How a submission waits for room when PoolOptions::max_queued tasks are queued.
 enum class Admission : std::uint8_t { block, try_once, until };
+struct PoolAccess;  // scheduler/pool_access.hpp: internal entry points for weft's own front-ends
 }
 
 // The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::accepted`.
@@ -141,9 +143,12 @@ class Pool {
  private:
   using Admission = detail::Admission;
 
-  // `inline_ok`: the task is a future's (submit without affinity), which its waiter may run on its own thread.
+  friend struct detail::PoolAccess;
+
+  // `inline_tag`: who besides the workers may run the task (detail::InlineTag).
   SubmitStatus enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
-                       std::chrono::steady_clock::time_point deadline, bool inline_ok = false);
+                       std::chrono::steady_clock::time_point deadline,
+                       detail::InlineTag inline_tag = detail::kWorkersOnly);
   static void admit_or_throw(SubmitStatus status, const char* what);
   [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
 
@@ -157,7 +162,8 @@ class Pool {
     auto* state = new State(options.affinity ? nullptr : inline_runs(), std::forward<F>(f), std::forward<Args>(args)...);
     Future<R> future = detail::FutureAccess::adopt<R>(state);
     const SubmitStatus status =
-        enqueue(small_function<void()>(detail::RunFutureTask(state)), options, admission, deadline, !options.affinity);
+        enqueue(small_function<void()>(detail::RunFutureTask(state)), options, admission, deadline,
+                options.affinity ? detail::kWorkersOnly : detail::kInlineFuture);
     if (status != SubmitStatus::accepted) future = Future<R>();
     return {status, std::move(future)};
   }

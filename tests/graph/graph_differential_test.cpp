@@ -183,12 +183,16 @@ class Trial {
     if (rng_() % 2 == 0) graph_.compile();
   }
 
-  // Runs once and returns what went wrong (empty: nothing).
-  std::string run_and_check(weft::Pool& pool, const std::string& label) {
+  // Runs once and returns what went wrong (empty: nothing). Half the runs wait with wait(), so the calling
+  // thread helps (runs the run's tasks from its own slot; the watchdog then names the run if it hangs), half
+  // with a timed wait first, which leaves the work to the workers.
+  std::string run_and_check(weft::Pool& pool, const std::string& label, Watchdog& watchdog) {
     for (auto& r : ctx_.records) r->reset();
     if (rng_() % 3 == 0) graph_.compile();
+    const bool helping = rng_() % 2 == 0;
+    watchdog.describe(label + (helping ? " (wait)" : " (wait_for)"));
     weft::Run run = graph_.run(pool);
-    await_or_die(run, label, patience(60));
+    if (!helping) await_or_die(run, label, patience(60));
     std::ostringstream errors;
     weft::RunStatus status{};
     try {
@@ -302,7 +306,7 @@ TEST_CASE("random DAGs with random options behave like the sequential reference"
   const std::uint64_t graphs = stress_count(kThreadSanitizer ? 400 : kAddressSanitizer ? 400 : 1000);
   for_each_graph_worker_count([&](unsigned workers) {
     if (only_workers && *only_workers != workers) return;
-    const Watchdog watchdog(named("differential", workers), patience(600));
+    Watchdog watchdog(named("differential", workers), patience(600));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     std::uint64_t runs = 0;
     for (std::uint64_t gi = 0; gi < graphs; ++gi) {
@@ -318,7 +322,7 @@ TEST_CASE("random DAGs with random options behave like the sequential reference"
                      << " run " << round;
         const std::string label = label_stream.str();
         if (round > 0) trial.maybe_change();
-        const std::string errors = trial.run_and_check(pool, label);
+        const std::string errors = trial.run_and_check(pool, label, watchdog);
         ++runs;
         if (!errors.empty()) {
           FAIL_CHECK(label << " (" << trial.describe() << "):\n" << errors);

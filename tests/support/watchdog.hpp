@@ -32,6 +32,12 @@ class Watchdog {
   }
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
+  // Replaces what the message names (say, the step now under way, with its seed).
+  void describe(std::string what) {
+    const std::lock_guard lock(mutex_);
+    what_ = std::move(what);
+  }
+
   ~Watchdog() {
     {
       const std::lock_guard lock(mutex_);

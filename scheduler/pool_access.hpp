@@ -1,0 +1,24 @@
+// Internal entry points into weft::Pool for weft's own front-ends (graph/): posting a task its owner's waiter
+// may run, and reaching the engine to help from the waiting thread. Users never include this.
+#pragma once
+
+#include <chrono>
+#include <utility>
+
+#include "scheduler/engine.hpp"
+#include "weft/detail/inline_tag.hpp"
+#include "weft/pool.hpp"
+
+namespace weft::detail {
+
+struct PoolAccess {
+  // As Pool::post (blocks for room under max_queued; throws pool_closed when refused, after destroying the
+  // closure unrun), but tagged: an outside thread waiting for `owner` may run the task from its own slot.
+  static void post(Pool& pool, small_function<void()>&& task, TaskOptions options, InlineTag owner) {
+    Pool::admit_or_throw(pool.enqueue(std::move(task), options, Admission::block, {}, owner), "post");
+  }
+
+  [[nodiscard]] static sched::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
+};
+
+}  // namespace weft::detail
