@@ -1,7 +1,6 @@
 // compile(): checks a TaskGraph for cycles and lays it out for speed. Successor lists go into one contiguous
 // array (a counting sort by source, then duplicates removed per node), join counters get their start values,
-// and nodes with more than one token get their Limiter. Linear in nodes + edges apart from sorting each node's
-// own successor list.
+// and nodes with more than one token get their Limiter. Linear in nodes + edges.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -22,41 +21,45 @@ void GraphImpl::lay_out() {
     std::vector<std::uint32_t> cursor(offsets.begin(), offsets.end() - 1);
     for (const auto& edge : edges_) targets[cursor[edge.first]++] = edge.second;
   }
-  // Remove duplicate edges per node, compacting in place.
+  // Remove duplicate edges per node, compacting in place and keeping the order they were added in: a target
+  // already taken for this source carries the source's index in `taken_by` (linear, no sort per node).
   std::vector<CompiledNode> compiled(n);
+  std::vector<std::uint32_t> taken_by(n, kNoIndex);
   std::uint32_t out = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    auto first = targets.begin() + offsets[i];
-    auto last = targets.begin() + offsets[i + 1];
-    if (last - first > 1) {
-      std::sort(first, last);
-      last = std::unique(first, last);
-    }
+    const auto source = static_cast<std::uint32_t>(i);
     compiled[i].succ_begin = out;
-    for (auto it = first; it != last; ++it) targets[out++] = *it;
+    for (std::uint32_t e = offsets[i]; e != offsets[i + 1]; ++e) {
+      const std::uint32_t target = targets[e];
+      if (taken_by[target] == source) continue;
+      taken_by[target] = source;
+      targets[out++] = target;
+    }
     compiled[i].succ_end = out;
   }
   targets.resize(out);
   for (const std::uint32_t target : targets) ++compiled[target].join_init;
 
-  // Kahn's algorithm: every node must be reachable in topological order, else there is a cycle.
-  std::vector<std::uint32_t> indegree(n);
-  std::vector<std::uint32_t> order;
-  order.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    indegree[i] = compiled[i].join_init;
-    if (indegree[i] == 0) order.push_back(static_cast<std::uint32_t>(i));
-  }
-  std::vector<std::uint32_t> roots(order);
-  for (std::size_t head = 0; head < order.size(); ++head) {
-    const CompiledNode& node = compiled[order[head]];
-    for (std::uint32_t e = node.succ_begin; e != node.succ_end; ++e)
-      if (--indegree[targets[e]] == 0) order.push_back(targets[e]);
-  }
-  if (order.size() != n) {
-    succ_ = std::move(targets);  // throw_cycle walks the edges; the layout stays invalid
-    compiled_ = std::move(compiled);
-    throw_cycle(indegree);
+  std::vector<std::uint32_t> roots;
+  for (std::size_t i = 0; i < n; ++i)
+    if (compiled[i].join_init == 0) roots.push_back(static_cast<std::uint32_t>(i));
+  if (!edges_forward_) {
+    // Kahn's algorithm: every node must be reachable in topological order, else there is a cycle. Skipped
+    // when every edge goes forward in node order, which is then a topological order already.
+    std::vector<std::uint32_t> indegree(n);
+    for (std::size_t i = 0; i < n; ++i) indegree[i] = compiled[i].join_init;
+    std::vector<std::uint32_t> order(roots);
+    order.reserve(n);
+    for (std::size_t head = 0; head < order.size(); ++head) {
+      const CompiledNode& node = compiled[order[head]];
+      for (std::uint32_t e = node.succ_begin; e != node.succ_end; ++e)
+        if (--indegree[targets[e]] == 0) order.push_back(targets[e]);
+    }
+    if (order.size() != n) {
+      succ_ = std::move(targets);  // throw_cycle walks the edges; the layout stays invalid
+      compiled_ = std::move(compiled);
+      throw_cycle(indegree);
+    }
   }
 
   // Options: limiters for multi-token nodes; who may run in place.

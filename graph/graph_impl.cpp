@@ -51,26 +51,21 @@ void GraphImpl::wait_for_run_end() noexcept {
   current_->wait_quietly();
 }
 
-void GraphImpl::require_idle(const char* what) const {
-  if (!running()) return;
+void GraphImpl::throw_busy(const char* what) const {
   std::string message = "weft::TaskGraph::";
   message += what;
   message += ": a run of this graph is in flight; wait for it to end first";
   throw graph_busy(message);
 }
 
-void GraphImpl::require_own(Node node, const char* what) const {
-  if (node.graph_ == id_ && node.index() < bodies_.size()) [[likely]]
-    return;
+void GraphImpl::throw_not_own(Node node, const char* what) const {
   std::string problem;
   if (!node.valid()) {
     problem = "is not a node of any graph (default-constructed)";
   } else if (node.graph_ != id_) {
     problem = "belongs to another graph";
-  } else if (node.index() >= bodies_.size()) {
-    problem = "is past this graph's nodes";
   } else {
-    return;
+    problem = "is past this graph's nodes";
   }
   std::string message = "weft::TaskGraph::";
   message += what;
@@ -125,6 +120,7 @@ void GraphImpl::add_edge(Node from, Node to) {
     throw invalid_graph(message);
   }
   edges_.emplace_back(from.index(), to.index());
+  edges_forward_ = edges_forward_ && from.index() < to.index();
   compiled_valid_ = false;
 }
 

@@ -69,8 +69,17 @@ class GraphImpl {
   void run_ended() noexcept { running_.store(false, std::memory_order_release); }
 
  private:
-  void require_idle(const char* what) const;
-  void require_own(Node node, const char* what) const;
+  // The checks every builder call makes: inline fast paths, the message building out of line and cold.
+  void require_idle(const char* what) const {
+    if (running()) [[unlikely]]
+      throw_busy(what);
+  }
+  void require_own(Node node, const char* what) const {
+    if (node.graph_ != id_ || node.index() >= bodies_.size()) [[unlikely]]
+      throw_not_own(node, what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_busy(const char* what) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_not_own(Node node, const char* what) const;
   void validate(const NodeOptions& options, std::uint32_t index) const;
   void lay_out();
   [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left) const;
@@ -81,6 +90,9 @@ class GraphImpl {
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  // Every edge so far goes from a lower to a higher node index: node order is then a topological order, and
+  // compile() need not look for a cycle (builders that add nodes in dependency order, the common case).
+  bool edges_forward_ = true;
   bool compiled_valid_ = false;
 
   // Compiled.
