@@ -52,8 +52,9 @@ class RunState {
   // What this run's tasks carry, so that an outside thread waiting for the run may run them from its own slot.
   [[nodiscard]] InlineTag inline_tag() const noexcept { return reinterpret_cast<InlineTag>(this); }
   // An outside thread waiting without a deadline for `ready`: runs this run's tasks from its own slot while
-  // there are any (the roots and whatever the tasks it runs make ready), as oneTBB's waiting thread does in its
-  // arena slot. Returns ready(). Does nothing on a worker, or nested deeper than kMaxHelpDepth.
+  // there are any (the roots and whatever the tasks it runs make ready) and some worker is idle, as oneTBB's
+  // waiting thread does in its arena slot. Returns ready(). Does nothing on a worker, or nested deeper than
+  // kMaxHelpDepth.
   template <class Ready>
   bool help_from_own_slot(Ready ready) noexcept;
   static constexpr unsigned kMaxHelpDepth = 16;
@@ -131,9 +132,13 @@ bool RunState::help_from_own_slot(Ready ready) noexcept {
   unsigned& depth = run_state_detail::outside_help_depth;
   if (depth >= kMaxHelpDepth) return false;
   ++depth;
-  const bool result = PoolAccess::engine(pool_).help_from_own_slot(ready, inline_tag());
+  sched::Engine& engine = PoolAccess::engine(pool_);
+  // Only while a worker is idle: when every worker is busy, a helping caller would be one thread more than
+  // there are cores for compute-bound nodes (parallel_for went from 0.99x to 1.06x oneTBB's time); it then
+  // sleeps, and the workers steal what is left in its slot.
+  (void)engine.help_from_own_slot([&] { return ready() || !engine.has_idle_worker(); }, inline_tag());
   --depth;
-  return result;
+  return ready();
 }
 
 }  // namespace weft::detail

@@ -24,11 +24,10 @@ void Subflow::spawn_child(small_function<void()>&& child) {
 void Subflow::join() {
   detail::RunState* run = run_;
   // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
-  const auto joined = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  // An outside thread running this node (it helps its run) runs the children itself first: they sit in its
-  // own slot. A worker goes through the scheduler's wait point instead.
-  if (run->help_from_own_slot(joined)) return;
-  graph::wait_until(joined, run->subflow_signal());
+  // An outside thread running this node (it helps its run) does not run the children itself: they are
+  // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there
+  // are cores (measured: parallel_for 1.03-1.11x oneTBB's time with helping here, 1.00-1.04x without).
+  graph::wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, run->subflow_signal());
 }
 
 bool Subflow::cancelled() const noexcept { return run_->cancelled(); }

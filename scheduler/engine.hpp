@@ -68,6 +68,11 @@ class Engine {
   template <class Ready>
   bool help_from_own_slot(Ready ready, weft::detail::InlineTag owner = weft::detail::kInlineFuture) noexcept;
 
+  // A hint: some worker is parked, so a thread outside the pool that runs tasks uses a core a worker leaves
+  // idle rather than compete with every worker for the cores. (Counting searching workers too made the caller
+  // of a compute-bound parallel_for help for a quarter of the loop, one thread more than there are cores.)
+  [[nodiscard]] bool has_idle_worker() const noexcept { return parking_.sleepers() > 0; }
+
   // At most this many outside threads at a time get a slot in one engine; more use the shared queues.
   static constexpr unsigned kMaxSlots = 64;
 

@@ -126,6 +126,7 @@ class BasicParking {
   // Snapshots for statistics and tests.
   [[nodiscard]] bool wake_in_flight() const noexcept { return wake_in_flight_.load(std::memory_order_relaxed); }
   [[nodiscard]] unsigned sleepers() const noexcept { return events_.waiters(); }
+  [[nodiscard]] int searchers() const noexcept { return searching_.load(std::memory_order_relaxed); }
 
  private:
   // Workers searching for work before they park. While one is, producers need not wake anyone.
