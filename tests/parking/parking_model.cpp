@@ -50,80 +50,85 @@ std::optional<Parking::Key> idle_worker(Parking& parking, Items& items, int roun
   return std::nullopt;  // still awake when the model stops it: it would find what is left
 }
 
-// True if the worker is awake, or asleep on a key that a notify has since made stale (it will wake).
-bool woken_or_awake(Parking& parking, const std::optional<Parking::Key>& key) {
-  if (!key) return true;
-  return parking.sleep(*key, std::chrono::nanoseconds::zero());  // true: a notify came after the announcement
-}
+// How a modelled worker ended: busy in a long task (looks no more), awake (still searching when the model
+// stopped it: it would find what is left), or asleep on a key.
+struct WorkerEnd {
+  enum class State { busy, awake, asleep } state = State::busy;
+  std::optional<Parking::Key> key;
+
+  static WorkerEnd idle(const std::optional<Parking::Key>& parked_on) {
+    return parked_on ? WorkerEnd{State::asleep, parked_on} : WorkerEnd{State::awake, std::nullopt};
+  }
+  // Awake, or asleep on a key that a notify has since made stale (sleep with no time left reports that).
+  bool will_look(Parking& parking) const {
+    if (state == State::busy) return false;
+    if (state == State::awake) return true;
+    return parking.sleep(*key, std::chrono::nanoseconds::zero());
+  }
+};
+
+// What every scenario shares: three threads, the parking, the queue, and up to two workers (a worker not
+// modelled stays `busy`). The check: if work is left, some worker will look for it.
+template <class Scenario>
+struct ParkingScenario : rl::test_suite<Scenario, 3> {
+  Parking parking;
+  Items items;
+  WorkerEnd workers[2];
+
+  void after() { RL_ASSERT(!items.visible() || workers[0].will_look(parking) || workers[1].will_look(parking)); }
+  // Publishes two items, each followed by notify().
+  void produce_two() {
+    items.push();
+    parking.notify();
+    items.push();
+    parking.notify();
+  }
+};
 
 // The CI hang: a producer's notify counts a worker that is just announcing itself; another worker, busy until
 // then, takes the item; the announcing worker finds nothing and sleeps. The producer's next item must still
 // wake someone.
-struct TakenByBusyWorker : rl::test_suite<TakenByBusyWorker, 3> {
-  Parking parking;
-  Items items;
-  std::optional<Parking::Key> parked;
-
+struct TakenByBusyWorker : ParkingScenario<TakenByBusyWorker> {
   void thread(unsigned index) {
     if (index == 0) {
-      items.push();
-      parking.notify();
-      items.push();
-      parking.notify();
+      produce_two();
     } else if (index == 1) {
       (void)items.take();  // a worker back from a long task: takes one item with a plain look, then runs it
     } else {
-      parked = idle_worker(parking, items, 2);
+      workers[0] = WorkerEnd::idle(idle_worker(parking, items, 2));
     }
   }
-  void after() { RL_ASSERT(!items.visible() || woken_or_awake(parking, parked)); }
 };
 
 // Two producers and one idle worker: the second producer may skip its wake because the first one's promise
 // is up; the first takes it back when it finds nobody to wake, and must then look again.
-struct TwoProducers : rl::test_suite<TwoProducers, 3> {
-  Parking parking;
-  Items items;
-  std::optional<Parking::Key> parked;
-
+struct TwoProducers : ParkingScenario<TwoProducers> {
   void thread(unsigned index) {
     if (index < 2) {
       items.push();
       parking.notify();
     } else {
-      parked = idle_worker(parking, items, 2);
+      workers[0] = WorkerEnd::idle(idle_worker(parking, items, 2));
     }
   }
-  void after() { RL_ASSERT(!items.visible() || woken_or_awake(parking, parked)); }
 };
 
 // A searching worker makes producers skip their wakes; when it finds one item and sees more, it hands the
 // search over to the sleeper.
-struct HandOver : rl::test_suite<HandOver, 3> {
-  Parking parking;
-  Items items;
-  std::optional<Parking::Key> parked;
-
+struct HandOver : ParkingScenario<HandOver> {
   void thread(unsigned index) {
     if (index == 0) {
-      items.push();
-      parking.notify();
-      items.push();
-      parking.notify();
+      produce_two();
     } else if (index == 1) {
       parking.begin_search(/*woken=*/false);
       const bool found = items.take();
       if (parking.end_search() && found && items.visible()) parking.notify();
-      if (!found) parked_searcher = idle_worker(parking, items, 1);
+      if (!found) workers[1] = WorkerEnd::idle(idle_worker(parking, items, 1));
       // A found item runs for long: this worker looks no more.
     } else {
-      parked = idle_worker(parking, items, 2);
+      workers[0] = WorkerEnd::idle(idle_worker(parking, items, 2));
     }
   }
-  void after() {
-    RL_ASSERT(!items.visible() || woken_or_awake(parking, parked) || woken_or_awake(parking, parked_searcher));
-  }
-  std::optional<Parking::Key> parked_searcher;
 };
 
 }  // namespace
