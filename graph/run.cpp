@@ -16,13 +16,16 @@ RunStatus RunState::wait() {
   if (current() == this)
     throw would_deadlock(
         "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
-  if (sched::Engine::this_thread_worker() == nullptr) {
-    help_from_outside();
-    (void)help_from_own_slot([this] { return done(); });
-  }
+  help_as_outside_waiter();
   (void)wait_until(graph::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
   return cancelled() ? RunStatus::cancelled : RunStatus::completed;
+}
+
+void RunState::help_as_outside_waiter() noexcept {
+  if (sched::Engine::this_thread_worker() != nullptr) return;  // a worker waits through wait_on_worker
+  help_from_outside();
+  (void)help_from_own_slot([this] { return done(); });
 }
 
 bool RunState::wait_until(graph::Clock::time_point deadline) {
@@ -32,10 +35,7 @@ bool RunState::wait_until(graph::Clock::time_point deadline) {
 void RunState::wait_quietly() noexcept {
   if (current() == this) return;  // a node of this very run: waiting could never end
   try {
-    if (sched::Engine::this_thread_worker() == nullptr) {
-      help_from_outside();
-      (void)help_from_own_slot([this] { return done(); });
-    }
+    help_as_outside_waiter();
     (void)wait_until(graph::Clock::time_point::max());
   } catch (...) {
     // Waiting itself does not throw; nothing to report from a destructor anyway.

@@ -49,6 +49,9 @@ class RunState {
   void help_from_outside() noexcept;
   // Blocks until done without rethrowing (destructors).
   void wait_quietly() noexcept;
+  // Before an untimed wait on a thread outside the pool: starts the roots if no worker has, then helps with
+  // the run's tasks from the thread's own slot (help_from_own_slot).
+  void help_as_outside_waiter() noexcept;
   // What this run's tasks carry, so that an outside thread waiting for the run may run them from its own slot.
   [[nodiscard]] InlineTag inline_tag() const noexcept { return reinterpret_cast<InlineTag>(this); }
   // An outside thread waiting without a deadline for `ready`: runs this run's tasks from its own slot while
@@ -120,8 +123,8 @@ class RunState {
 };
 
 namespace run_state_detail {
-// How deep the calling outside thread is in help_from_own_slot (a node it runs may wait for a subflow, and
-// help again): bounded, so that recursive subflows cannot grow its stack without limit.
+// How deep the calling outside thread is in help_from_own_slot (a node it runs may wait for another run, and
+// help with that one): bounded, so that nested runs cannot grow its stack without limit.
 inline thread_local unsigned outside_help_depth = 0;
 }  // namespace run_state_detail
 
