@@ -39,6 +39,11 @@ class BasicParking {
     // seq_cst fence: orders our publish before the loads below. Either we see a searcher, or its re-check
     // after end_search() and prepare_park() sees our work (both sides fence; scheduler/event_count.hpp).
     M::thread_fence(std::memory_order_seq_cst);
+    // Nobody announced as a sleeper: a worker that announces later sees our work in prepare_park()'s check,
+    // and every other worker is awake and will search. Looked at first because in a burst every worker is
+    // busy: the sleepers' line then stays unchanged in our cache, while searching_ changes whenever a worker
+    // runs dry (reading it first cost the submitter a cache miss per post).
+    if (events_.waiters() == 0) return;
     if (searching_.load(std::memory_order_relaxed) > 0) return;
     if (wake_in_flight_.load(std::memory_order_relaxed)) return;
     // seq_cst: the flag is half of the handshake in prepare_park(); see there.

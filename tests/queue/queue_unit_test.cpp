@@ -1,6 +1,7 @@
 // Quick single-threaded and small multi-threaded checks of MSQueue with both reclamation domains.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -22,6 +23,15 @@ void operator delete(void* p) noexcept {
   std::free(p);
 }
 void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+// Pooled node blocks are cache-line aligned (scheduler/node_pool.hpp): they come through these.
+void* operator new(std::size_t n, std::align_val_t align) {
+  weft::test::AllocationCounter::news.fetch_add(1, std::memory_order_relaxed);
+  void* p = nullptr;
+  if (posix_memalign(&p, std::max(sizeof(void*), static_cast<std::size_t>(align)), n == 0 ? 1 : n) == 0) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p, std::align_val_t) noexcept { operator delete(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { operator delete(p); }
 
 namespace {
 
