@@ -60,17 +60,23 @@ class ChaseLevDeque {
   void push(T item) {
     reclaim_if_quiescent();
     const DequeIndex b = bottom_.load(std::memory_order_relaxed);  // relaxed: only the owner writes bottom_
-    // acquire: a thief reads slot t and then CASes top past t (seq_cst, so release). Reading that CAS here
-    // orders the thief's slot read before our overwrite of the same slot one lap later, so a successful
-    // thief never returns an item pushed after the one it won.
-    const DequeIndex t = top_.load(std::memory_order_acquire);
     Array* a = array_.load(std::memory_order_relaxed);  // relaxed: only the owner writes array_
-    // Reload after growth (the paper kept writing into the old array; found by CDSChecker).
+    // The slot b overwrites is the one of index b - capacity. It is free to overwrite once top is past that
+    // index, and top only grows, so a top seen earlier that is already past it still proves it: the thieves'
+    // line (which every steal writes) is read only when the array looks full from the owner's last look.
+    if (b - top_seen_ >= a->capacity()) {
+      // acquire: a thief reads slot t and then CASes top past t (seq_cst, so release). Every write of top_
+      // is such an RMW, so reading any later value synchronizes with that CAS: the thief's slot read happens
+      // before our overwrite of the same slot one lap later, and it never returns an item pushed after the
+      // one it won. The synchronization stays in effect for every later push that relies on top_seen_.
+      top_seen_ = top_.load(std::memory_order_acquire);
+      // Reload after growth (the paper kept writing into the old array; found by CDSChecker).
 #if defined(WEFT_PLANT_DEQUE_NO_RELOAD)
-    if (b - t >= a->capacity()) (void)grow(a, t, b);  // planted bug: the item goes into the retired array
+      if (b - top_seen_ >= a->capacity()) (void)grow(a, top_seen_, b);  // planted bug: into the retired array
 #else
-    if (b - t >= a->capacity()) a = grow(a, t, b);
+      if (b - top_seen_ >= a->capacity()) a = grow(a, top_seen_, b);
 #endif
+    }
     a->store(b, item);
 #if defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH)
     bottom_.store(b + 1, std::memory_order_relaxed);  // planted bug: the slot write is not published
@@ -239,6 +245,7 @@ class ChaseLevDeque {
   // Owner's line: bottom and the array pointer (written only by the owner), then owner-private state.
   alignas(kCacheLine) typename M::template atomic<DequeIndex> bottom_;
   typename M::template atomic<Array*> array_;
+  DequeIndex top_seen_{0};  // top_ as the owner's push last read it (acquire): a lower bound of top_
   Array* retired_ = nullptr;
   std::size_t retired_count_ = 0;
   std::size_t retired_slots_ = 0;
