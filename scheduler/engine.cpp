@@ -16,6 +16,8 @@ namespace {
 thread_local Worker* tls_worker = nullptr;
 
 constexpr std::size_t kKeptErrors = 64;
+// A searching worker's looks at full speed before it starts yielding its CPU between looks.
+constexpr unsigned kHotLooks = 16;
 constexpr unsigned kMaxThreads = 4096;
 
 std::size_t slot(Priority p) noexcept { return static_cast<std::size_t>(p); }
@@ -184,8 +186,16 @@ void Engine::worker_main(Worker& self) {
     woken = false;
     Task* found = nullptr;
     const auto spin_until = std::chrono::steady_clock::now() + options_.spin_before_park;
+    unsigned looks = 0;
     do {
-      for (int i = 0; i < 32; ++i) cpu_relax();
+      if (++looks <= kHotLooks) {
+        for (int i = 0; i < 32; ++i) cpu_relax();
+      } else {
+        // Past the first looks, give the CPU away between looks: a pool has as many workers as cores, so a
+        // thread outside it that produces the work (a submitter in a burst) shares a core with a searching
+        // worker, and a worker that spun through its time slice slowed the very producer it waited for.
+        std::this_thread::yield();
+      }
       found = find_task(self);
     } while (found == nullptr && std::chrono::steady_clock::now() < spin_until);
     const bool last_searcher = parking_.end_search();
