@@ -95,14 +95,14 @@ Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options) {
   if (!plain) {
     options_.push_back(std::move(options));
     try {
-      bodies_.push_back(std::move(body));
+      bodies_.emplace_back(std::move(body));
     } catch (...) {
       options_.pop_back();
       throw;
     }
     options_index_.push_back(static_cast<std::uint32_t>(options_.size() - 1));
   } else {
-    bodies_.push_back(std::move(body));
+    bodies_.emplace_back(std::move(body));
     options_index_.push_back(kNoIndex);
   }
   compiled_valid_ = false;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/chunked_vector.hpp"
 #include "graph/limiter.hpp"
 #include "weft/node_options.hpp"
 #include "weft/task_graph.hpp"
@@ -86,7 +87,7 @@ class GraphImpl {
 
   const std::uint64_t id_;
   // As built. Options are stored only for nodes that have some non-default one (options_index_).
-  std::vector<NodeBody> bodies_;
+  ChunkedVector<NodeBody> bodies_;  // chunked: never moved, no allocation beyond the heap (chunked_vector.hpp)
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
