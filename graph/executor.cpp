@@ -134,7 +134,10 @@ void RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
     add_skipped(1);
     return;
   }
-  Subflow subflow = SubflowAccess::make_root(*this);
+  // A node that runs in place has default options: Normal priority, without an options look-up.
+  const Priority priority =
+      graph_.node(node).runs_in_place ? Priority::Normal : graph_.options(node).priority;
+  Subflow subflow = SubflowAccess::make_root(*this, priority);
   NodeCall call{subflow, static_cast<std::size_t>(token)};
   try {
     graph_.body(node)(call);

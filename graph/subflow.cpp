@@ -18,7 +18,9 @@ void Subflow::spawn_child(small_function<void()>&& child) {
   run_->add_unit();
   // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
   // the pool_closed exception then reaches the body that spawned.
-  detail::PoolAccess::post(run_->pool(), std::move(child), TaskOptions{}, run_->inline_tag());
+  TaskOptions options{};
+  options.priority = priority_;
+  detail::PoolAccess::post(run_->pool(), std::move(child), options, run_->inline_tag());
 }
 
 void Subflow::join() {

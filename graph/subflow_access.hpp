@@ -8,7 +8,9 @@ namespace weft::detail {
 
 struct SubflowAccess {
   // Guaranteed copy elision: the Subflow is built in the caller's frame and never moves.
-  [[nodiscard]] static Subflow make_root(RunState& run) noexcept { return Subflow(run, nullptr); }
+  [[nodiscard]] static Subflow make_root(RunState& run, Priority priority) noexcept {
+    return Subflow(run, nullptr, priority);
+  }
   // Joins the root's children if it has any (the common case, none, costs one load).
   static void join_if_spawned(Subflow& subflow) noexcept {
     if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join();

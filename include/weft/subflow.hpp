@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
 
 namespace weft {
@@ -37,6 +38,9 @@ concept SubflowCallable = std::invocable<std::decay_t<F>&> || std::invocable<std
 // - A child's exception goes to the run like a node's: the first one cancels the run and Run::wait() rethrows
 //   it. Once the run is cancelled, children not started yet are skipped.
 // - A Subflow lives on the stack of the execution that owns it: do not keep a reference past the body.
+// - Children run at their node's priority (NodeOptions::priority), so a High node's subflow (a parallel_for's
+//   chunks, say) is not overtaken by Normal work; grandchildren likewise. They do not inherit the node's
+//   affinity: children exist to run in parallel, and one worker's mailbox would serialise them.
 //
 // Example (recursive sum):
 //   graph.add_node([&](weft::Subflow& sf) {
@@ -72,7 +76,8 @@ class Subflow {
  private:
   friend struct detail::SubflowAccess;
 
-  Subflow(detail::RunState& run, Subflow* parent) noexcept : run_(&run), parent_(parent) {}
+  Subflow(detail::RunState& run, Subflow* parent, Priority priority) noexcept
+      : run_(&run), parent_(parent), priority_(priority) {}
 
   // The queued form of a child: runs the user's callable inside a fresh Subflow, then tells the parent; if the
   // pool destroys it unrun (DropPending), tells the parent too, so a dropped child is never silently lost.
@@ -89,7 +94,7 @@ class Subflow {
     }
     void operator()() {
       Subflow* parent = std::exchange(parent_, nullptr);
-      Subflow own(*parent->run_, parent);
+      Subflow own(*parent->run_, parent, parent->priority_);
       if (!own.cancelled()) {
         try {
           if constexpr (std::is_invocable_v<F&, Subflow&>) {
@@ -122,6 +127,7 @@ class Subflow {
 
   detail::RunState* run_;
   Subflow* parent_;
+  Priority priority_;  // the node's: every child and grandchild is posted with it
   // Children spawned and not finished. The spawner increments before queueing; join() waits for zero. A
   // finishing child wakes joiners through the run's signal, never through this object, which may be gone the
   // moment the count reaches zero.

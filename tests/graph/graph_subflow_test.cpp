@@ -1,8 +1,9 @@
 // Subflow: children the node's completion waits for, nested children with their own Subflow, join() in the
 // middle of a body, children spawning into their parent's Subflow, 10,000 children, exceptions in children,
-// cancellation seen by children, children of every token.
+// cancellation seen by children, children of every token, children at their node's priority.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -254,6 +255,43 @@ TEST_CASE("a cancelled run skips children not started; running ones see cancelle
     // Every child and the grandchild either ran or were skipped, and b was skipped.
     CHECK(ran.load() + stats.skipped == kChildren + 1 + 1);
   });
+}
+
+TEST_CASE("subflow children and grandchildren run at their node's priority, not its affinity") {
+  for (const unsigned workers : {1U, 2U, 4U}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog(named("subflow priority", workers), patience(60));
+    // Counts the task starts of each priority; with hooks set, every task (graph tasks included) runs on a
+    // worker and is seen here.
+    std::array<std::atomic<int>, 3> started{};
+    weft::PoolOptions options;
+    options.threads = workers;
+    options.on_task_start = [&started](const weft::TaskEvent& event) {
+      started[static_cast<std::size_t>(event.priority)].fetch_add(1);
+    };
+    weft::Pool pool{std::move(options)};
+    std::atomic<int> ran{0};
+    auto spawner = [&ran](weft::Subflow& sf) {
+      for (int i = 0; i < 10; ++i) {
+        sf.spawn([&ran](weft::Subflow& child) {
+          for (int j = 0; j < 2; ++j) child.spawn([&ran] { ran.fetch_add(1); });
+          ran.fetch_add(1);
+        });
+      }
+    };
+    weft::TaskGraph g;
+    const unsigned last = workers - 1;
+    (void)g.add_node(spawner, weft::NodeOptions{.name = "high", .priority = weft::Priority::High});
+    (void)g.add_node(spawner, weft::NodeOptions{.name = "low", .priority = weft::Priority::Low, .affinity = last});
+    weft::Run run = g.run(pool);
+    await_or_die(run, named("subflow priority", workers), patience(30));
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(ran.load() == 2 * 30);
+    pool.wait_idle();  // the hooks of the last tasks have run
+    // Each node: itself, 10 children, 20 grandchildren.
+    CHECK(started[static_cast<std::size_t>(weft::Priority::High)].load() == 31);
+    CHECK(started[static_cast<std::size_t>(weft::Priority::Low)].load() == 31);
+  }
 }
 
 }  // namespace
