@@ -1,6 +1,6 @@
-// graph/chunked_vector.hpp: elements across chunk boundaries match a std::vector oracle, never move as the
-// sequence grows, are each destroyed exactly once (by clear and by the destructor), and a throwing
-// constructor leaves the sequence as it was.
+// graph/chunked_vector.hpp: elements across chunk boundaries match a std::vector oracle; past the first
+// chunk they never move as the sequence grows; each is destroyed exactly once (by clear and by the
+// destructor); a throwing constructor leaves the sequence as it was; the first chunk starts small.
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -23,12 +23,13 @@ struct Tracked {
     if (fail) throw std::runtime_error("Tracked: asked to fail");
     ++live;
   }
+  Tracked(Tracked&& other) noexcept : value(other.value) { ++live; }
   Tracked(const Tracked&) = delete;
   Tracked& operator=(const Tracked&) = delete;
   ~Tracked() { --live; }
 };
 
-TEST_CASE("elements across many chunks match a std::vector oracle and never move") {
+TEST_CASE("elements across many chunks match a std::vector oracle; past the first chunk they never move") {
   using V = ChunkedVector<Tracked>;
   const std::size_t n = 5 * V::kPerChunk + 3;  // several full chunks and a partial one
   {
@@ -44,7 +45,7 @@ TEST_CASE("elements across many chunks match a std::vector oracle and never move
     CHECK(Tracked::live == static_cast<int>(n));
     for (std::size_t i = 0; i < n; ++i) {
       CHECK(v[i].value == oracle[i]);
-      CHECK(&v[i] == addresses[i]);  // growth moved nothing
+      if (i >= V::kPerChunk) CHECK(&v[i] == addresses[i]);  // only the first chunk's growth moves
     }
     v.clear();
     CHECK(v.empty());
@@ -72,6 +73,26 @@ TEST_CASE("a constructor that throws leaves the sequence unchanged, at a chunk b
   CHECK(v.size() == V::kPerChunk + 1);
   v.clear();
   CHECK(Tracked::live == 0);
+}
+
+TEST_CASE("the first chunk starts small, or at the reserved size, and grows to a full chunk") {
+  using V = ChunkedVector<Tracked>;
+  V small;
+  CHECK(small.capacity() == 0);
+  (void)small.emplace_back(std::uint64_t{1});
+  CHECK(small.capacity() == V::kFirstCapacity);  // a graph of a few nodes does not take a full chunk
+  for (std::uint64_t i = 2; i <= V::kPerChunk + 1; ++i) (void)small.emplace_back(i);
+  CHECK(small.capacity() == 2 * V::kPerChunk);
+  for (std::size_t i = 0; i < small.size(); ++i) CHECK(small[i].value == i + 1);
+
+  V reserved;
+  reserved.reserve(100);
+  (void)reserved.emplace_back(std::uint64_t{1});
+  CHECK(reserved.capacity() == 128);
+  V big;
+  big.reserve(10 * V::kPerChunk);
+  (void)big.emplace_back(std::uint64_t{1});
+  CHECK(big.capacity() == V::kPerChunk);
 }
 
 TEST_CASE("node bodies: a chunk is 64 KiB or less, so it never needs a fresh mapping") {
