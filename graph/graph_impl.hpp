@@ -87,7 +87,7 @@ class GraphImpl {
 
   const std::uint64_t id_;
   // As built. Options are stored only for nodes that have some non-default one (options_index_).
-  ChunkedVector<NodeBody> bodies_;  // chunked: never moved, no allocation beyond the heap (chunked_vector.hpp)
+  ChunkedVector<NodeBody> bodies_;  // 64 KiB chunks: only the first grows (chunked_vector.hpp)
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
