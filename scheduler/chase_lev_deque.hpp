@@ -10,13 +10,25 @@
 // the size of their successor, so together they hold fewer slots than the current array: memory stays within
 // twice the live array even if thieves never pause, and all of it is freed at the first quiescent moment.
 //
+// Batch steals (MaxBatch > 1): a thief may take up to MaxBatch of the oldest items with one CAS of top from t
+// to t + k, reading their slots before it, so pop() may no longer take item b without a CAS merely because
+// t < b: a batch CAS from t may still cover b. pop() takes b without a CAS only when b - t >= MaxBatch (no
+// batch from t reaches b, and a thief that sees a later top also sees the lowered bottom: see pop()).
+// Otherwise it claims everything left, [t, b], with one CAS of top to b + 1, keeps b and puts the others
+// back at the bottom in their order, so the owner's order stays LIFO. With MaxBatch == 1 this is exactly the
+// paper's algorithm (t < b, then the CAS for the last item). The scheduler batches only the outside threads'
+// slots, whose owner pops only while it waits; a worker's deque keeps MaxBatch = 1 and its cheap pops.
+//
 // Planted bugs for the model test (tests/deque/deque_model.cpp) are the WEFT_PLANT_DEQUE_* macros; only that
 // test defines them, so production builds compile exactly the correct text.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
+#include <array>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <utility>
 
@@ -29,17 +41,21 @@
 #if !defined(RL_RELACY_HPP) &&                                                                \
     (defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) ||    \
      defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||             \
-     defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX))
+     defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED))
 #error "WEFT_PLANT_DEQUE_* plants a bug for the Relacy model test (tests/deque/deque_model.cpp) only"
 #endif
 
 namespace weft::sched {
 
-template <DequeItem T, MemoryModel M = StdMemoryModel>
+template <DequeItem T, MemoryModel M = StdMemoryModel, std::size_t MaxBatch = 1>
+  requires(MaxBatch >= 1 && MaxBatch <= 64)
 class ChaseLevDeque {
   using Array = DequeArray<T, M>;
 
  public:
+  // The most items one steal_batch() takes.
+  static constexpr std::size_t max_batch = MaxBatch;
+
   // An empty deque whose first array holds `initial_capacity` items, rounded up to a power of two; it grows
   // by doubling. Throws std::invalid_argument for 0 and std::length_error above Array::max_capacity.
   explicit ChaseLevDeque(std::size_t initial_capacity = 64)
@@ -78,20 +94,16 @@ class ChaseLevDeque {
 #endif
     }
     a->store(b, item);
-#if defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH)
-    bottom_.store(b + 1, std::memory_order_relaxed);  // planted bug: the slot write is not published
-#else
-    if constexpr (M::fences_invisible) {
-      // release: a thief that acquires b + 1 sees the slot write (and a growth's copy) above. pop()'s
-      // exchange is an RMW, so it continues this release sequence.
-      bottom_.store(b + 1, std::memory_order_release);
-    } else {
-      // release fence: orders the slot write before this and every later store to bottom_, including
-      // pop()'s relaxed ones, so a thief that acquires any of them sees the item.
-      M::thread_fence(std::memory_order_release);
-      bottom_.store(b + 1, std::memory_order_relaxed);  // relaxed: published by the fence above
-    }
-#endif
+    publish_bottom(b + 1);
+  }
+
+  // Owner only. How many push() calls from now on certainly do not grow the array (so cannot throw): the
+  // free slots counted from a fresh look at top. Costs one load of the thieves' line.
+  [[nodiscard]] std::size_t room() noexcept {
+    top_seen_ = top_.load(std::memory_order_acquire);  // acquire: as in push(), which relies on it later
+    const DequeIndex used = bottom_.load(std::memory_order_relaxed) - top_seen_;  // relaxed: owner's own
+    const DequeIndex capacity = array_.load(std::memory_order_relaxed)->capacity();
+    return used >= capacity ? 0 : static_cast<std::size_t>(capacity - std::max<DequeIndex>(used, 0));
   }
 
   // Owner only (the paper's take). Removes and returns the most recently pushed item still present, or
@@ -120,53 +132,68 @@ class ChaseLevDeque {
 #endif
       t = top_.load(std::memory_order_relaxed);  // relaxed: ordered by the fence above
     }
-    if (t < b) return a->load(b);  // thieves stop before b: after the Dekker point they see bottom <= b
-    std::optional<T> taken;
-    if (t == b) {
-      // The last item: thieves may be after it too, and the CAS on top decides. seq_cst as in the paper, so
-      // the winner is agreed in S; nothing is read on failure, hence relaxed.
-      const T item = a->load(b);
-      if (top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-        taken = item;
+    // No thief takes b: one whose CAS from t succeeds takes at most [t, t + MaxBatch), which stops before b;
+    // one that reads a top later than t read it after that top's CAS, which comes after our fence in S (we
+    // read t after it), so its fence comes after ours too and it sees bottom <= b.
+#if defined(WEFT_PLANT_DEQUE_BATCH_IGNORED)
+    if (t < b) return a->load(b);  // planted bug: the single-steal test, which a batch from t overruns
+#else
+    if (b - t >= static_cast<DequeIndex>(MaxBatch)) return a->load(b);
+#endif
+    if (t > b) {
+      // Empty. Undo the reservation. Relaxed: a thief that reads this value with a stale top fails its CAS,
+      // because every top value below b + 1 has already been CASed away.
+      bottom_.store(b + 1, std::memory_order_relaxed);
+      return std::nullopt;
+    }
+    // t <= b < t + MaxBatch: a batch from t could cover b, so claim all of [t, b] with one CAS of top to
+    // b + 1. seq_cst as the paper's last-item CAS, so the winner is agreed in S; a failure means thieves took
+    // [t, t'), and we try again from the t' it returns (relaxed: the slots we then read are ours, written by
+    // us). Lock-free: each failure is some thief's success.
+    while (!top_.compare_exchange_weak(t, b + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      if (t > b) {
+        bottom_.store(b + 1, std::memory_order_relaxed);  // relaxed: as above
+        return std::nullopt;
       }
     }
-    // Empty now either way (top >= b + 1): undo the reservation. Relaxed: a thief that reads this value with
-    // a stale top fails its CAS, because every top value below b + 1 has already been CASed away.
-    bottom_.store(b + 1, std::memory_order_relaxed);
+    // The CAS read the last thief's top, so it synchronizes with that thief (our acquire on its release):
+    // a lower bound push() may use, as one it read itself.
+    top_seen_ = b + 1;
+    const T taken = a->load(b);
+    if (t == b) {
+      // The last item (always so when MaxBatch == 1): the deque is empty, top == bottom == b + 1.
+      bottom_.store(b + 1, std::memory_order_relaxed);  // relaxed: nothing new to publish
+      return taken;
+    }
+    // Put [t, b) back, in order, at b + 1 onwards. Nobody else writes slots, and thieves that read the old
+    // ones fail their CAS (top is b + 1 now), so reading them all first is enough even where the new
+    // positions share ring slots with the old. Fewer than MaxBatch items, and they fitted before.
+    std::array<T, MaxBatch> back;
+    const auto count = static_cast<std::size_t>(b - t);
+    for (std::size_t i = 0; i < count; ++i) back[i] = a->load(t + static_cast<DequeIndex>(i));
+    for (std::size_t i = 0; i < count; ++i) a->store(b + 1 + static_cast<DequeIndex>(i), back[i]);
+    publish_bottom(b + 1 + static_cast<DequeIndex>(count));
     return taken;
   }
 
   // Any thread. Takes the oldest item. StealStatus::empty when the deque looked empty; lost_race when
   // another thief or the owner took that item first (the deque may still hold items: retrying is sensible).
   [[nodiscard]] StealResult<T> steal() noexcept {
-    DequeIndex t;
-    DequeIndex b;
-    if constexpr (M::fences_invisible) {
-      t = top_.load(std::memory_order_seq_cst);     // seq_cst: the other side of pop()'s Dekker pattern
-      b = bottom_.load(std::memory_order_seq_cst);  // seq_cst (so acquire): sees the slot pushed before b
-    } else {
-      // acquire (as in the paper): synchronizes with the CAS that advanced top to t, so our loads of
-      // bottom_ and array_ below return values at least as new as those that made t - 1 valid to its thread.
-      t = top_.load(std::memory_order_acquire);
-      M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with pop()'s fence (Dekker)
-      b = bottom_.load(std::memory_order_acquire);  // acquire: pairs with push's release fence: slot visible
-    }
-    if (t >= b) return {StealStatus::empty, T{}};
-    // Announce before loading the array pointer; seq_cst so that it is ordered in S against the owner's
-    // seq_cst store of a grown array and its seq_cst check of thieves_ (see reclaim_if_quiescent()).
-    thieves_.fetch_add(1, std::memory_order_seq_cst);
-    // seq_cst (stronger than the paper's acquire): the second half of the announcement argument; acquire
-    // is included, so the copied slots of a grown array are visible.
-    const Array* a = array_.load(std::memory_order_seq_cst);
-    const T item = a->load(t);
-    // release: our slot read happens before the owner's free once it reads the count this leaves.
-    thieves_.fetch_sub(1, std::memory_order_release);
-    // seq_cst as in the paper: the winner of position t is agreed in S with pop()'s CAS. Nothing is read
-    // on failure, hence relaxed.
-    if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-      return {StealStatus::lost_race, T{}};
-    }
-    return {StealStatus::success, item};
+    T item{};
+    std::size_t taken = 0;
+    const StealStatus status = steal_oldest(&item, 1, taken);
+    return {status, item};
+  }
+
+  // Any thread. Takes up to min(out.size(), MaxBatch) of the oldest items, but never more than half of those
+  // present (rounded up), so that the owner and other thieves keep the rest. Writes them to `out`, oldest
+  // first, and reports how many; the statuses mean what they mean for steal(). An empty `out` takes nothing
+  // and reports empty.
+  [[nodiscard]] BatchStealResult steal_batch(std::span<T> out) noexcept {
+    if (out.empty()) return {StealStatus::empty, 0};
+    std::size_t taken = 0;
+    const StealStatus status = steal_oldest(out.data(), std::min(out.size(), MaxBatch), taken);
+    return {status, taken};
   }
 
   // Any thread. Approximate number of items: exact when no one else is operating, otherwise some value the
@@ -192,6 +219,60 @@ class ChaseLevDeque {
   [[nodiscard]] std::size_t retired_slots() const noexcept { return retired_slots_; }
 
  private:
+  // Takes up to `limit` (>= 1) of the oldest items into out[0..taken).
+  StealStatus steal_oldest(T* out, std::size_t limit, std::size_t& taken) noexcept {
+    DequeIndex t;
+    DequeIndex b;
+    if constexpr (M::fences_invisible) {
+      t = top_.load(std::memory_order_seq_cst);     // seq_cst: the other side of pop()'s Dekker pattern
+      b = bottom_.load(std::memory_order_seq_cst);  // seq_cst (so acquire): sees the slots pushed before b
+    } else {
+      // acquire (as in the paper): synchronizes with the CAS that advanced top to t, so our loads of
+      // bottom_ and array_ below return values at least as new as those that made t - 1 valid to its thread.
+      t = top_.load(std::memory_order_acquire);
+      M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with pop()'s fence (Dekker)
+      b = bottom_.load(std::memory_order_acquire);  // acquire: pairs with push's release fence: slots visible
+    }
+    if (t >= b) return StealStatus::empty;
+    // Half of what is there, rounded up, and at most `limit` (which is at most MaxBatch: pop() relies on it).
+    const auto count = static_cast<DequeIndex>(
+        std::min<std::size_t>(limit, static_cast<std::size_t>((b - t + 1) / 2)));
+    // Announce before loading the array pointer; seq_cst so that it is ordered in S against the owner's
+    // seq_cst store of a grown array and its seq_cst check of thieves_ (see reclaim_if_quiescent()).
+    thieves_.fetch_add(1, std::memory_order_seq_cst);
+    // seq_cst (stronger than the paper's acquire): the second half of the announcement argument; acquire
+    // is included, so the copied slots of a grown array are visible.
+    const Array* a = array_.load(std::memory_order_seq_cst);
+    for (DequeIndex i = 0; i < count; ++i) out[i] = a->load(t + i);
+    // release: our slot reads happen before the owner's free once it reads the count this leaves.
+    thieves_.fetch_sub(1, std::memory_order_release);
+    // seq_cst as in the paper: the winner of positions [t, t + count) is agreed in S with pop()'s CAS.
+    // Nothing is read on failure, hence relaxed.
+    if (!top_.compare_exchange_strong(t, t + count, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      return StealStatus::lost_race;
+    }
+    taken = static_cast<std::size_t>(count);
+    return StealStatus::success;
+  }
+
+  // Owner only: makes the slots written before it visible to thieves that read `bottom` (or a later value).
+  void publish_bottom(DequeIndex bottom) noexcept {
+#if defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH)
+    bottom_.store(bottom, std::memory_order_relaxed);  // planted bug: the slot writes are not published
+#else
+    if constexpr (M::fences_invisible) {
+      // release: a thief that acquires this value sees the slot writes (and a growth's copy) before it.
+      // pop()'s exchange is an RMW, so it continues this release sequence.
+      bottom_.store(bottom, std::memory_order_release);
+    } else {
+      // release fence: orders the slot writes before this and every later store to bottom_, including
+      // pop()'s relaxed ones, so a thief that acquires any of them sees the items.
+      M::thread_fence(std::memory_order_release);
+      bottom_.store(bottom, std::memory_order_relaxed);  // relaxed: published by the fence above
+    }
+#endif
+  }
+
   static DequeIndex rounded(std::size_t requested) {
     if (requested == 0) throw std::invalid_argument("weft::sched::ChaseLevDeque: initial capacity must be >= 1");
     if (requested > static_cast<std::size_t>(Array::max_capacity)) {

@@ -1,8 +1,10 @@
 #include "scheduler/engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <exception>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -275,6 +277,10 @@ Task* Engine::steal_from_slots(Worker& self) {
   // acquire: pairs with the release store in slot_for_submission(), so every slots_[i] below it is set.
   const unsigned count = slot_count_.load(std::memory_order_acquire);
   if (count == 0) return nullptr;
+  // First what this worker took from the slots earlier (a relaxed hint skips the pop's fence when empty).
+  if (!self.from_outside.empty()) {
+    if (auto task = self.from_outside.pop()) return *task;
+  }
   const auto start = static_cast<unsigned>(self.next_random() % count);
   for (unsigned i = 0; i < count; ++i) {
     // relaxed: set before slot_count_ was published (acquired above) and never changed.
@@ -285,7 +291,33 @@ Task* Engine::steal_from_slots(Worker& self) {
     // Until it is empty, as a pop from the shared queue would: a lost race means another thread took an item,
     // so this stays lock-free, and outside work is never skipped for a worker's spawns while any is left.
     for (;;) {
-      const auto result = victim.deque.steal();
+      // A batch: this task and up to kStealBatch - 1 more (never more than half the slot), which go into our
+      // from_outside deque, where other workers still find them before any spawn. Only as many as fit there
+      // without growing, so the pushes cannot throw and nothing taken can be lost. One at a time while this
+      // worker waits (inside wait_on_worker): it should get back to its waiting task, not gather more.
+      std::array<Task*, OutsideSlot::kStealBatch> batch;
+      const std::size_t limit = self.wait_depth == 0 ? std::min(batch.size(), 1 + self.from_outside.room()) : 1;
+      const auto result = victim.deque.steal_batch(std::span<Task*>(batch.data(), limit));
+      if (result) {
+        // Each task was written by its submitter on another core: start fetching them all now, together.
+        for (std::size_t k = 1; k < result.count; ++k) __builtin_prefetch(batch[k]);
+        // Newest first, so that our pops (newest first) run them in the order they were submitted.
+        for (std::size_t k = result.count; k-- > 1;) self.from_outside.push(batch[k]);
+        // Work moved where sleepers have not been told about it: a sleeper may take some of it.
+        if (result.count > 1) signal_work();
+        return batch[0];
+      }
+      if (result.status == StealStatus::empty) break;
+    }
+  }
+  // Then what other workers took from the slots and have not started, still before any spawn.
+  const auto workers = static_cast<unsigned>(workers_.size());
+  const auto first = static_cast<unsigned>(self.next_random() % workers);
+  for (unsigned i = 0; i < workers; ++i) {
+    Worker& victim = *workers_[(first + i) % workers];
+    if (&victim == &self) continue;
+    while (!victim.from_outside.empty()) {  // a hint, as in steal(); retried while races are lost
+      const auto result = victim.from_outside.steal();
       if (result) return result.item;
       if (result.status == StealStatus::empty) break;
     }
@@ -400,7 +432,7 @@ bool Engine::has_visible_work(const Worker& self) const noexcept {
   }
   if (self.mailbox_pending.load(std::memory_order_relaxed) > 0) return true;
   for (const auto& worker : workers_) {
-    if (!worker->deque.empty()) return true;
+    if (!worker->deque.empty() || !worker->from_outside.empty()) return true;
   }
   const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
   for (unsigned i = 0; i < slots; ++i) {
@@ -690,6 +722,10 @@ std::uint64_t Engine::finish_shutdown() {
       drop(*task, ref);
       ++count;
     }
+    while (auto task = worker->from_outside.pop()) {
+      drop(*task, ref);
+      ++count;
+    }
     while (auto task = worker->mailbox.try_pop(ref)) {
       drop(*task, ref);
       ++count;
@@ -716,13 +752,15 @@ std::uint64_t Engine::drop_pending_while_running(TaskDomain::ThreadRef ref) noex
   // once the state is dropping, so this pass and the one after the join between them catch everything.
   std::uint64_t count = 0;
   for (auto& worker : workers_) {
-    for (;;) {
-      const auto result = worker->deque.steal();
-      if (result) {
-        drop(result.item, ref);
-        ++count;
-      } else if (result.status == StealStatus::empty) {
-        break;
+    for (auto* deque : {&worker->deque, &worker->from_outside}) {
+      for (;;) {
+        const auto result = deque->steal();
+        if (result) {
+          drop(result.item, ref);
+          ++count;
+        } else if (result.status == StealStatus::empty) {
+          break;
+        }
       }
     }
     while (auto task = worker->mailbox.try_pop(ref)) {
@@ -822,7 +860,7 @@ PoolStats Engine::stats() const {
                            c.wakeups.read()});
     finished += c.finished.read();
     submitted += c.spawned.read();
-    queued += worker->deque.size_hint();
+    queued += worker->deque.size_hint() + worker->from_outside.size_hint();
     queued += static_cast<std::size_t>(std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
   }
   const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_

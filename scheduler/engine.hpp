@@ -215,7 +215,9 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
       // shutting-down thread, which makes it ready (dropped) either way. A task this worker pushed just as the
       // shutdown's drop pass went by would stay in its own deque (or mailbox), where the shutdown looks again
       // only after joining this very worker: drop those here, or the wait and the join would wait on each other.
+      // The same for outside tasks this worker took in a batch (its from_outside deque).
       std::optional<Task*> own = self.deque.pop();
+      if (!own) own = self.from_outside.pop();
       if (!own && self.mailbox_pending.load(std::memory_order_relaxed) > 0) {
         own = self.mailbox.try_pop(self.ref());
         if (own) self.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only

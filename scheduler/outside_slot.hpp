@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "scheduler/cache_line.hpp"
@@ -22,8 +23,14 @@
 namespace weft::sched {
 
 struct OutsideSlot {
+  // The most tasks a worker takes from a slot at once (Engine::steal_from_slots). Batches pay the steal's
+  // fence and CAS once for several tasks and fetch their cache lines together; the owner's pops, made only
+  // while it waits, take the slower put-back path when fewer than this many tasks are left
+  // (scheduler/chase_lev_deque.hpp).
+  static constexpr std::size_t kStealBatch = 8;
+
   // Owner: push (submissions) and pop (inline runs while waiting). Anyone: steal.
-  ChaseLevDeque<Task*> deque;
+  ChaseLevDeque<Task*, StdMemoryModel, kStealBatch> deque;
   // Written by the current owner only (plain increments, see OwnedCounter); ownership passes from one thread to
   // the next through `owned` (release on giving up, acquire on adoption), so the counts carry over intact.
   OwnedCounter submitted;  // tasks the owner pushed here (idle accounting)

@@ -1,6 +1,8 @@
 // What a steal attempt on a work-stealing deque reports.
 #pragma once
 
+#include <cstddef>
+
 namespace weft::sched {
 
 // Why a steal returned what it did. A scheduler treats `empty` as "try another victim or park" and
@@ -19,6 +21,14 @@ struct StealResult {
 
   [[nodiscard]] constexpr bool stolen() const noexcept { return status == StealStatus::success; }
   [[nodiscard]] constexpr explicit operator bool() const noexcept { return stolen(); }
+};
+
+// The outcome of one batch steal: `count` items (at least 1) were taken when `status == success`, else none.
+struct BatchStealResult {
+  StealStatus status;
+  std::size_t count;
+
+  [[nodiscard]] constexpr explicit operator bool() const noexcept { return status == StealStatus::success; }
 };
 
 }  // namespace weft::sched

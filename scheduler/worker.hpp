@@ -54,6 +54,11 @@ class Worker {
   Engine& engine;
   const unsigned index;
   ChaseLevDeque<Task*> deque;
+  // Outside tasks this worker took from a slot in a batch and has not started (Engine::steal_from_slots).
+  // Apart from `deque`, so that they keep their place: every worker takes outside work before other
+  // workers' spawns, and a waiter past Engine::kMaxWaitDepth, which runs only its own `deque`, never nests
+  // these unrelated tasks. Owner: push and pop; anyone: steal.
+  ChaseLevDeque<Task*> from_outside{16};
   // Tasks sent to this worker by affinity. Others may take them after PoolOptions::affinity_patience.
   TaskQueue mailbox;
   // Pending mailbox tasks: lets the worker and thieves skip an empty mailbox without touching the queue.

@@ -1,4 +1,6 @@
-// Stress test of ChaseLevDeque: one owner pushing and popping, 1, 2 or 3 thieves stealing, every item counted
+// Stress test of ChaseLevDeque: one owner pushing and popping, 1, 2 or 3 thieves stealing (one item at a time,
+// or in batches of up to 8 from a MaxBatch = 8 deque, whose owner's pops take the put-back path whenever
+// fewer than 8 items are left), every item counted
 // (a per-item atomic counter that must end at exactly 1). Each round starts a fresh deque of capacity 2 and
 // pushes in bursts, so growth (and reclamation of the retired arrays) happens again and again while the
 // thieves steal. Per configuration: stress_count(5'000'000) pushes, each taken exactly once, so at least
@@ -39,12 +41,14 @@ struct Outcome {
   std::uint64_t unreclaimed_rounds = 0;  // retired arrays left after the thieves stopped and the owner ran
 };
 
+template <std::size_t Batch>
 Outcome run(unsigned thief_count, std::uint64_t pushes, std::uint64_t seed) {
+  using Deque = ChaseLevDeque<Item, weft::sched::StdMemoryModel, Batch>;
   Outcome out;
   const std::uint64_t rounds = (pushes + items_per_round - 1) / items_per_round;
   out.pushed = rounds * items_per_round;
   std::vector<std::atomic<std::uint8_t>> taken(out.pushed + 1);
-  std::atomic<ChaseLevDeque<Item>*> current{nullptr};
+  std::atomic<Deque*> current{nullptr};
   std::atomic<bool> round_done{false};
   std::atomic<unsigned> thieves_running{0};
   std::atomic<std::uint64_t> stolen{0};
@@ -60,17 +64,25 @@ Outcome run(unsigned thief_count, std::uint64_t pushes, std::uint64_t seed) {
       std::uint64_t lost = 0;
       for (std::uint64_t r = 0; r != rounds; ++r) {
         sync.arrive_and_wait();  // the owner has published this round's deque
-        ChaseLevDeque<Item>& deque = *current.load(std::memory_order_acquire);
+        Deque& deque = *current.load(std::memory_order_acquire);
         thieves_running.fetch_add(1, std::memory_order_relaxed);
         while (!round_done.load(std::memory_order_acquire)) {
-          const auto got = deque.steal();
-          if (got.stolen()) {
-            take(got.item);
-            ++mine;
-          } else if (got.status == StealStatus::lost_race) {
-            ++lost;
+          if constexpr (Batch == 1) {
+            const auto got = deque.steal();
+            if (got.stolen()) {
+              take(got.item);
+              ++mine;
+            } else if (got.status == StealStatus::lost_race) {
+              ++lost;
+            } else {
+              std::this_thread::yield();  // 2 cores: let the owner run
+            }
           } else {
-            std::this_thread::yield();  // 2 cores: let the owner run
+            Item batch[Batch] = {};
+            const std::size_t got = deque.steal_batch(batch).count;
+            for (std::size_t i = 0; i != got; ++i) take(batch[i]);
+            mine += got;
+            if (got == 0) std::this_thread::yield();  // empty or lost: let the owner run
           }
         }
         sync.arrive_and_wait();  // no thief touches the deque any more
@@ -83,7 +95,7 @@ Outcome run(unsigned thief_count, std::uint64_t pushes, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   Item next = 1;
   for (std::uint64_t r = 0; r != rounds; ++r) {
-    auto deque = std::make_unique<ChaseLevDeque<Item>>(2);
+    auto deque = std::make_unique<Deque>(2);
     current.store(deque.get(), std::memory_order_release);
     round_done.store(false, std::memory_order_relaxed);  // ordered before the thieves' reads by the barrier
     thieves_running.store(0, std::memory_order_relaxed);
@@ -129,10 +141,11 @@ Outcome run(unsigned thief_count, std::uint64_t pushes, std::uint64_t seed) {
   return out;
 }
 
+template <std::size_t Batch = 1>
 void check_stress(unsigned thief_count) {
   char name[64];
-  std::snprintf(name, sizeof name, "chase_lev_deque stress, %u thieves", thief_count);
-  const Outcome out = run(thief_count, weft::test::stress_count(5'000'000), weft::test::seed_for(name));
+  std::snprintf(name, sizeof name, "chase_lev_deque stress, %u thieves, batch %zu", thief_count, Batch);
+  const Outcome out = run<Batch>(thief_count, weft::test::stress_count(5'000'000), weft::test::seed_for(name));
   MESSAGE(name << ": pushed " << out.pushed << ", popped " << out.popped << ", stolen " << out.stolen
                << ", lost races " << out.lost_races << ", growths " << out.growths);
   CHECK_MESSAGE(out.wrong_counts == 0, "first item not taken exactly once: " << out.first_wrong);
@@ -147,6 +160,9 @@ TEST_SUITE("stress") {
   TEST_CASE("one owner and 1 thief: every item taken exactly once") { check_stress(1); }
   TEST_CASE("one owner and 2 thieves: every item taken exactly once") { check_stress(2); }
   TEST_CASE("one owner and 3 thieves: every item taken exactly once") { check_stress(3); }
+  TEST_CASE("one owner and 1 batch thief: every item taken exactly once") { check_stress<8>(1); }
+  TEST_CASE("one owner and 2 batch thieves: every item taken exactly once") { check_stress<8>(2); }
+  TEST_CASE("one owner and 3 batch thieves: every item taken exactly once") { check_stress<8>(3); }
 }
 
 }  // namespace

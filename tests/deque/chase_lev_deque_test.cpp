@@ -1,11 +1,13 @@
 // Quick tests of ChaseLevDeque: single-threaded behaviour against a std::deque oracle, bad input, the
 // StealResult contract, and reclamation of arrays retired by growth under concurrent stealing.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -103,6 +105,69 @@ TEST_SUITE("unit") {
     }
     CHECK(mismatches == 0);
     CHECK(largest > 64);  // the deque really grew
+  }
+
+  TEST_CASE("batch steals and the owner's put-back match a std::deque oracle") {
+    // MaxBatch 8: a steal takes min(requested, 8, half of what is there rounded up) of the oldest items; a pop
+    // with fewer than 8 items left goes through the claim-and-put-back path and must still be LIFO.
+    std::mt19937_64 rng(weft::test::seed_for("chase_lev_deque batch oracle"));
+    const std::uint64_t operations = weft::test::stress_count(1'000'000);
+    ChaseLevDeque<Item, weft::sched::StdMemoryModel, 8> deque(1 + rng() % 4);
+    std::deque<Item> oracle;
+    Item next = 1;
+    std::uint64_t mismatches = 0;
+    std::uint64_t batches_over_one = 0;
+    std::uint64_t short_pops = 0;
+    for (std::uint64_t op = 0; op != operations; ++op) {
+      const bool push_phase = (op / 512) % 2 == 0;
+      const unsigned roll = static_cast<unsigned>(rng() % 100);
+      if (roll < (push_phase ? 60u : 30u)) {
+        deque.push(next);
+        oracle.push_back(next++);
+      } else if (roll % 2 == 0) {
+        if (!oracle.empty() && oracle.size() < 8) ++short_pops;
+        const std::optional<Item> got = deque.pop();
+        std::optional<Item> want;
+        if (!oracle.empty()) {
+          want = oracle.back();
+          oracle.pop_back();
+        }
+        if (got != want) ++mismatches;
+      } else {
+        std::array<Item, 12> out{};
+        const std::size_t asked = 1 + rng() % out.size();
+        const std::size_t want = std::min({asked, std::size_t{8}, (oracle.size() + 1) / 2});
+        const std::size_t got = deque.steal_batch(std::span<Item>(out.data(), asked)).count;
+        if (got != want) ++mismatches;
+        for (std::size_t i = 0; i != got && !oracle.empty(); ++i) {
+          if (out[i] != oracle.front()) ++mismatches;
+          oracle.pop_front();
+        }
+        if (got > 1) ++batches_over_one;
+      }
+      if (deque.size_hint() != oracle.size()) ++mismatches;
+      if (op % 64 == 0) {
+        // room(): exactly the free slots, and that many pushes do not grow the array.
+        const std::size_t room = deque.room();
+        if (room != deque.capacity() - oracle.size()) ++mismatches;
+      }
+    }
+    CHECK(mismatches == 0);
+    CHECK(batches_over_one > 1000);
+    CHECK(short_pops > 1000);  // the put-back path ran
+  }
+
+  TEST_CASE("room() pushes never grow the array") {
+    ChaseLevDeque<Item> deque(8);
+    for (Item i = 1; i <= 3; ++i) deque.push(i);
+    CHECK(deque.steal().item == 1);
+    const std::size_t room = deque.room();
+    CHECK(room == 6);
+    for (std::size_t i = 0; i != room; ++i) deque.push(100 + i);
+    CHECK(deque.capacity() == 8);
+    CHECK(deque.room() == 0);
+    deque.push(200);
+    CHECK(deque.capacity() == 16);
   }
 
   TEST_CASE("an array retired by growth is freed by the owner's next operation when no thief is active") {

@@ -37,22 +37,22 @@ struct FenceFreeRelacyModel : weft::model::RelacyMemoryModel {
   static constexpr bool fences_invisible = true;
 };
 
-template <class M>
-using Deque = weft::sched::ChaseLevDeque<Item, M>;
+template <class M, std::size_t Batch>
+using Deque = weft::sched::ChaseLevDeque<Item, M, Batch>;
 
 constexpr unsigned max_threads = 3;
 constexpr unsigned max_items = 8;
 
 // Per-thread log of obtained items (each thread writes only its own row) and the exactly-once check.
-template <class Derived, class M, unsigned Threads>
+template <class Derived, class M, unsigned Threads, std::size_t Batch = 1>
 struct DequeScenario : rl::test_suite<Derived, Threads> {
-  Deque<M>* deque = nullptr;
+  Deque<M, Batch>* deque = nullptr;
   Item got[max_threads][max_items] = {};
   unsigned got_count[max_threads] = {};
   Item pushed = 0;  // written by the owner (thread 0) only; read in after()
 
   void before() {
-    deque = new Deque<M>(Derived::initial_capacity);
+    deque = new Deque<M, Batch>(Derived::initial_capacity);
     pushed = 0;
     for (unsigned& n : got_count) n = 0;
   }
@@ -67,6 +67,12 @@ struct DequeScenario : rl::test_suite<Derived, Threads> {
   }
   void steal(unsigned thread) {
     if (auto result = deque->steal()) record(thread, result.item);
+  }
+  void steal_batch(unsigned thread) {
+    Item out[Batch] = {};
+    const std::size_t taken = deque->steal_batch(out).count;
+    RL_ASSERT(taken <= Batch);
+    for (std::size_t i = 0; i < taken; ++i) record(thread, out[i]);
   }
   void after() {
     unsigned seen[max_items + 1] = {};
@@ -184,6 +190,65 @@ struct Reclaim : DequeScenario<Reclaim<M>, M, 3> {
   }
 };
 
+// Batch steals (MaxBatch 2): two thieves each take up to 2 of the oldest items (half of what they see,
+// rounded up) while the owner pops twice. A thief that saw 3 items takes [0, 2); the owner may take item 1
+// without a CAS only if no batch from the top it read reaches it, which it does here: the second pop must
+// claim with a CAS (the planted single-steal test takes it twice).
+template <class M>
+struct BatchPop : DequeScenario<BatchPop<M>, M, 3, 2> {
+  static constexpr std::size_t initial_capacity = 4;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->push();
+      this->push();
+      this->pop(th);
+      this->pop(th);
+    } else {
+      this->steal_batch(th);
+    }
+  }
+};
+
+// The owner's put-back across a wrapping ring: a pop of 2 items claims both and puts the older one back one
+// position on, where a slow thief may still read the old slot (it must then lose its CAS); later pushes wrap
+// the ring of 4 and batches see the moved item.
+template <class M>
+struct BatchWrap : DequeScenario<BatchWrap<M>, M, 2, 2> {
+  static constexpr std::size_t initial_capacity = 4;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->push();
+      this->pop(th);
+      this->push();
+      this->push();
+      this->push();
+      this->pop(th);
+    } else {
+      this->steal_batch(th);
+      this->steal_batch(th);
+    }
+  }
+};
+
+// Batch thieves while the owner grows the array.
+template <class M>
+struct BatchGrowth : DequeScenario<BatchGrowth<M>, M, 2, 2> {
+  static constexpr std::size_t initial_capacity = 1;
+  void thread(unsigned th) {
+    if (th == 0) {
+      this->push();
+      this->push();
+      this->push();
+      this->pop(th);
+    } else {
+      this->steal_batch(th);
+      this->steal_batch(th);
+    }
+  }
+};
+
 struct Totals {
   unsigned runs = 0;
   unsigned failures = 0;
@@ -227,13 +292,16 @@ void check_all(const char* variant, const std::vector<std::string_view>& only, T
   if (wanted("two_thieves")) check<TwoThieves, M>("two_thieves", variant, totals);
   if (wanted("interleaved")) check<Interleaved, M>("interleaved", variant, totals);
   if (wanted("reclaim")) check<Reclaim, M>("reclaim", variant, totals);
+  if (wanted("batch_pop")) check<BatchPop, M>("batch_pop", variant, totals);
+  if (wanted("batch_wrap")) check<BatchWrap, M>("batch_wrap", variant, totals);
+  if (wanted("batch_growth")) check<BatchGrowth, M>("batch_growth", variant, totals);
 }
 
 }  // namespace
 
 #if defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) || \
     defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||          \
-    defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX)
+    defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED)
 constexpr bool planted = true;
 #else
 constexpr bool planted = false;
