@@ -44,7 +44,10 @@ TEST_CASE_TEMPLATE("short-lived threads reuse records: memory stays bounded", Do
     // record plus a pass's threshold, twice over — not by the 200,000 retires of the whole run.
     CHECK(s.retired_now <= s.records * (2 * 500 + 64));
   }
-  CHECK(s.system_allocations < 10000);  // 200000 pushes: nodes came back through the pool
+  // 200000 pushes: nodes came back through the pool (without recycling this would be ~200000). QSBR frees a
+  // thread's nodes only after a grace period, which under TSan's slow threads often ends after the next
+  // threads started and allocated fresh: 12,400-12,800 seen there on 2026-11-24 (hazard pointers: ~1,500).
+  CHECK(s.system_allocations < 25000);
 }
 
 TEST_CASE_TEMPLATE("a domain may be destroyed before the threads that used it", Domain, weft::test::HpDomain,
