@@ -23,10 +23,10 @@
 // test defines them, so production builds compile exactly the correct text.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -53,9 +53,6 @@ class ChaseLevDeque {
   using Array = DequeArray<T, M>;
 
  public:
-  // The most items one steal_batch() takes.
-  static constexpr std::size_t max_batch = MaxBatch;
-
   // An empty deque whose first array holds `initial_capacity` items, rounded up to a power of two; it grows
   // by doubling. Throws std::invalid_argument for 0 and std::length_error above Array::max_capacity.
   explicit ChaseLevDeque(std::size_t initial_capacity = 64)
@@ -180,9 +177,7 @@ class ChaseLevDeque {
   // another thief or the owner took that item first (the deque may still hold items: retrying is sensible).
   [[nodiscard]] StealResult<T> steal() noexcept {
     T item{};
-    std::size_t taken = 0;
-    const StealStatus status = steal_oldest(&item, 1, taken);
-    return {status, item};
+    return {steal_oldest(&item, 1).status, item};
   }
 
   // Any thread. Takes up to min(out.size(), MaxBatch) of the oldest items, but never more than half of those
@@ -191,9 +186,7 @@ class ChaseLevDeque {
   // and reports empty.
   [[nodiscard]] BatchStealResult steal_batch(std::span<T> out) noexcept {
     if (out.empty()) return {StealStatus::empty, 0};
-    std::size_t taken = 0;
-    const StealStatus status = steal_oldest(out.data(), std::min(out.size(), MaxBatch), taken);
-    return {status, taken};
+    return steal_oldest(out.data(), std::min(out.size(), MaxBatch));
   }
 
   // Any thread. Approximate number of items: exact when no one else is operating, otherwise some value the
@@ -219,8 +212,8 @@ class ChaseLevDeque {
   [[nodiscard]] std::size_t retired_slots() const noexcept { return retired_slots_; }
 
  private:
-  // Takes up to `limit` (>= 1) of the oldest items into out[0..taken).
-  StealStatus steal_oldest(T* out, std::size_t limit, std::size_t& taken) noexcept {
+  // Takes up to `limit` (>= 1) of the oldest items into out[0..count).
+  BatchStealResult steal_oldest(T* out, std::size_t limit) noexcept {
     DequeIndex t;
     DequeIndex b;
     if constexpr (M::fences_invisible) {
@@ -233,7 +226,7 @@ class ChaseLevDeque {
       M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with pop()'s fence (Dekker)
       b = bottom_.load(std::memory_order_acquire);  // acquire: pairs with push's release fence: slots visible
     }
-    if (t >= b) return StealStatus::empty;
+    if (t >= b) return {StealStatus::empty, 0};
     // Half of what is there, rounded up, and at most `limit` (which is at most MaxBatch: pop() relies on it).
     const auto count = static_cast<DequeIndex>(
         std::min<std::size_t>(limit, static_cast<std::size_t>((b - t + 1) / 2)));
@@ -249,10 +242,9 @@ class ChaseLevDeque {
     // seq_cst as in the paper: the winner of positions [t, t + count) is agreed in S with pop()'s CAS.
     // Nothing is read on failure, hence relaxed.
     if (!top_.compare_exchange_strong(t, t + count, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-      return StealStatus::lost_race;
+      return {StealStatus::lost_race, 0};
     }
-    taken = static_cast<std::size_t>(count);
-    return StealStatus::success;
+    return {StealStatus::success, static_cast<std::size_t>(count)};
   }
 
   // Owner only: makes the slots written before it visible to thieves that read `bottom` (or a later value).

@@ -32,6 +32,68 @@ static_assert(weft::sched::DequeItem<std::uintptr_t>);
 static_assert(!weft::sched::DequeItem<std::array<void*, 2>>, "wider than a pointer: would tear");
 static_assert(!weft::sched::DequeItem<std::vector<int>>, "not trivially copyable");
 
+struct OracleOutcome {
+  std::uint64_t mismatches = 0;
+  std::size_t largest = 0;
+  std::uint64_t batches_over_one = 0;  // steals that took more than one item
+  std::uint64_t short_pops = 0;        // pops with fewer than Batch items present (the put-back path)
+};
+
+// Random single-threaded push/pop/steal on a ChaseLevDeque<Item, M, Batch> and a std::deque side by side, in
+// phases of `phase` operations biased towards pushing or taking, so the deque both grows large and empties
+// often. Batch 1 steals with steal(); larger batches with steal_batch() into spans of 1..12.
+template <std::size_t Batch>
+OracleOutcome run_against_oracle(const char* seed_name, std::uint64_t phase) {
+  std::mt19937_64 rng(weft::test::seed_for(seed_name));
+  const std::uint64_t operations = weft::test::stress_count(1'000'000);
+  ChaseLevDeque<Item, weft::sched::StdMemoryModel, Batch> deque(1 + rng() % 4);
+  std::deque<Item> oracle;
+  Item next = 1;
+  OracleOutcome out;
+  for (std::uint64_t op = 0; op != operations; ++op) {
+    const bool push_phase = (op / phase) % 2 == 0;
+    const unsigned roll = static_cast<unsigned>(rng() % 100);
+    if (roll < (push_phase ? 60u : 30u)) {
+      deque.push(next);
+      oracle.push_back(next++);
+    } else if (roll % 2 == 0) {
+      if (!oracle.empty() && oracle.size() < Batch) ++out.short_pops;
+      const std::optional<Item> got = deque.pop();
+      std::optional<Item> want;
+      if (!oracle.empty()) {
+        want = oracle.back();
+        oracle.pop_back();
+      }
+      if (got != want) ++out.mismatches;
+    } else {
+      std::array<Item, 12> taken{};
+      std::size_t asked = 1;
+      weft::sched::BatchStealResult got{};
+      if constexpr (Batch == 1) {
+        const auto single = deque.steal();
+        got = {single.status, single.stolen() ? std::size_t{1} : 0};
+        taken[0] = single.item;
+      } else {
+        asked = 1 + rng() % taken.size();
+        got = deque.steal_batch(std::span<Item>(taken.data(), asked));
+      }
+      const std::size_t want = std::min({asked, Batch, (oracle.size() + 1) / 2});
+      if (got.count != want || (want == 0) != (got.status == StealStatus::empty)) ++out.mismatches;
+      for (std::size_t i = 0; i != got.count && !oracle.empty(); ++i) {
+        if (taken[i] != oracle.front()) ++out.mismatches;
+        oracle.pop_front();
+      }
+      if (got.count > 1) ++out.batches_over_one;
+    }
+    if (deque.size_hint() != oracle.size() || deque.empty() != oracle.empty()) ++out.mismatches;
+    if (deque.retired_slots() >= deque.capacity()) ++out.mismatches;  // the memory bound
+    // room(): exactly the free slots (the test "room() pushes never grow the array" checks the promise).
+    if (op % 64 == 0 && deque.room() != deque.capacity() - oracle.size()) ++out.mismatches;
+    out.largest = std::max(out.largest, oracle.size());
+  }
+  return out;
+}
+
 TEST_SUITE("unit") {
   TEST_CASE("owner pops newest first, thieves steal oldest first") {
     ChaseLevDeque<Item> deque(4);
@@ -68,93 +130,28 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("random single-threaded push/pop/steal match a std::deque oracle") {
-    std::mt19937_64 rng(weft::test::seed_for("chase_lev_deque oracle"));
-    const std::uint64_t operations = weft::test::stress_count(1'000'000);
-    ChaseLevDeque<Item> deque(1 + rng() % 4);
-    std::deque<Item> oracle;
-    Item next = 1;
-    std::uint64_t mismatches = 0;
-    std::size_t largest = 0;
-    for (std::uint64_t op = 0; op != operations; ++op) {
-      // Phases biased towards pushing or taking, so the deque both grows large and empties often.
-      const bool push_phase = (op / 4096) % 2 == 0;
-      const unsigned roll = static_cast<unsigned>(rng() % 100);
-      if (roll < (push_phase ? 60u : 30u)) {
-        deque.push(next);
-        oracle.push_back(next++);
-      } else if (roll % 2 == 0) {
-        const std::optional<Item> got = deque.pop();
-        std::optional<Item> want;
-        if (!oracle.empty()) {
-          want = oracle.back();
-          oracle.pop_back();
-        }
-        if (got != want) ++mismatches;
-      } else {
-        const auto got = deque.steal();
-        if (oracle.empty()) {
-          if (got.status != StealStatus::empty) ++mismatches;
-        } else {
-          if (got.status != StealStatus::success || got.item != oracle.front()) ++mismatches;
-          oracle.pop_front();
-        }
-      }
-      if (deque.size_hint() != oracle.size() || deque.empty() != oracle.empty()) ++mismatches;
-      if (deque.retired_slots() >= deque.capacity()) ++mismatches;  // the memory bound
-      if (oracle.size() > largest) largest = oracle.size();
-    }
-    CHECK(mismatches == 0);
-    CHECK(largest > 64);  // the deque really grew
+    const OracleOutcome out = run_against_oracle<1>("chase_lev_deque oracle", 4096);
+    CHECK(out.mismatches == 0);
+    CHECK(out.largest > 64);  // the deque really grew
   }
 
   TEST_CASE("batch steals and the owner's put-back match a std::deque oracle") {
     // MaxBatch 8: a steal takes min(requested, 8, half of what is there rounded up) of the oldest items; a pop
     // with fewer than 8 items left goes through the claim-and-put-back path and must still be LIFO.
-    std::mt19937_64 rng(weft::test::seed_for("chase_lev_deque batch oracle"));
-    const std::uint64_t operations = weft::test::stress_count(1'000'000);
-    ChaseLevDeque<Item, weft::sched::StdMemoryModel, 8> deque(1 + rng() % 4);
-    std::deque<Item> oracle;
-    Item next = 1;
-    std::uint64_t mismatches = 0;
-    std::uint64_t batches_over_one = 0;
-    std::uint64_t short_pops = 0;
-    for (std::uint64_t op = 0; op != operations; ++op) {
-      const bool push_phase = (op / 512) % 2 == 0;
-      const unsigned roll = static_cast<unsigned>(rng() % 100);
-      if (roll < (push_phase ? 60u : 30u)) {
-        deque.push(next);
-        oracle.push_back(next++);
-      } else if (roll % 2 == 0) {
-        if (!oracle.empty() && oracle.size() < 8) ++short_pops;
-        const std::optional<Item> got = deque.pop();
-        std::optional<Item> want;
-        if (!oracle.empty()) {
-          want = oracle.back();
-          oracle.pop_back();
-        }
-        if (got != want) ++mismatches;
-      } else {
-        std::array<Item, 12> out{};
-        const std::size_t asked = 1 + rng() % out.size();
-        const std::size_t want = std::min({asked, std::size_t{8}, (oracle.size() + 1) / 2});
-        const std::size_t got = deque.steal_batch(std::span<Item>(out.data(), asked)).count;
-        if (got != want) ++mismatches;
-        for (std::size_t i = 0; i != got && !oracle.empty(); ++i) {
-          if (out[i] != oracle.front()) ++mismatches;
-          oracle.pop_front();
-        }
-        if (got > 1) ++batches_over_one;
-      }
-      if (deque.size_hint() != oracle.size()) ++mismatches;
-      if (op % 64 == 0) {
-        // room(): exactly the free slots, and that many pushes do not grow the array.
-        const std::size_t room = deque.room();
-        if (room != deque.capacity() - oracle.size()) ++mismatches;
-      }
-    }
-    CHECK(mismatches == 0);
-    CHECK(batches_over_one > 1000);
-    CHECK(short_pops > 1000);  // the put-back path ran
+    const OracleOutcome out = run_against_oracle<8>("chase_lev_deque batch oracle", 512);
+    CHECK(out.mismatches == 0);
+    CHECK(out.largest > 16);  // short phases: the deque often holds fewer than 8, and grows past its start
+    CHECK(out.batches_over_one > 1000);
+    CHECK(out.short_pops > 1000);  // the put-back path ran
+  }
+
+  TEST_CASE("steal_batch into an empty span takes nothing") {
+    ChaseLevDeque<Item, weft::sched::StdMemoryModel, 8> deque(4);
+    deque.push(1);
+    const auto result = deque.steal_batch(std::span<Item>());
+    CHECK(result.status == StealStatus::empty);
+    CHECK(result.count == 0);
+    CHECK(deque.size_hint() == 1);
   }
 
   TEST_CASE("room() pushes never grow the array") {
