@@ -24,6 +24,17 @@ constexpr unsigned kMaxThreads = 4096;
 
 std::size_t slot(Priority p) noexcept { return static_cast<std::size_t>(p); }
 
+// Steals from `deque` (any thread) until it takes a task, or null once the deque looks empty. A lost race means
+// another thread took an item, so retrying stays lock-free.
+template <class Deque>
+Task* steal_until_taken_or_empty(Deque& deque) noexcept {
+  for (;;) {
+    const auto result = deque.steal();
+    if (result) return result.item;
+    if (result.status == StealStatus::empty) return nullptr;
+  }
+}
+
 [[noreturn]] void invalid(const std::string& what) { throw invalid_option("weft::PoolOptions::" + what); }
 
 std::string list(const std::vector<unsigned>& cpus) {
@@ -303,6 +314,7 @@ Task* Engine::steal_from_slots(Worker& self) {
         for (std::size_t k = 1; k < result.count; ++k) __builtin_prefetch(batch[k]);
         // Newest first, so that our pops (newest first) run them in the order they were submitted.
         for (std::size_t k = result.count; k-- > 1;) self.from_outside.push(batch[k]);
+        self.counters.outside_batched.bump(result.count - 1);
         // Work moved where sleepers have not been told about it: a sleeper may take some of it.
         if (result.count > 1) signal_work();
         return batch[0];
@@ -315,12 +327,8 @@ Task* Engine::steal_from_slots(Worker& self) {
   const auto first = static_cast<unsigned>(self.next_random() % workers);
   for (unsigned i = 0; i < workers; ++i) {
     Worker& victim = *workers_[(first + i) % workers];
-    if (&victim == &self) continue;
-    while (!victim.from_outside.empty()) {  // a hint, as in steal(); retried while races are lost
-      const auto result = victim.from_outside.steal();
-      if (result) return result.item;
-      if (result.status == StealStatus::empty) break;
-    }
+    if (&victim == &self || victim.from_outside.empty()) continue;  // a hint, as in steal()
+    if (Task* task = steal_until_taken_or_empty(victim.from_outside)) return task;
   }
   return nullptr;
 }
@@ -753,14 +761,9 @@ std::uint64_t Engine::drop_pending_while_running(TaskDomain::ThreadRef ref) noex
   std::uint64_t count = 0;
   for (auto& worker : workers_) {
     for (auto* deque : {&worker->deque, &worker->from_outside}) {
-      for (;;) {
-        const auto result = deque->steal();
-        if (result) {
-          drop(result.item, ref);
-          ++count;
-        } else if (result.status == StealStatus::empty) {
-          break;
-        }
+      while (Task* task = steal_until_taken_or_empty(*deque)) {
+        drop(task, ref);
+        ++count;
       }
     }
     while (auto task = worker->mailbox.try_pop(ref)) {
@@ -785,14 +788,9 @@ std::uint64_t Engine::drop_slots(TaskDomain::ThreadRef ref) noexcept {
   const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
   for (unsigned i = 0; i < slots; ++i) {
     OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);
-    for (;;) {
-      const auto result = slot.deque.steal();
-      if (result) {
-        drop(result.item, ref);
-        ++count;
-      } else if (result.status == StealStatus::empty) {
-        break;
-      }
+    while (Task* task = steal_until_taken_or_empty(slot.deque)) {
+      drop(task, ref);
+      ++count;
     }
   }
   return count;
@@ -857,7 +855,7 @@ PoolStats Engine::stats() const {
   for (const auto& worker : workers_) {
     const auto& c = worker->counters;
     out.workers.push_back({c.executed.read(), c.stolen.read(), c.steal_attempts.read(), c.parks.read(),
-                           c.wakeups.read()});
+                           c.wakeups.read(), c.outside_batched.read()});
     finished += c.finished.read();
     submitted += c.spawned.read();
     queued += worker->deque.size_hint() + worker->from_outside.size_hint();

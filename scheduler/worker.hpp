@@ -26,7 +26,9 @@ using TaskQueue = MSQueue<Task*, TaskDomain>;
 // visible to a reader that acquires the new value (the idle check relies on it for `finished`).
 class OwnedCounter {
  public:
-  void bump() noexcept { value_.store(value_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void bump(std::uint64_t by = 1) noexcept {
+    value_.store(value_.load(std::memory_order_relaxed) + by, std::memory_order_release);
+  }
   [[nodiscard]] std::uint64_t read() const noexcept { return value_.load(std::memory_order_acquire); }
 
  private:
@@ -39,6 +41,7 @@ struct WorkerCounters {
   OwnedCounter steal_attempts;
   OwnedCounter parks;
   OwnedCounter wakeups;
+  OwnedCounter outside_batched;  // outside tasks moved into from_outside (PoolStats)
   OwnedCounter spawned;   // tasks this worker accepted from its own tasks (for the idle check)
   OwnedCounter taken_injected;  // tasks taken from the shared queues (for PoolStats::queued)
   OwnedCounter finished;  // tasks this worker ran or dropped to completion (for the idle check)

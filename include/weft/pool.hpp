@@ -53,8 +53,10 @@ using submit_result_t = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args
 // - Every accepted task runs exactly once, or — only under Shutdown::DropPending or a shutdown_for deadline —
 //   is dropped and reported (its future throws task_dropped; shutdown returns the count). A refused submission
 //   says so: post/submit throw weft::pool_closed, try_/_for return SubmitStatus::closed or ::full.
-// - A task posted from a worker goes to that worker's deque (LIFO for the owner, stolen FIFO by others); from
-//   any other thread, to a shared FIFO queue. Priority and affinity: see TaskOptions.
+// - A task posted from a worker goes to that worker's deque (LIFO for the owner, stolen FIFO by others). A
+//   Normal task from any other thread goes to that thread's slot in this pool, whose oldest tasks workers take
+//   (up to 8 at once, before any worker's spawns), or to a shared FIFO queue once 64 threads hold slots.
+//   Priority and affinity: see TaskOptions.
 // - The destructor shuts down with Shutdown::Drain. The pool may not be destroyed, shut down or waited idle
 //   from one of its own tasks: those calls throw weft::would_deadlock.
 // - All member functions are thread-safe.

@@ -95,6 +95,9 @@ struct WorkerStats {
   std::uint64_t steal_attempts = 0;  // steal calls made, successful or not
   std::uint64_t parks = 0;           // times the worker went to sleep
   std::uint64_t wakeups = 0;         // times it woke up from sleep
+  // Tasks from outside threads this worker took beyond the first of a batch (up to 8 at once), set aside where
+  // any worker takes them before other work than its own deque's.
+  std::uint64_t outside_batched = 0;
 };
 
 struct PoolStats {

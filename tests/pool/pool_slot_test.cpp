@@ -1,6 +1,7 @@
 // Outside threads' slots (scheduler/outside_slot.hpp): exactly-once delivery when the submitting threads come
 // and go (tasks left in the slot of a thread that exited, slots adopted by new threads, more threads than
-// slots), when the pool dies before the thread that used it, and under a DropPending shutdown.
+// slots), when the pool dies before the thread that used it, under a DropPending shutdown, and when workers
+// take a slot's tasks in batches.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -18,6 +19,35 @@ using namespace weft::test;
 constexpr unsigned kWaves = kThreadSanitizer ? 3 : 8;
 constexpr unsigned kThreadsPerWave = 80;
 constexpr std::uint64_t kTasksPerThread = kThreadSanitizer ? 100 : 400;
+
+TEST_CASE("a slot's backlog is taken in batches and runs exactly once") {
+  // Every worker is held while 2,000 tasks pile up in this thread's slot, so the first look of the first free
+  // worker sees them all and takes a full batch: 8, of which 7 go to its from_outside deque, where it and any
+  // other worker take them. Without batching the count stays 0.
+  static constexpr std::uint64_t kTasks = 2000;
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("slot batches", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    Gate gate;
+    occupy_all_workers(pool, gate);
+    std::uint64_t batched_before = 0;
+    for (const auto& w : pool.stats().workers) batched_before += w.outside_batched;
+    RunCounts runs(kTasks);
+    for (std::uint64_t i = 0; i < kTasks; ++i) pool.post([&runs, i] { runs.ran(i); });
+    CHECK(pool.stats().queued == kTasks);
+    gate.open();
+    pool.wait_idle();
+    check_exactly_once(runs);
+    std::uint64_t batched = 0;
+    for (const auto& w : pool.stats().workers) batched += w.outside_batched;
+    MESSAGE("tasks set aside in batches: " << batched - batched_before << " of " << kTasks);
+    CHECK(batched - batched_before >= 7);
+    CHECK(batched - batched_before < kTasks);  // the first task of each batch runs at once
+    const auto stats = pool.stats();
+    CHECK(stats.queued == 0);
+    CHECK(stats.in_flight == 0);
+  });
+}
 
 TEST_CASE("tasks left in the slot of an exited thread run exactly once, also after the slot is adopted") {
   for_each_worker_count([](unsigned workers) {
