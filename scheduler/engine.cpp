@@ -480,6 +480,8 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
                          ")");
   if (!closure) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
   Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
+  if (self != nullptr && !options.affinity && options.priority == Priority::Normal && options_.max_queued == 0)
+    return spawn_on_worker(*self, std::move(closure), inline_tag);
 
   // An outside thread's Normal task without affinity goes into the thread's own slot (when it can have one).
   OutsideSlot* const slot = self == nullptr && !options.affinity && options.priority == Priority::Normal
@@ -563,6 +565,27 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
     if (options_.max_queued != 0) release_queued_slot();
     throw;
   }
+  return SubmitStatus::accepted;
+}
+
+SubmitStatus Engine::spawn_on_worker(Worker& self, small_function<void()>&& closure,
+                                     weft::detail::InlineTag inline_tag) {
+  // acquire: as in enqueue; once dropping, a worker's new task would only be dropped again.
+  const State state = state_.load(std::memory_order_acquire);
+  if (state == State::dropping || state == State::stopped) return SubmitStatus::closed;
+  const TaskDomain::ThreadRef ref = self.ref();
+  Task* task = make_task(ref, std::move(closure), Priority::Normal, Task::kNoAffinity, inline_tag);
+  self.counters.spawned.bump();  // before it can run: idle() never sees it finished but not submitted
+  try {
+    self.deque.push(task);
+  } catch (...) {
+    // Growth failed: the task was never queued, but it was counted as submitted.
+    destroy_task(ref, task);
+    abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+    idle_changed_.notify_all();
+    throw;
+  }
+  signal_work();
   return SubmitStatus::accepted;
 }
 

@@ -19,34 +19,53 @@ Pool& shared_pool() noexcept {
   return *pool;
 }
 
-// The calling thread's cache; at thread exit its blocks go to the shared pool for other threads.
+// The calling thread's cache; at thread exit its blocks go to the shared pool for other threads. Reached
+// through `tls_cache_in_use`, a plain pointer (no initialisation guard on the hot path) that is null before
+// the cache is built and again once it is destroyed.
+thread_local Cache* tls_cache_in_use = nullptr;
 enum class CacheState : std::uint8_t { unborn, alive, gone };
 thread_local CacheState tls_state = CacheState::unborn;  // trivially destructible: readable at any time
 struct ThreadCache {
   Cache cache{shared_pool()};
-  ThreadCache() noexcept { tls_state = CacheState::alive; }
+  ThreadCache() noexcept {
+    tls_state = CacheState::alive;
+    tls_cache_in_use = &cache;
+  }
   ~ThreadCache() {
+    tls_cache_in_use = nullptr;
     tls_state = CacheState::gone;
     cache.drain();
   }
 };
 thread_local ThreadCache tls_cache;
 
-}  // namespace
-
-void* allocate_future_state(std::size_t bytes, std::size_t align) {
-  // After this thread's cache was destroyed (a state made from another thread-local's destructor), go to the
-  // system directly.
+// First use on this thread (builds the cache), or after its cache was destroyed (a state made or released
+// from another thread-local's destructor): then the system, or the shared pool, directly.
+[[gnu::noinline]] void* allocate_without_cache(std::size_t bytes, std::size_t align) {
   if (tls_state == CacheState::gone) return shared_pool().allocate_from_system(bytes, align);
   return tls_cache.cache.allocate(bytes, align);
 }
-
-void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noexcept {
+[[gnu::noinline]] void deallocate_without_cache(void* p, std::size_t bytes, std::size_t align) noexcept {
   if (tls_state == CacheState::gone) {
     shared_pool().give_back(p, bytes, align);
     return;
   }
   tls_cache.cache.deallocate(p, bytes, align);
+}
+
+}  // namespace
+
+void* allocate_future_state(std::size_t bytes, std::size_t align) {
+  if (Cache* cache = tls_cache_in_use; cache != nullptr) return cache->allocate(bytes, align);
+  return allocate_without_cache(bytes, align);
+}
+
+void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noexcept {
+  if (Cache* cache = tls_cache_in_use; cache != nullptr) {
+    cache->deallocate(p, bytes, align);
+    return;
+  }
+  deallocate_without_cache(p, bytes, align);
 }
 
 }  // namespace weft::detail

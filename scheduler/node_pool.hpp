@@ -139,26 +139,14 @@ class NodeCache {
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t align) {
     const std::size_t cls = pool_class_for(bytes, align);
     if (cls == kUnpooled || !pool_->recycles()) return pool_->allocate_from_system(bytes, align);
+    // The common case, kept free of calls so that it compiles to a few instructions at the caller.
     Freed& freed = freed_[cls];
     if (FreeBlock* b = freed.head; b != nullptr) {
       freed.head = b->next;
       if (--freed.count == 0) freed.tail = nullptr;
       return b;
     }
-    if (taken_[cls] == nullptr) taken_[cls] = pool_->take_all(cls);
-    if (FreeBlock* b = taken_[cls]; b != nullptr) {
-      taken_[cls] = b->next;
-      // Taken blocks were last written by the threads that freed them (a submitter's blocks come back from
-      // the workers that ran its tasks), so each is a cache miss, and following `next` alone would take
-      // them one at a time: the stall on the next link was 60% of a no-op post's time, and prefetching just
-      // the next block hid only part of it. `ahead` names a block about kPrefetchAhead links on, so that
-      // many misses are in flight at once. The next block is fetched too, for the first blocks of a chain
-      // and for chains without hints. For writing: the task is constructed in it.
-      if (b->ahead != nullptr) __builtin_prefetch(b->ahead, 1);
-      if (b->next != nullptr) __builtin_prefetch(b->next, 1);
-      return b;
-    }
-    return pool_->allocate_from_system(bytes, align);
+    return allocate_taken(cls, bytes, align);
   }
 
   // Returns a block obtained from allocate() with the same bytes/align.
@@ -172,11 +160,7 @@ class NodeCache {
     auto* b = ::new (p) FreeBlock{freed.head, nullptr};
     if (freed.head == nullptr) freed.tail = b;
     freed.head = b;
-    if (++freed.count == kCapacity) {
-      link_ahead(freed.head);
-      pool_->push_chain(cls, freed.head, freed.tail);
-      freed = Freed{};
-    }
+    if (++freed.count == kCapacity) spill(cls);
   }
 
   // Hands every cached block to the shared pool (a thread leaving the domain).
@@ -206,6 +190,32 @@ class NodeCache {
 
  private:
   static constexpr std::size_t kCapacity = 128;
+
+  // Out of line, so that allocate() and deallocate() stay small enough to inline with no register saves.
+  [[gnu::noinline]] void* allocate_taken(std::size_t cls, std::size_t bytes, std::size_t align) {
+    if (taken_[cls] == nullptr) taken_[cls] = pool_->take_all(cls);
+    if (FreeBlock* b = taken_[cls]; b != nullptr) {
+      taken_[cls] = b->next;
+      // Taken blocks were last written by the threads that freed them (a submitter's blocks come back from
+      // the workers that ran its tasks), so each is a cache miss, and following `next` alone would take
+      // them one at a time: the stall on the next link was 60% of a no-op post's time, and prefetching just
+      // the next block hid only part of it. `ahead` names a block about kPrefetchAhead links on, so that
+      // many misses are in flight at once. The next block is fetched too, for the first blocks of a chain
+      // and for chains without hints. For writing: the task is constructed in it.
+      if (b->ahead != nullptr) __builtin_prefetch(b->ahead, 1);
+      if (b->next != nullptr) __builtin_prefetch(b->next, 1);
+      return b;
+    }
+    return pool_->allocate_from_system(bytes, align);
+  }
+
+  // The freed list is full: it goes to the shared pool whole.
+  [[gnu::noinline]] void spill(std::size_t cls) noexcept {
+    Freed& freed = freed_[cls];
+    link_ahead(freed.head);
+    pool_->push_chain(cls, freed.head, freed.tail);
+    freed = Freed{};
+  }
 
   struct Freed {
     FreeBlock* head = nullptr;
