@@ -306,8 +306,15 @@ Task* Engine::steal_from_slots(Worker& self) {
       // from_outside deque, where other workers still find them before any spawn. Only as many as fit there
       // without growing, so the pushes cannot throw and nothing taken can be lost. One at a time while this
       // worker waits (inside wait_on_worker): it should get back to its waiting task, not gather more.
+      // And one at a time from a short backlog: between the batch's CAS and the pushes below, the extras are
+      // in no deque, and a worker that searched just then would find no outside work and take a spawn
+      // instead. With 4 parents posted and 4 workers, a child that waits for every parent to start then took
+      // the last free worker (pool_shutdown's "DropPending with nested waits" hung in CI, 2026-11-24). From a
+      // backlog of 2 * kStealBatch or more, what our batch leaves behind is still in the slot for others.
       std::array<Task*, OutsideSlot::kStealBatch> batch;
-      const std::size_t limit = self.wait_depth == 0 ? std::min(batch.size(), 1 + self.from_outside.room()) : 1;
+      const bool deep = victim.deque.size_hint() >= 2 * OutsideSlot::kStealBatch;
+      const std::size_t limit =
+          self.wait_depth == 0 && deep ? std::min(batch.size(), 1 + self.from_outside.room()) : 1;
       const auto result = victim.deque.steal_batch(std::span<Task*>(batch.data(), limit));
       if (result) {
         // Each task was written by its submitter on another core: start fetching them all now, together.
