@@ -546,11 +546,7 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
     try {
       slot->deque.push(task);
     } catch (...) {
-      // Growth failed: the task was never queued.
-      destroy_task(ref, task);
-      abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
-      idle_changed_.notify_all();
-      if (options_.max_queued != 0) release_queued_slot();
+      abandon_unqueued(ref, task);  // growth failed: the task was never queued
       throw;
     }
     signal_work();
@@ -565,11 +561,7 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
   try {
     route(self, ref, task);
   } catch (...) {
-    // Only allocation can fail here, before the task was queued: it never ran and never will.
-    destroy_task(ref, task);
-    abandoned_.fetch_add(1, std::memory_order_release);
-    idle_changed_.notify_all();  // it was counted as submitted: a wait_idle may be waiting for it
-    if (options_.max_queued != 0) release_queued_slot();
+    abandon_unqueued(ref, task);  // only allocation can fail here, before the task was queued
     throw;
   }
   return SubmitStatus::accepted;
@@ -586,14 +578,20 @@ SubmitStatus Engine::spawn_on_worker(Worker& self, small_function<void()>&& clos
   try {
     self.deque.push(task);
   } catch (...) {
-    // Growth failed: the task was never queued, but it was counted as submitted.
-    destroy_task(ref, task);
-    abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
-    idle_changed_.notify_all();
+    abandon_unqueued(ref, task);  // growth failed: the task was never queued
     throw;
   }
   signal_work();
   return SubmitStatus::accepted;
+}
+
+void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
+  // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
+  // wait_idle that may be waiting for it.
+  destroy_task(ref, task);
+  abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+  idle_changed_.notify_all();
+  if (options_.max_queued != 0) release_queued_slot();
 }
 
 void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {

@@ -112,6 +112,8 @@ class Engine {
   [[nodiscard]] bool closed_to(const Worker* self) const noexcept;
   void release_queued_slot() noexcept;
   void route(Worker* self, TaskDomain::ThreadRef ref, Task* task);
+  // A task counted as submitted could not be queued (allocation failed): destroy it and account for it.
+  void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
   // enqueue's common case: a worker's own Normal task with no affinity in a pool without max_queued.
   SubmitStatus spawn_on_worker(Worker& self, small_function<void()>&& closure, weft::detail::InlineTag inline_tag);
   void signal_work() noexcept;
