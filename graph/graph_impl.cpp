@@ -51,6 +51,13 @@ void GraphImpl::wait_for_run_end() noexcept {
   current_->wait_quietly();
 }
 
+void GraphImpl::throw_self_edge(std::uint32_t index) const {
+  std::string message = "weft::TaskGraph::add_edge: an edge from node '";
+  message += name(index);
+  message += "' to itself";
+  throw invalid_graph(message);
+}
+
 void GraphImpl::throw_busy(const char* what) const {
   std::string message = "weft::TaskGraph::";
   message += what;
@@ -113,12 +120,8 @@ void GraphImpl::add_edge(Node from, Node to) {
   require_idle("add_edge");
   require_own(from, "add_edge");
   require_own(to, "add_edge");
-  if (from.index() == to.index()) {
-    std::string message = "weft::TaskGraph::add_edge: an edge from node '";
-    message += name(from.index());
-    message += "' to itself";
-    throw invalid_graph(message);
-  }
+  if (from.index() == to.index()) [[unlikely]]
+    throw_self_edge(from.index());
   edges_.emplace_back(from.index(), to.index());
   edges_forward_ = edges_forward_ && from.index() < to.index();
   compiled_valid_ = false;

@@ -81,6 +81,7 @@ class GraphImpl {
   }
   [[noreturn, gnu::cold, gnu::noinline]] void throw_busy(const char* what) const;
   [[noreturn, gnu::cold, gnu::noinline]] void throw_not_own(Node node, const char* what) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_self_edge(std::uint32_t index) const;
   void validate(const NodeOptions& options, std::uint32_t index) const;
   void lay_out();
   [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left) const;

@@ -616,7 +616,12 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   const std::size_t s = slot(task->priority);
   // Counted for stats only; relaxed, and on a line only submitters write, so workers never contend on it.
   injected_total_[s].value.fetch_add(1, std::memory_order_relaxed);
-  injected_[s]->push(ref, task);
+  try {
+    injected_[s]->push(ref, task);
+  } catch (...) {
+    injected_total_[s].value.fetch_sub(1, std::memory_order_relaxed);  // never queued: else stats().queued stays up
+    throw;
+  }
   signal_work();
 }
 

@@ -2,6 +2,7 @@
 // the same two-level recycling the task domain uses, so a steady stream of submit + get allocates nothing.
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "scheduler/node_pool.hpp"
 #include "weft/detail/future_state.hpp"
@@ -13,9 +14,12 @@ using Pool = sched::NodePool<sched::StdMemoryModel>;
 using Cache = sched::NodeCache<sched::StdMemoryModel>;
 
 // Never destroyed: a Future (and so a block) may be released by any thread up to the very end of the process,
-// later than any static destructor could be ordered. Its blocks stay reachable through it.
+// later than any static destructor could be ordered. Its blocks stay reachable through it. Built in static
+// storage, not on the heap: this function is noexcept, and the first submit of a process may meet a full heap
+// (a failed `new` here used to terminate the process instead of letting that submit throw std::bad_alloc).
 Pool& shared_pool() noexcept {
-  static Pool* const pool = new Pool(true);
+  alignas(Pool) static std::byte storage[sizeof(Pool)];
+  static Pool* const pool = ::new (static_cast<void*>(storage)) Pool(true);
   return *pool;
 }
 

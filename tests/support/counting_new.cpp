@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 namespace {
 
 constinit thread_local std::size_t allocations = 0;
-constinit thread_local bool fail_next = false;
+// Allocations to let pass before one fails; kNoFailure when none is set up.
+constexpr std::size_t kNoFailure = static_cast<std::size_t>(-1);
+constinit thread_local std::size_t fail_countdown = kNoFailure;
 std::atomic<bool> counting{false};
 std::atomic<std::uint64_t> counted{0};
 
@@ -19,9 +22,12 @@ void* allocate(std::size_t size, std::size_t alignment) {
   ++allocations;
   // relaxed: a statistic read after the counted threads have been waited for (which orders their increments).
   if (counting.load(std::memory_order_relaxed)) counted.fetch_add(1, std::memory_order_relaxed);
-  if (fail_next) {
-    fail_next = false;
-    throw std::bad_alloc();
+  if (fail_countdown != kNoFailure) {
+    if (fail_countdown == 0) {
+      fail_countdown = kNoFailure;
+      throw std::bad_alloc();
+    }
+    --fail_countdown;
   }
   if (size == 0) size = 1;
   void* memory = nullptr;
@@ -40,7 +46,13 @@ namespace weft::test {
 
 std::size_t allocations_on_this_thread() noexcept { return allocations; }
 
-void fail_next_allocation_on_this_thread() noexcept { fail_next = true; }
+void fail_next_allocation_on_this_thread() noexcept { fail_countdown = 0; }
+
+void fail_allocation_after_on_this_thread(std::size_t skip) noexcept { fail_countdown = skip; }
+
+bool cancel_allocation_failure_on_this_thread() noexcept {
+  return std::exchange(fail_countdown, kNoFailure) != kNoFailure;
+}
 
 void count_allocations(bool on) noexcept {
   counting.store(on, std::memory_order_seq_cst);  // seq_cst: a plain, obviously ordered switch for tests

@@ -14,6 +14,14 @@ namespace weft::test {
 // Makes the calling thread's next operator new throw std::bad_alloc (it still counts as an allocation attempt).
 void fail_next_allocation_on_this_thread() noexcept;
 
+// Lets the calling thread's next `skip` calls of operator new succeed, then makes the one after throw
+// std::bad_alloc: a test can fail each allocation of an operation in turn.
+void fail_allocation_after_on_this_thread(std::size_t skip) noexcept;
+
+// Takes back a pending failure (either call above) if no allocation has used it yet; returns whether it was
+// still pending (false: some operator new on this thread has thrown for it since).
+bool cancel_allocation_failure_on_this_thread() noexcept;
+
 // Allocations made by this thread since the counter was created.
 class allocation_counter {
  public:
