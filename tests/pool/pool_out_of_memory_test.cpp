@@ -61,32 +61,43 @@ void submit_failing_each_allocation(Submit&& submit, std::atomic<std::int64_t>& 
 
 constexpr std::size_t kTasks = kThreadSanitizer ? 600 : 3000;  // past several doublings of each deque
 
+// What one pool's worth of posts under failing allocations left behind, checked once the pool is gone.
+struct PostTally {
+  std::atomic<std::int64_t> alive{0};
+  RunCounts runs{kTasks};
+  FailureCounts counts;
+
+  // Posts task i with `options` on `pool`, failing each of its allocations in turn; `queued` as above.
+  void post(weft::Pool& pool, std::size_t i, weft::TaskOptions options, std::optional<std::int64_t> queued) {
+    submit_failing_each_allocation(
+        [&] { pool.post([this, i, tracked = Tracked(alive)] { runs.ran(i); }, options); }, alive, queued, counts);
+  }
+
+  void check(const char* refused_what) {
+    check_exactly_once(runs);
+    CHECK(alive.load() == 0);
+    CHECK(counts.refused_alive == 0);
+    // Some allocation on the way was failed (task blocks, queue nodes, deque growth): the test tested something.
+    CHECK(counts.refused >= 1);
+    MESSAGE(refused_what << " refused for lack of memory: " << counts.refused);
+  }
+};
+
 void check_outside_submissions(unsigned workers, weft::TaskOptions options) {
   INFO("workers = " << workers);
   const Watchdog watchdog(named("out of memory, outside", workers), patience(60));
-  std::atomic<std::int64_t> alive{0};
-  RunCounts runs(kTasks);
-  FailureCounts counts;
+  PostTally tally;
   {
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     Gate gate;
     occupy_all_workers(pool, gate);  // nothing runs: the queues and deques fill and grow
-    for (std::size_t i = 0; i < kTasks; ++i) {
-      submit_failing_each_allocation(
-          [&] { pool.post([&runs, i, tracked = Tracked(alive)] { runs.ran(i); }, options); }, alive,
-          static_cast<std::int64_t>(i), counts);
-    }
-    CHECK(alive.load() == static_cast<std::int64_t>(kTasks));
+    for (std::size_t i = 0; i < kTasks; ++i) tally.post(pool, i, options, static_cast<std::int64_t>(i));
+    CHECK(tally.alive.load() == static_cast<std::int64_t>(kTasks));
     gate.open();
     pool.wait_idle();
     CHECK(pool.stats().queued == 0);
   }
-  check_exactly_once(runs);
-  CHECK(alive.load() == 0);
-  CHECK(counts.refused_alive == 0);
-  // Some allocation on the way was failed (task blocks, queue nodes, deque growth): the test tested something.
-  CHECK(counts.refused >= 1);
-  MESSAGE("submissions refused for lack of memory: " << counts.refused);
+  tally.check("posts");
 }
 
 constexpr unsigned kPoolSizes[] = {1, 2, 4};
@@ -109,9 +120,7 @@ TEST_CASE("a post on a worker whose allocation fails throws bad_alloc there and 
   for (const unsigned workers : kPoolSizes) {
     INFO("workers = " << workers);
     const Watchdog watchdog(named("out of memory, on a worker", workers), patience(60));
-    std::atomic<std::int64_t> alive{0};
-    RunCounts runs(kTasks);
-    FailureCounts counts;
+    PostTally tally;
     {
       weft::Pool pool{weft::PoolOptions{.threads = workers}};
       Gate gate;
@@ -120,22 +129,15 @@ TEST_CASE("a post on a worker whose allocation fails throws bad_alloc there and 
       gate.await_entered(workers - 1);
       std::atomic<bool> spawned{false};
       pool.post([&] {
-        for (std::size_t i = 0; i < kTasks; ++i) {
-          submit_failing_each_allocation(
-              [&] { pool.post([&runs, i, tracked = Tracked(alive)] { runs.ran(i); }); }, alive,
-              static_cast<std::int64_t>(i), counts);
-        }
+        for (std::size_t i = 0; i < kTasks; ++i) tally.post(pool, i, {}, static_cast<std::int64_t>(i));
         spawned.store(true);
       });
       while (!spawned.load()) std::this_thread::yield();  // not wait_idle: the gated workers are not idle
       gate.open();
       pool.wait_idle();
+      CHECK(pool.stats().queued == 0);
     }
-    check_exactly_once(runs);
-    CHECK(alive.load() == 0);
-    CHECK(counts.refused_alive == 0);
-    CHECK(counts.refused >= 1);
-    MESSAGE("spawns refused for lack of memory: " << counts.refused);
+    tally.check("spawns");
   }
 }
 
