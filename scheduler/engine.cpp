@@ -308,9 +308,9 @@ Task* Engine::steal_from_slots(Worker& self) {
       // worker waits (inside wait_on_worker): it should get back to its waiting task, not gather more.
       // And one at a time from a short backlog: between the batch's CAS and the pushes below, the extras are
       // in no deque, and a worker that searched just then would find no outside work and take a spawn
-      // instead. With 4 parents posted and 4 workers, a child that waits for every parent to start then took
-      // the last free worker (pool_shutdown's "DropPending with nested waits" hung in CI, 2026-11-24). From a
-      // backlog of 2 * kStealBatch or more, what our batch leaves behind is still in the slot for others.
+      // instead, against the rule that outside work goes first. From a backlog of 2 * kStealBatch or more,
+      // what our batch leaves behind is still in the slot for others. (This was first thought to cause
+      // pool_shutdown's nested-waits hang; that was the test's own ordering assumption, fixed there.)
       std::array<Task*, OutsideSlot::kStealBatch> batch;
       const bool deep = victim.deque.size_hint() >= 2 * OutsideSlot::kStealBatch;
       const std::size_t limit =
