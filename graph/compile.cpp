@@ -12,24 +12,26 @@ namespace weft::detail {
 
 void GraphImpl::lay_out() {
   const std::size_t n = bodies_.size();
-  // Successor lists by counting sort on the source node.
-  std::vector<std::uint32_t> offsets(n + 1, 0);
-  for (const auto& edge : edges_) ++offsets[edge.first + 1];
-  for (std::size_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
+  // One scratch allocation: `start` (n + 2) for the counting sort, `taken_by` (n) for removing duplicates.
+  std::vector<std::uint32_t> scratch(2 * n + 2, 0);
+  std::uint32_t* const start = scratch.data();
+  std::uint32_t* const taken_by = start + n + 2;
+  std::fill(taken_by, taken_by + n, kNoIndex);
+  // Successor lists by counting sort on the source node, shifted by one so that no cursor array is needed:
+  // after the counts' prefix sum, start[s + 1] is where source s's edges begin; placing the edges advances it
+  // to where they end, which is where s + 1's begin. So start[0..n] ends up as the offsets.
+  for (const auto& edge : edges_) ++start[edge.first + 2];
+  for (std::size_t i = 2; i < n + 2; ++i) start[i] += start[i - 1];
   std::vector<std::uint32_t> targets(edges_.size());
-  {
-    std::vector<std::uint32_t> cursor(offsets.begin(), offsets.end() - 1);
-    for (const auto& edge : edges_) targets[cursor[edge.first]++] = edge.second;
-  }
+  for (const auto& edge : edges_) targets[start[edge.first + 1]++] = edge.second;
   // Remove duplicate edges per node, compacting in place and keeping the order they were added in: a target
   // already taken for this source carries the source's index in `taken_by` (linear, no sort per node).
   std::vector<CompiledNode> compiled(n);
-  std::vector<std::uint32_t> taken_by(n, kNoIndex);
   std::uint32_t out = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto source = static_cast<std::uint32_t>(i);
     compiled[i].succ_begin = out;
-    for (std::uint32_t e = offsets[i]; e != offsets[i + 1]; ++e) {
+    for (std::uint32_t e = start[i]; e != start[i + 1]; ++e) {
       const std::uint32_t target = targets[e];
       if (taken_by[target] == source) continue;
       taken_by[target] = source;
@@ -40,7 +42,11 @@ void GraphImpl::lay_out() {
   targets.resize(out);
   for (const std::uint32_t target : targets) ++compiled[target].join_init;
 
+  // Counted first so that the roots take one allocation of the right size.
+  std::size_t root_count = 0;
+  for (const CompiledNode& node : compiled) root_count += node.join_init == 0 ? 1 : 0;
   std::vector<std::uint32_t> roots;
+  roots.reserve(root_count);
   for (std::size_t i = 0; i < n; ++i)
     if (compiled[i].join_init == 0) roots.push_back(static_cast<std::uint32_t>(i));
   if (!edges_forward_) {
@@ -48,8 +54,9 @@ void GraphImpl::lay_out() {
     // when every edge goes forward in node order, which is then a topological order already.
     std::vector<std::uint32_t> indegree(n);
     for (std::size_t i = 0; i < n; ++i) indegree[i] = compiled[i].join_init;
-    std::vector<std::uint32_t> order(roots);
+    std::vector<std::uint32_t> order;
     order.reserve(n);
+    order.assign(roots.begin(), roots.end());
     for (std::size_t head = 0; head < order.size(); ++head) {
       const CompiledNode& node = compiled[order[head]];
       for (std::uint32_t e = node.succ_begin; e != node.succ_end; ++e)

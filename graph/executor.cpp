@@ -273,6 +273,9 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
     }
     finish_unit();  // the roots' own unit; the task's unit goes at the end as for every kind
   }
+  // The dropped task's node never finishes: the join counters after it stop part-way. relaxed: read by the
+  // run's last unit, which the pending count's acq_rel orders after this.
+  lost_tasks_.store(true, std::memory_order_relaxed);
   const std::uint32_t node = kind == GraphTaskKind::executor ? graph_.limited_node(index)
                              : kind == GraphTaskKind::roots  ? graph_.roots()[index]
                                                              : index;
@@ -339,6 +342,10 @@ void RunState::finish_unit() noexcept {
     const std::uint64_t dropped = limiter.dropped.load(std::memory_order_relaxed);
     if (dropped != 0) dropped_by_limiter_[i] = {graph_.limited_node(static_cast<std::uint32_t>(i)), dropped};
   }
+  // A run that lost tasks left join counters part-way down (a run that completes or is cancelled takes every
+  // node through finish_node, which counts each one down to zero and back to its start): set them all back,
+  // or the next run would start a node before its predecessors finished.
+  if (lost_tasks_.load(std::memory_order_relaxed)) graph_.reset_join_counters();
   graph_.run_ended();  // from here on the graph may be changed, run again or destroyed: touch it no more
   done_.store(true, std::memory_order_release);
   done_signal_.notify();

@@ -1,6 +1,7 @@
 // Building a TaskGraph and starting its runs: validation with errors that name the node, and one run at a time.
 #include "graph/graph_impl.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -122,9 +123,16 @@ void GraphImpl::add_edge(Node from, Node to) {
   require_own(to, "add_edge");
   if (from.index() == to.index()) [[unlikely]]
     throw_self_edge(from.index());
-  edges_.emplace_back(from.index(), to.index());
-  edges_forward_ = edges_forward_ && from.index() < to.index();
-  compiled_valid_ = false;
+  // The growth path is a tail call out of line: inlined, its calls made this (otherwise leaf) function save
+  // six registers on every edge.
+  if (edges_.size() == edges_.capacity()) [[unlikely]]
+    return add_edge_growing(from.index(), to.index());
+  record_edge(from.index(), to.index());
+}
+
+void GraphImpl::add_edge_growing(std::uint32_t from, std::uint32_t to) {
+  edges_.reserve(std::max<std::size_t>(16, 2 * edges_.capacity()));
+  record_edge(from, to);
 }
 
 void GraphImpl::reserve(std::size_t nodes, std::size_t edges) {

@@ -66,6 +66,11 @@ class GraphImpl {
     return limited_nodes_[limiter_index];
   }
   [[nodiscard]] const std::vector<std::uint32_t>& roots() const noexcept { return roots_; }
+  // Sets every join counter to its start value (after a run that lost tasks; see RunState::finish_unit).
+  void reset_join_counters() noexcept {
+    for (std::size_t i = 0; i < compiled_.size(); ++i)
+      join_[i].store(compiled_[i].join_init, std::memory_order_relaxed);
+  }
   // Called by the run's last unit of work, before it tells waiters: the graph may be changed or run again.
   void run_ended() noexcept { running_.store(false, std::memory_order_release); }
 
@@ -82,6 +87,14 @@ class GraphImpl {
   [[noreturn, gnu::cold, gnu::noinline]] void throw_busy(const char* what) const;
   [[noreturn, gnu::cold, gnu::noinline]] void throw_not_own(Node node, const char* what) const;
   [[noreturn, gnu::cold, gnu::noinline]] void throw_self_edge(std::uint32_t index) const;
+  // Appends a checked edge; the caller made sure it fits without allocating (so no growth code is emitted).
+  void record_edge(std::uint32_t from, std::uint32_t to) noexcept {
+    if (edges_.size() == edges_.capacity()) __builtin_unreachable();
+    edges_.emplace_back(from, to);
+    edges_forward_ = edges_forward_ && from < to;
+    compiled_valid_ = false;
+  }
+  [[gnu::noinline]] void add_edge_growing(std::uint32_t from, std::uint32_t to);
   void validate(const NodeOptions& options, std::uint32_t index) const;
   void lay_out();
   [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left) const;

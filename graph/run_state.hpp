@@ -114,6 +114,7 @@ class RunState {
   std::atomic<std::uint64_t> exceptions_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<bool> lost_tasks_{false};  // the pool refused or dropped a task of this run (task_dropped)
   std::size_t node_count_ = 0;
   std::uint32_t roots_count_ = 0;
   // The first roots task was claimed, by a worker running it or by an outside waiter (help_from_outside).

@@ -18,15 +18,20 @@ namespace {
 using namespace weft::test;
 using namespace std::chrono_literals;
 
-// A chain of `length` nodes, then `width` nodes after it, then one join: every node counts into `ran`.
-void build_chain_fan(weft::TaskGraph& g, std::atomic<std::size_t>& ran, std::size_t length, std::size_t width) {
+// A chain of `length` nodes, then `width` nodes after it, then one join: every node counts into `ran`. The join
+// also stores into `ran_before_join` (if given) how many had run when it started: all the others, if in order.
+void build_chain_fan(weft::TaskGraph& g, std::atomic<std::size_t>& ran, std::size_t length, std::size_t width,
+                     std::atomic<std::size_t>* ran_before_join = nullptr) {
   weft::Node last = g.add_node([&ran] { ran.fetch_add(1); });
   for (std::size_t i = 1; i < length; ++i) {
     weft::Node next = g.add_node([&ran] { ran.fetch_add(1); });
     g.add_edge(last, next);
     last = next;
   }
-  weft::Node join = g.add_node([&ran] { ran.fetch_add(1); });
+  weft::Node join = g.add_node([&ran, ran_before_join] {
+    if (ran_before_join != nullptr) ran_before_join->store(ran.load());
+    ran.fetch_add(1);
+  });
   for (std::size_t i = 0; i < width; ++i) {
     weft::Node leaf = g.add_node([&ran] { ran.fetch_add(1); });
     g.add_edge(last, leaf);
@@ -234,7 +239,8 @@ TEST_CASE("shutdown(DropPending) during a run ends it with task_dropped or pool_
       weft::TaskGraph g;
       std::atomic<std::size_t> ran{0};
       std::atomic<std::size_t> children{0};
-      build_chain_fan(g, ran, 100, 100);
+      std::atomic<std::size_t> ran_before_join{0};
+      build_chain_fan(g, ran, 100, 100, &ran_before_join);
       // Nodes that spawn children, and a Block inbox whose producer waits, while the pool goes away.
       auto spawner = g.add_node([&](weft::Subflow& sf) {
         for (int i = 0; i < 50; ++i) sf.spawn([&] { children.fetch_add(1); });
@@ -260,6 +266,14 @@ TEST_CASE("shutdown(DropPending) during a run ends it with task_dropped or pool_
       }
       CHECK(run.done());
       CHECK_FALSE(g.running());
+      // Whatever the shutdown cut short, the graph runs again, whole and in order, on another pool.
+      weft::Pool fresh{weft::PoolOptions{.threads = workers}};
+      ran.store(0);
+      children.store(0);
+      CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+      CHECK(ran.load() == 201);
+      CHECK(ran_before_join.load() == 200);
+      CHECK(children.load() == 50);
     }
     MESSAGE("workers " << workers << ": completed " << completed << ", task_dropped " << dropped
                        << ", pool_closed " << closed);
@@ -303,6 +317,58 @@ TEST_CASE("shutdown(DropPending) while a Block producer waits for room or a node
       } catch (const weft::pool_closed&) {
       }
     }
+  }
+}
+
+TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run again, in order") {
+  // r -> {a, b} -> c on one worker. r finishes only once the pool is closing: a runs in place (skipped, the
+  // run having failed), b's post is refused or dropped. c then saw one of its two predecessors finish and
+  // never ran; the next run on another pool must still wait for both before c.
+  const Watchdog watchdog("rerun after DropPending", patience(30));
+  weft::TaskGraph g;
+  std::atomic<int> a_ran{0}, b_ran{0}, c_ran{0}, c_early{0};
+  std::atomic<bool> r_inside{false};
+  std::atomic<weft::Pool*> closing_pool{nullptr};
+  auto r = g.add_node([&] {
+    r_inside.store(true);
+    weft::Pool* pool = closing_pool.load();
+    if (pool == nullptr) return;  // later runs
+    // Accepted probes go to this worker's deque and are dropped with the rest.
+    while (pool->try_post([] {}) == weft::SubmitStatus::accepted) std::this_thread::sleep_for(1ms);
+  });
+  auto a = g.add_node([&] { a_ran.fetch_add(1); });
+  auto b = g.add_node([&] {
+    std::this_thread::sleep_for(20ms);  // c must not start before this ends
+    b_ran.fetch_add(1);
+  });
+  auto c = g.add_node([&] {
+    if (a_ran.load() != c_ran.load() + 1 || b_ran.load() != c_ran.load() + 1) c_early.fetch_add(1);
+    c_ran.fetch_add(1);
+  });
+  g.add_edges(r, {a, b});
+  g.add_edge(a, c);
+  g.add_edge(b, c);
+  {
+    weft::Pool pool{weft::PoolOptions{.threads = 1}};
+    closing_pool.store(&pool);
+    weft::Run run = g.run(pool);
+    while (!r_inside.load()) std::this_thread::yield();
+    (void)pool.shutdown(weft::Shutdown::DropPending);
+    await_or_die(run, "rerun after DropPending: first run", patience(10));
+    CHECK_THROWS_AS((void)run.wait(), weft::task_dropped);
+    closing_pool.store(nullptr);
+  }
+  REQUIRE(b_ran.load() == 0);  // else the scenario did not happen (b ran after all)
+  CHECK(c_ran.load() == 0);
+  a_ran.store(0);
+  weft::Pool fresh{weft::PoolOptions{.threads = 2}};
+  for (int round = 1; round <= 3; ++round) {
+    INFO("rerun " << round);
+    CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+    CHECK(a_ran.load() == round);
+    CHECK(b_ran.load() == round);
+    CHECK(c_ran.load() == round);
+    CHECK(c_early.load() == 0);
   }
 }
 
