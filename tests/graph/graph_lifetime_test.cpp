@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -322,53 +323,61 @@ TEST_CASE("shutdown(DropPending) while a Block producer waits for room or a node
 
 TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run again, in order") {
   // r -> {a, b} -> c on one worker. r finishes only once the pool is closing: a runs in place (skipped, the
-  // run having failed), b's post is refused or dropped. c then saw one of its two predecessors finish and
-  // never ran; the next run on another pool must still wait for both before c.
-  const Watchdog watchdog("rerun after DropPending", patience(30));
-  weft::TaskGraph g;
-  std::atomic<int> a_ran{0}, b_ran{0}, c_ran{0}, c_early{0};
-  std::atomic<bool> r_inside{false};
-  std::atomic<weft::Pool*> closing_pool{nullptr};
-  auto r = g.add_node([&] {
-    r_inside.store(true);
-    weft::Pool* pool = closing_pool.load();
-    if (pool == nullptr) return;  // later runs
-    // Accepted probes go to this worker's deque and are dropped with the rest.
-    while (pool->try_post([] {}) == weft::SubmitStatus::accepted) std::this_thread::sleep_for(1ms);
-  });
-  auto a = g.add_node([&] { a_ran.fetch_add(1); });
-  auto b = g.add_node([&] {
-    std::this_thread::sleep_for(20ms);  // c must not start before this ends
-    b_ran.fetch_add(1);
-  });
-  auto c = g.add_node([&] {
-    if (a_ran.load() != c_ran.load() + 1 || b_ran.load() != c_ran.load() + 1) c_early.fetch_add(1);
-    c_ran.fetch_add(1);
-  });
-  g.add_edges(r, {a, b});
-  g.add_edge(a, c);
-  g.add_edge(b, c);
-  {
-    weft::Pool pool{weft::PoolOptions{.threads = 1}};
-    closing_pool.store(&pool);
-    weft::Run run = g.run(pool);
-    while (!r_inside.load()) std::this_thread::yield();
-    (void)pool.shutdown(weft::Shutdown::DropPending);
-    await_or_die(run, "rerun after DropPending: first run", patience(10));
-    CHECK_THROWS_AS((void)run.wait(), weft::task_dropped);
-    closing_pool.store(nullptr);
-  }
-  REQUIRE(b_ran.load() == 0);  // else the scenario did not happen (b ran after all)
-  CHECK(c_ran.load() == 0);
-  a_ran.store(0);
-  weft::Pool fresh{weft::PoolOptions{.threads = 2}};
-  for (int round = 1; round <= 3; ++round) {
-    INFO("rerun " << round);
-    CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
-    CHECK(a_ran.load() == round);
-    CHECK(b_ran.load() == round);
-    CHECK(c_ran.load() == round);
-    CHECK(c_early.load() == 0);
+  // run having failed), b's post (its task, or its activation when it has tokens) is refused or dropped. c then
+  // saw one of its two predecessors finish and never ran; the next runs on another pool must still wait for
+  // both before c.
+  for (const std::uint64_t b_tokens : {std::uint64_t{1}, std::uint64_t{3}}) {
+    INFO("b has " << b_tokens << " tokens");
+    const Watchdog watchdog("rerun after DropPending", patience(30));
+    weft::TaskGraph g;
+    std::atomic<int> a_ran{0}, b_ran{0}, c_ran{0}, c_early{0};
+    std::atomic<bool> r_inside{false};
+    std::atomic<weft::Pool*> closing_pool{nullptr};
+    auto r = g.add_node([&] {
+      r_inside.store(true);
+      weft::Pool* pool = closing_pool.load();
+      if (pool == nullptr) return;  // later runs
+      // Accepted probes go to this worker's deque and are dropped with the rest.
+      while (pool->try_post([] {}) == weft::SubmitStatus::accepted) std::this_thread::sleep_for(1ms);
+    });
+    auto a = g.add_node([&] { a_ran.fetch_add(1); });
+    auto b = g.add_node(
+        [&] {
+          std::this_thread::sleep_for(10ms);  // c must not start before this ends
+          b_ran.fetch_add(1);
+        },
+        weft::NodeOptions{.concurrency = 1, .tokens = b_tokens});
+    const int b_per_run = static_cast<int>(b_tokens);
+    auto c = g.add_node([&] {
+      const int runs = c_ran.load() + 1;
+      if (a_ran.load() != runs || b_ran.load() != runs * b_per_run) c_early.fetch_add(1);
+      c_ran.fetch_add(1);
+    });
+    g.add_edges(r, {a, b});
+    g.add_edge(a, c);
+    g.add_edge(b, c);
+    {
+      weft::Pool pool{weft::PoolOptions{.threads = 1}};
+      closing_pool.store(&pool);
+      weft::Run run = g.run(pool);
+      while (!r_inside.load()) std::this_thread::yield();
+      (void)pool.shutdown(weft::Shutdown::DropPending);
+      await_or_die(run, "rerun after DropPending: first run", patience(10));
+      CHECK_THROWS_AS((void)run.wait(), weft::task_dropped);
+      closing_pool.store(nullptr);
+    }
+    REQUIRE(b_ran.load() == 0);  // else the scenario did not happen (b ran after all)
+    CHECK(c_ran.load() == 0);
+    a_ran.store(0);
+    weft::Pool fresh{weft::PoolOptions{.threads = 2}};
+    for (int round = 1; round <= 3; ++round) {
+      INFO("rerun " << round);
+      CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+      CHECK(a_ran.load() == round);
+      CHECK(b_ran.load() == round * b_per_run);
+      CHECK(c_ran.load() == round);
+      CHECK(c_early.load() == 0);
+    }
   }
 }
 
