@@ -282,7 +282,7 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
   try {
     std::string message = "weft::TaskGraph: a task of node '";
     message += graph_.name(node);
-    message += "' was not run: the pool refused or dropped it (shut down)";
+    message += "' was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)";
     fail(std::make_exception_ptr(weft::task_dropped(message)));
   } catch (...) {
     fail(std::current_exception());  // out of memory building the message: still fail the run
