@@ -39,6 +39,12 @@ enum class Phase { build, run, total };
   return 2;
 }
 
+// WEFT_BENCH_PIN=1 pins weft's workers one per CPU (PoolOptions::pinning); oneTBB's threads stay unpinned.
+[[nodiscard]] inline bool graph_pinned() {
+  const char* text = std::getenv("WEFT_BENCH_PIN");
+  return text != nullptr && text[0] == '1';
+}
+
 [[nodiscard]] constexpr std::string_view phase_name(Phase phase) noexcept {
   return phase == Phase::build ? "build" : phase == Phase::run ? "run" : "total";
 }

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   const unsigned threads = graph_threads();
   weft::PoolOptions options;  // not designated: -Wextra flags the members left out
   options.threads = threads;
+  if (graph_pinned()) options.pinning = weft::Pinning::one_per_cpu;
   weft::Pool pool(std::move(options));
   WeftGraphSide weft_side(pool);
   TbbGraphSide tbb_side(threads);
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
         ->UseManualTime();
   }
   benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("weft pinning", graph_pinned() ? "one per CPU" : "none");
   benchmark::AddCustomContext("oneTBB", TBB_runtime_version());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
