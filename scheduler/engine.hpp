@@ -114,6 +114,11 @@ class Engine {
   void route(Worker* self, TaskDomain::ThreadRef ref, Task* task);
   // A task counted as submitted could not be queued (allocation failed): destroy it and account for it.
   void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
+  // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal.
+  [[gnu::noinline]] SubmitStatus enqueue_general(small_function<void()>&& closure, TaskOptions options,
+                                                 weft::detail::Admission admission,
+                                                 std::chrono::steady_clock::time_point deadline,
+                                                 weft::detail::InlineTag inline_tag);
   // enqueue's common case: a worker's own Normal task with no affinity in a pool without max_queued.
   SubmitStatus spawn_on_worker(Worker& self, small_function<void()>&& closure, weft::detail::InlineTag inline_tag);
   void signal_work() noexcept;
