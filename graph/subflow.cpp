@@ -44,7 +44,9 @@ void Subflow::child_finished() noexcept {
 
 void Subflow::child_dropped() noexcept {
   detail::RunState* run = run_;
-  run->fail_dropped("weft::Subflow: a child task was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)");
+  run->fail_dropped(
+      "weft::Subflow: a child task was not run: the pool refused it (shut down, or out of memory) or dropped it "
+      "(shut down)");
   run->add_skipped(1);
   child_finished();
   run->finish_unit();

@@ -500,9 +500,8 @@ SubmitStatus Engine::enqueue_general(small_function<void()>&& closure, TaskOptio
                          ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
                          ")");
   if (!closure) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
+  // A worker of this pool here has a task with a priority, an affinity or max_queued: enqueue() took the rest.
   Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
-  if (self != nullptr && !options.affinity && options.priority == Priority::Normal && options_.max_queued == 0)
-    return spawn_on_worker(*self, std::move(closure), inline_tag);
 
   // An outside thread's Normal task without affinity goes into the thread's own slot (when it can have one).
   OutsideSlot* const slot = self == nullptr && !options.affinity && options.priority == Priority::Normal
