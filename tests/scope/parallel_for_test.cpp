@@ -5,8 +5,12 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <chrono>
 #include <exception>
+#include <mutex>
+#include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "tests/scope/scope_test_support.hpp"
@@ -122,6 +126,32 @@ TEST_CASE("an exception from f is rethrown; later chunks may be skipped") {
     weft::parallel_for(pool, 0, 1000, [&](int) { ran.fetch_add(1); });
     CHECK(ran.load() == 1000);
   });
+}
+
+// Automatic mode cuts the range into a few pieces up front; a piece already running must still share its
+// rest with workers that ran dry, or a costly tail runs on one worker while the others wait (oneTBB's
+// auto_partitioner shares it too). Here the last 16 of 4096 indices cost 1 ms each and the rest almost
+// nothing: without lazy splitting the tail sits inside one piece and runs on one thread.
+TEST_CASE("automatic grain: a piece that is running shares a costly tail with idle workers") {
+  for (const unsigned workers : {2u, 4u}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog(named("costly tail", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr int kCount = 4096;
+    constexpr int kTail = 16;
+    std::mutex mutex;
+    std::set<std::thread::id> tail_threads;
+    RunCounts runs(kCount);
+    weft::parallel_for(pool, 0, kCount, [&](int i) {
+      runs.ran(static_cast<std::size_t>(i));
+      if (i < kCount - kTail) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const std::lock_guard lock(mutex);
+      tail_threads.insert(std::this_thread::get_id());
+    });
+    check_exactly_once(runs);
+    CHECK(tail_threads.size() >= 2);
+  }
 }
 
 TEST_CASE("stress: many small loops back to back") {

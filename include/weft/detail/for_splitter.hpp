@@ -23,6 +23,10 @@ namespace weft::detail {
 //   about kChunksPerWorker pieces per worker by halving (each half carries half of the split budget); a piece
 //   that finds itself stolen (it runs on another worker than the one that spawned it: a sign that workers are
 //   idle) earns one more halving, so idle workers keep finding halves to steal while a busy pool is not flooded.
+//   A piece then runs in blocks of about 1/(kBlocksPerWorker * workers) of the range, and before each block
+//   looks whether any spawned piece is still waiting to start: if none is, a worker that runs dry finds nothing
+//   to steal, so the piece offers the second half of what it has left (lazy binary splitting). Without this
+//   the last piece ran whole on one worker while the others idled: up to an eighth of the loop on two workers.
 // - explicit grain: halve until a piece has at most `grain` indices (oneTBB's simple_partitioner).
 // - concurrency limit c: min(c, workers, blocks) loopers claim blocks of `grain` indices (automatic: about 8
 //   blocks per looper) from a shared cursor, so at most c blocks ever run at once, whatever nests inside them.
@@ -34,6 +38,9 @@ template <class Body>
 class ForSplitter {
  public:
   static constexpr std::uint32_t kChunksPerWorker = 4;
+  // Blocks per worker between looks for demand (automatic mode): the most a worker can be left idle at the
+  // end is about one block plus a steal.
+  static constexpr std::size_t kBlocksPerWorker = 512;
 
   ForSplitter(const Body& body, Subflow& root, std::size_t n, std::size_t grain, unsigned concurrency) noexcept
       : body_(body), root_(root), pool_(root.pool()), n_(n), grain_(grain), concurrency_(concurrency) {}
@@ -44,7 +51,8 @@ class ForSplitter {
     if (n_ == 0) return;
     if (concurrency_ == kUnlimited) {
       const std::size_t budget = grain_ != 0 ? 0 : std::min<std::size_t>(n_, std::size_t{kChunksPerWorker} * pool_.size());
-      root_.spawn(Chunk{this, 0, n_, static_cast<std::uint32_t>(budget), worker()});
+      block_ = std::max<std::size_t>(1, n_ / (kBlocksPerWorker * pool_.size()));
+      spawn_chunk(Chunk{this, 0, n_, static_cast<std::uint32_t>(budget), worker()});
       return;
     }
     const std::size_t lanes = std::min<std::size_t>(concurrency_, pool_.size());
@@ -83,6 +91,8 @@ class ForSplitter {
   }
 
   void run_chunk(Chunk c) {
+    // relaxed: a hint of demand only (see run_on_demand); no data is handed over through it.
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
     try {
       std::size_t lo = c.lo;
       std::size_t hi = c.hi;
@@ -94,18 +104,19 @@ class ForSplitter {
         while (budget > 1 && hi - lo > 1) {
           const std::size_t mid = lo + (hi - lo) / 2;
           const std::uint32_t right = budget / 2;
-          root_.spawn(Chunk{this, mid, hi, right, me});
+          spawn_chunk(Chunk{this, mid, hi, right, me});
           hi = mid;
           budget -= right;
         }
+        run_on_demand(lo, hi, me);
       } else {
         while (hi - lo > grain_) {
           const std::size_t mid = lo + (hi - lo) / 2;
-          root_.spawn(Chunk{this, mid, hi, 0, me});
+          spawn_chunk(Chunk{this, mid, hi, 0, me});
           hi = mid;
         }
+        run_piece(lo, hi);
       }
-      run_piece(lo, hi);
     } catch (...) {
       record(std::current_exception());
       throw;  // to the Subflow's child wrapper: the run learns of it and cancels
@@ -137,6 +148,37 @@ class ForSplitter {
     done_.fetch_add(hi - lo, std::memory_order_relaxed);
   }
 
+  // Automatic mode: [lo, hi) block by block, giving away the second half of what is left whenever no spawned
+  // piece waits to start. The hint may be stale either way: a false "none waiting" costs one spawn the owner
+  // may pop back itself; a false "some waiting" delays the offer by one block.
+  void run_on_demand(std::size_t lo, std::size_t hi, std::int32_t me) {
+    const std::size_t first = lo;
+    while (lo < hi && !root_.cancelled()) {  // a cancelled run leaves done_ short, as run_piece does
+      if (hi - lo >= 2 * block_ && waiting_.load(std::memory_order_relaxed) == 0) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        spawn_chunk(Chunk{this, mid, hi, 1, me});
+        hi = mid;
+      }
+      const std::size_t end = lo + std::min(block_, hi - lo);
+      body_(lo, end);
+      lo = end;
+    }
+    // Once per piece, not per block: the blocks of all workers would share one contended line.
+    done_.fetch_add(lo - first, std::memory_order_relaxed);
+  }
+
+  // Spawns a piece, counted as waiting until it starts.
+  void spawn_chunk(Chunk c) {
+    // relaxed: see run_on_demand.
+    waiting_.fetch_add(1, std::memory_order_relaxed);
+    try {
+      root_.spawn(c);
+    } catch (...) {
+      waiting_.fetch_sub(1, std::memory_order_relaxed);  // refused: it will never start
+      throw;
+    }
+  }
+
   void record(std::exception_ptr error) noexcept {
     bool expected = false;
     // Only the winner writes error_; it is read after the join, which orders the write before the read.
@@ -149,7 +191,9 @@ class ForSplitter {
   const std::size_t n_;
   const std::size_t grain_;
   const unsigned concurrency_;
-  std::size_t step_ = 1;  // looper block size; written by start() before any looper is spawned
+  std::size_t step_ = 1;   // looper block size; written by start() before any looper is spawned
+  std::size_t block_ = 1;  // automatic mode's block; written by start() before any chunk is spawned
+  std::atomic<std::uint32_t> waiting_{0};  // chunks spawned and not yet started (a demand hint)
   std::atomic<std::size_t> cursor_{0};
   std::atomic<std::size_t> done_{0};
   std::atomic<bool> has_error_{false};
