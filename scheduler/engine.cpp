@@ -375,12 +375,7 @@ OutsideSlot* Engine::slot_for_submission() {
 
 void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
   if (options_.max_queued != 0) release_queued_slot();
-  try {
-    task->work();
-  } catch (...) {
-    report_error(std::current_exception());
-  }
-  destroy_task(domain_.current(), task);
+  run_and_release(domain_.current(), task);
   // Last, as in execute(): everything the task did is counted before it counts as finished.
   slot.finished.bump();
 }
@@ -417,11 +412,7 @@ void Engine::execute(Worker& self, Task* task) noexcept {
       report_error(std::current_exception());
     }
   }
-  try {
-    task->work();
-  } catch (...) {
-    report_error(std::current_exception());
-  }
+  run_and_release(self.registration->ref(), task);
   if (options_.on_task_end) {
     try {
       options_.on_task_end(event);
@@ -429,14 +420,27 @@ void Engine::execute(Worker& self, Task* task) noexcept {
       report_error(std::current_exception());
     }
   }
-  destroy_task(self.registration->ref(), task);
   self.counters.executed.bump();
   // Last: everything the task did, the tasks it spawned included, is counted before it counts as finished.
   self.counters.finished.bump();
 }
 
+void Engine::run_and_release(TaskDomain::ThreadRef ref, Task* task) noexcept {
+  if (task->is_future_state) {
+    weft::detail::FutureStateBase::finish_queued(task, true);  // keeps its own exceptions
+    return;
+  }
+  try {
+    closure_task(task).work();
+  } catch (...) {
+    report_error(std::current_exception());
+  }
+  destroy_task(ref, task);
+}
+
 void Engine::drop(Task* task, TaskDomain::ThreadRef ref) noexcept {
-  // Destroying the closure unrun is what tells a future its task was dropped (RunFutureTask's destructor).
+  // A closure destroyed unrun, or a future's state told so (destroy_task): either way the future, if
+  // any, reports task_dropped.
   destroy_task(ref, task);
   abandoned_.fetch_add(1, std::memory_order_release);  // release: read by idle() with acquire
 }
@@ -491,15 +495,46 @@ SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions optio
   return enqueue_general(std::move(closure), options, admission, deadline, inline_tag);
 }
 
-SubmitStatus Engine::enqueue_general(small_function<void()>&& closure, TaskOptions options,
-                                     weft::detail::Admission admission,
+SubmitStatus Engine::enqueue(Task* task, TaskOptions options, weft::detail::Admission admission,
+                             std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
+  // As for a closure: a worker's own Normal task goes straight to its deque.
+  Worker* const self = tls_worker;
+  if (self != nullptr && &self->engine == this && !options.affinity && options.priority == Priority::Normal &&
+      options_.max_queued == 0) [[likely]]
+    return spawn_on_worker(*self, task, inline_tag);
+  return enqueue_general(task, options, admission, deadline, inline_tag);
+}
+
+namespace {
+
+// What enqueue_general and spawn_on_worker queue: a closure, wrapped here in a ClosureTask block, or a task
+// that is its own block, which only gets its routing fields.
+[[nodiscard]] bool is_empty(const small_function<void()>& closure) noexcept { return !closure; }
+[[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
+
+[[nodiscard]] Task* to_task(TaskDomain::ThreadRef ref, small_function<void()>&& closure, Priority priority,
+                            std::uint32_t affinity, weft::detail::InlineTag inline_tag) {
+  return make_task(ref, std::move(closure), priority, affinity, inline_tag);
+}
+[[nodiscard]] Task* to_task(TaskDomain::ThreadRef, Task* task, Priority priority, std::uint32_t affinity,
+                            weft::detail::InlineTag inline_tag) noexcept {
+  task->priority = priority;
+  task->affinity = affinity;
+  task->inline_tag = inline_tag;
+  return task;
+}
+
+}  // namespace
+
+template <class Source>
+SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft::detail::Admission admission,
                                      std::chrono::steady_clock::time_point deadline,
                                      weft::detail::InlineTag inline_tag) {
   if (options.affinity && *options.affinity >= size())
     throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
                          ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
                          ")");
-  if (!closure) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
+  if (is_empty(source)) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
   // A worker of this pool here has a task with a priority, an affinity or max_queued: enqueue() took the rest.
   Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
 
@@ -548,7 +583,7 @@ SubmitStatus Engine::enqueue_general(small_function<void()>&& closure, TaskOptio
   // One look-up of the calling thread's registration per submission (a thread-local table for outsiders).
   const TaskDomain::ThreadRef ref = self != nullptr ? self->ref() : domain_.current();
   try {
-    task = make_task(ref, std::move(closure), options.priority, affinity, inline_tag);
+    task = to_task(ref, std::forward<Source>(source), options.priority, affinity, inline_tag);
   } catch (...) {
     if (options_.max_queued != 0) release_queued_slot();
     throw;
@@ -580,13 +615,13 @@ SubmitStatus Engine::enqueue_general(small_function<void()>&& closure, TaskOptio
   return SubmitStatus::accepted;
 }
 
-SubmitStatus Engine::spawn_on_worker(Worker& self, small_function<void()>&& closure,
-                                     weft::detail::InlineTag inline_tag) {
+template <class Source>
+SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag) {
   // acquire: as in enqueue; once dropping, a worker's new task would only be dropped again.
   const State state = state_.load(std::memory_order_acquire);
   if (state == State::dropping || state == State::stopped) return SubmitStatus::closed;
   const TaskDomain::ThreadRef ref = self.ref();
-  Task* task = make_task(ref, std::move(closure), Priority::Normal, Task::kNoAffinity, inline_tag);
+  Task* task = to_task(ref, std::forward<Source>(source), Priority::Normal, Task::kNoAffinity, inline_tag);
   self.counters.spawned.bump();  // before it can run: idle() never sees it finished but not submitted
   try {
     self.deque.push(task);
@@ -600,8 +635,9 @@ SubmitStatus Engine::spawn_on_worker(Worker& self, small_function<void()>&& clos
 
 void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
   // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
-  // wait_idle that may be waiting for it.
-  destroy_task(ref, task);
+  // wait_idle that may be waiting for it. A task that is its own block goes back to its submitter, which is
+  // told by the exception that follows and drops it (Pool::enqueue_state).
+  if (!task->is_future_state) destroy_task(ref, task);
   abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
   idle_changed_.notify_all();
   if (options_.max_queued != 0) release_queued_slot();

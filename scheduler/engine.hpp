@@ -46,6 +46,11 @@ class Engine {
   SubmitStatus enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
                        std::chrono::steady_clock::time_point deadline,
                        weft::detail::InlineTag inline_tag = weft::detail::kWorkersOnly);
+  // A future's state, queued as itself (TaskHeader::is_future_state); its routing fields are written here.
+  // Only an accepted task becomes the pool's: on any other status, or an exception, the caller still holds it
+  // and must drop it (FutureStateBase::finish_queued).
+  SubmitStatus enqueue(Task* task, TaskOptions options, weft::detail::Admission admission,
+                       std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag);
   void wait_idle();
   std::uint64_t shutdown(Shutdown policy);
   ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
@@ -112,15 +117,21 @@ class Engine {
   [[nodiscard]] bool closed_to(const Worker* self) const noexcept;
   void release_queued_slot() noexcept;
   void route(Worker* self, TaskDomain::ThreadRef ref, Task* task);
-  // A task counted as submitted could not be queued (allocation failed): destroy it and account for it.
+  // A task counted as submitted could not be queued (allocation failed): account for it, and destroy it if it
+  // is a closure task (a task that is its own block stays its submitter's).
   void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
-  // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal.
-  [[gnu::noinline]] SubmitStatus enqueue_general(small_function<void()>&& closure, TaskOptions options,
+  // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
+  // closure (wrapped in a ClosureTask here) or a task that is its own block; defined and used in engine.cpp.
+  template <class Source>
+  [[gnu::noinline]] SubmitStatus enqueue_general(Source&& source, TaskOptions options,
                                                  weft::detail::Admission admission,
                                                  std::chrono::steady_clock::time_point deadline,
                                                  weft::detail::InlineTag inline_tag);
   // enqueue's common case: a worker's own Normal task with no affinity in a pool without max_queued.
-  SubmitStatus spawn_on_worker(Worker& self, small_function<void()>&& closure, weft::detail::InlineTag inline_tag);
+  template <class Source>
+  SubmitStatus spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag);
+  // Runs a queued task and gives it up (a closure task's block is freed); the task is gone afterwards.
+  void run_and_release(TaskDomain::ThreadRef ref, Task* task) noexcept;
   void signal_work() noexcept;
   [[nodiscard]] bool idle() const noexcept;
   void begin_shutdown(State target);

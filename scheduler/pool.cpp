@@ -26,6 +26,11 @@ SubmitStatus Pool::enqueue(small_function<void()>&& task, TaskOptions options, A
   return engine_->enqueue(std::move(task), options, admission, deadline, inline_tag);
 }
 
+SubmitStatus Pool::enqueue_state(detail::TaskHeader* state, TaskOptions options, Admission admission,
+                                 std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag) {
+  return engine_->enqueue(state, options, admission, deadline, inline_tag);
+}
+
 void Pool::admit_or_throw(SubmitStatus status, const char* what) {
   if (status == SubmitStatus::closed)
     throw pool_closed(std::string("weft::Pool::") + what + ": the pool is shut down (or shutting down); the task was not accepted");

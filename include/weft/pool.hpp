@@ -151,6 +151,10 @@ class Pool {
   SubmitStatus enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
                        std::chrono::steady_clock::time_point deadline,
                        detail::InlineTag inline_tag = detail::kWorkersOnly);
+  // A future's state, queued as itself (detail::TaskHeader). Only an accepted state becomes the pool's: on any
+  // other status, or an exception, the caller still holds the queue's reference.
+  SubmitStatus enqueue_state(detail::TaskHeader* state, TaskOptions options, Admission admission,
+                             std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag);
   static void admit_or_throw(SubmitStatus status, const char* what);
   [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
 
@@ -161,12 +165,23 @@ class Pool {
     using R = submit_result_t<F, Args...>;
     using State = detail::FutureTask<R, std::decay_t<F>, std::decay_t<Args>...>;
     // A task with an affinity must run on the pool, never inline in a waiter: it gets no inline counter.
-    auto* state = new State(options.affinity ? nullptr : inline_runs(), std::forward<F>(f), std::forward<Args>(args)...);
+    auto* state =
+        new State(options.affinity ? nullptr : inline_runs(), std::forward<F>(f), std::forward<Args>(args)...);
     Future<R> future = detail::FutureAccess::adopt<R>(state);
-    const SubmitStatus status =
-        enqueue(small_function<void()>(detail::RunFutureTask(state)), options, admission, deadline,
-                options.affinity ? detail::kWorkersOnly : detail::kInlineFuture);
-    if (status != SubmitStatus::accepted) future = Future<R>();
+    // The queue's reference stays ours until the pool accepts the state: refused or thrown, it is dropped here.
+    struct QueueHold {
+      detail::FutureStateBase* state;
+      ~QueueHold() {
+        if (state != nullptr) detail::FutureStateBase::finish_queued(state, false);
+      }
+    } hold{state};
+    const detail::InlineTag inline_tag = options.affinity ? detail::kWorkersOnly : detail::kInlineFuture;
+    const SubmitStatus status = enqueue_state(state, options, admission, deadline, inline_tag);
+    if (status == SubmitStatus::accepted) {
+      hold.state = nullptr;
+    } else {
+      future = Future<R>();
+    }
     return {status, std::move(future)};
   }
 

@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/detail/task_header.hpp"
+
 namespace weft::detail {
 
 // The pool's count of tasks a waiter ran inline (scheduler/engine.hpp), so that wait_idle and Drain also wait
@@ -21,7 +23,10 @@ struct InlineRunCounter;
 
 // Lifecycle: pending -> running -> value | exception, or pending -> dropped. Whoever moves it from pending to
 // running (a worker, or a waiter running the task inline) is the only one to call the task.
-class FutureStateBase {
+//
+// The state is queued as itself (a TaskHeader): the pool routes it with no task block or closure around it,
+// and the queue's hold on it is one of its two references (see finish_queued).
+class FutureStateBase : public TaskHeader {
  public:
   enum Status : std::uint32_t { pending, running, has_value, has_exception, dropped };
 
@@ -49,6 +54,19 @@ class FutureStateBase {
       wake_waiters();
   }
 
+  // For the pool, which queues the state as itself (TaskHeader::is_future_state): runs it (unless a waiter
+  // already ran it inline) or, if `run` is false, reports it dropped; then gives up the queue's reference, so
+  // the state may be gone on return.
+  static void finish_queued(TaskHeader* task, bool run) noexcept {
+    auto* const state = static_cast<FutureStateBase*>(task);
+    if (run) {
+      state->run_if_unclaimed();
+    } else {
+      state->drop_if_unclaimed();
+    }
+    state->release();
+  }
+
   [[nodiscard]] Status status() const noexcept {
     // acquire: pairs with publish(), so a reader of a final status sees the value or exception stored.
     return static_cast<Status>(status_.load(std::memory_order_acquire));
@@ -71,7 +89,9 @@ class FutureStateBase {
   }
 
  protected:
-  explicit FutureStateBase(InlineRunCounter* inline_runs) noexcept : inline_runs_(inline_runs) {}
+  explicit FutureStateBase(InlineRunCounter* inline_runs) noexcept : inline_runs_(inline_runs) {
+    is_future_state = true;
+  }
   ~FutureStateBase() = default;
 
   std::exception_ptr error_;
@@ -90,7 +110,7 @@ class FutureStateBase {
 
   std::atomic<std::uint32_t> status_{pending};
   std::atomic<std::uint32_t> waiters_{0};
-  std::atomic<std::uint32_t> refs_{2};  // the future and the queued task
+  std::atomic<std::uint32_t> refs_{2};  // the future and the queue (finish_queued, or the submitter if refused)
   InlineRunCounter* const inline_runs_;
 };
 
@@ -173,29 +193,6 @@ class FutureTask final : public FutureResult<R> {
 
   F f_;
   std::tuple<Args...> args_;
-};
-
-// The closure a submitted task is queued as: runs the state's task unless a waiter already ran it inline, and
-// if destroyed without running (a DropPending shutdown), reports the task dropped. Either way it releases its
-// reference, so nothing submitted is lost without its future knowing.
-class RunFutureTask {
- public:
-  explicit RunFutureTask(FutureStateBase* state) noexcept : state_(state) {}
-  RunFutureTask(RunFutureTask&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-  RunFutureTask& operator=(RunFutureTask&&) = delete;
-  ~RunFutureTask() {
-    if (state_ != nullptr) {
-      state_->drop_if_unclaimed();
-      state_->release();
-    }
-  }
-  void operator()() noexcept {
-    state_->run_if_unclaimed();
-    std::exchange(state_, nullptr)->release();
-  }
-
- private:
-  FutureStateBase* state_;
 };
 
 }  // namespace weft::detail
