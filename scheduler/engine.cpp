@@ -636,7 +636,7 @@ SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail
 void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
   // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
   // wait_idle that may be waiting for it. A task that is its own block goes back to its submitter, which is
-  // told by the exception that follows and drops it (Pool::enqueue_state).
+  // told by the exception that follows and drops it (Pool::submit_impl).
   if (!task->is_future_state) destroy_task(ref, task);
   abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
   idle_changed_.notify_all();

@@ -48,9 +48,10 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
 //   indices, f(lo, hi) once per chunk, the chunks covering [first, last) exactly (a tbb::blocked_range body).
 // - last <= first is an empty range: nothing runs. first and last may have different integer types (0 and a
 //   size_t); both must fit their common type, else weft::invalid_option naming the value.
-// - grain 0: automatic partitioning (about 4 chunks per worker, more where workers are idle and steal);
-//   grain g > 0: chunks of at most g indices. A range of one index, or of at most `grain`, runs inline in the
-//   calling thread.
+// - grain 0: automatic partitioning: about 4 pieces per worker up front, each run as chunks of about 1/64 of a
+//   worker's share (f(lo, hi) is called about 64 times per worker, as oneTBB's auto_partitioner does), and a
+//   piece that is running gives half of what it has left to workers that ran dry. grain g > 0: chunks of at
+//   most g indices. A range of one index, or of at most `grain`, runs inline in the calling thread.
 // - Callable from any thread, and from inside a weft task or job (nested loops): a waiting worker runs other
 //   tasks meanwhile. The first exception thrown by f stops the chunks not yet started and is rethrown here.
 //   Throws pool_closed if the pool is shutting down.

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <set>
@@ -130,7 +130,7 @@ TEST_CASE("an exception from f is rethrown; later chunks may be skipped") {
 
 // Automatic mode cuts the range into a few pieces up front; a piece already running must still share its
 // rest with workers that ran dry, or a costly tail runs on one worker while the others wait (oneTBB's
-// auto_partitioner shares it too). Here the last 16 of 4096 indices cost 2 ms each and the rest almost
+// auto_partitioner shares it too). Here the last 128 of 4096 indices cost 1 ms each and the rest almost
 // nothing: without lazy splitting the tail sits inside one piece and runs on one thread.
 TEST_CASE("automatic grain: a piece that is running shares a costly tail with idle workers") {
   for (const unsigned workers : {2u, 4u}) {
@@ -138,14 +138,14 @@ TEST_CASE("automatic grain: a piece that is running shares a costly tail with id
     const Watchdog watchdog(named("costly tail", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     constexpr int kCount = 4096;
-    constexpr int kTail = 16;
+    constexpr int kTail = 128;
     std::mutex mutex;
     std::set<std::thread::id> tail_threads;
     RunCounts runs(kCount);
     weft::parallel_for(pool, 0, kCount, [&](int i) {
       runs.ran(static_cast<std::size_t>(i));
       if (i < kCount - kTail) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
       const std::lock_guard lock(mutex);
       tail_threads.insert(std::this_thread::get_id());
     });

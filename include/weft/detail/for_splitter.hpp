@@ -23,10 +23,11 @@ namespace weft::detail {
 //   about kChunksPerWorker pieces per worker by halving (each half carries half of the split budget); a piece
 //   that finds itself stolen (it runs on another worker than the one that spawned it: a sign that workers are
 //   idle) earns one more halving, so idle workers keep finding halves to steal while a busy pool is not flooded.
-//   A piece then runs in blocks of about 1/(kBlocksPerWorker * workers) of the range, and before each block
-//   looks whether any spawned piece is still waiting to start: if none is, a worker that runs dry finds nothing
-//   to steal, so the piece offers the second half of what it has left (lazy binary splitting). Without this
-//   the last piece ran whole on one worker while the others idled: up to an eighth of the loop on two workers.
+//   A piece then runs in blocks of about 1/(kBlocksPerWorker * workers) of the range (one body call each), and
+//   before each block looks whether any spawned piece is still waiting to start: if none is, a worker that
+//   runs dry finds nothing to steal, so the piece offers the second half of what it has left (lazy binary
+//   splitting). Without this the last piece ran whole on one worker while the others idled: up to an eighth
+//   of the loop on two workers.
 // - explicit grain: halve until a piece has at most `grain` indices (oneTBB's simple_partitioner).
 // - concurrency limit c: min(c, workers, blocks) loopers claim blocks of `grain` indices (automatic: about 8
 //   blocks per looper) from a shared cursor, so at most c blocks ever run at once, whatever nests inside them.
@@ -38,9 +39,11 @@ template <class Body>
 class ForSplitter {
  public:
   static constexpr std::uint32_t kChunksPerWorker = 4;
-  // Blocks per worker between looks for demand (automatic mode): the most a worker can be left idle at the
-  // end is about one block plus a steal.
-  static constexpr std::size_t kBlocksPerWorker = 512;
+  // Blocks per worker (automatic mode): a block is one body call and the step between looks for demand, so a
+  // worker is left idle at the end for about one block plus a steal. 64, as many body calls per thread as
+  // tbb::parallel_for's auto_partitioner makes on a large range (counted: 128 on 2 threads, 512 on 8), so a
+  // chunk body's set-up costs what it costs there.
+  static constexpr std::size_t kBlocksPerWorker = 64;
 
   ForSplitter(const Body& body, Subflow& root, std::size_t n, std::size_t grain, unsigned concurrency) noexcept
       : body_(body), root_(root), pool_(root.pool()), n_(n), grain_(grain), concurrency_(concurrency) {}
@@ -50,7 +53,8 @@ class ForSplitter {
   void start() {
     if (n_ == 0) return;
     if (concurrency_ == kUnlimited) {
-      const std::size_t budget = grain_ != 0 ? 0 : std::min<std::size_t>(n_, std::size_t{kChunksPerWorker} * pool_.size());
+      const std::size_t budget =
+          grain_ != 0 ? 0 : std::min<std::size_t>(n_, std::size_t{kChunksPerWorker} * pool_.size());
       block_ = std::max<std::size_t>(1, n_ / (kBlocksPerWorker * pool_.size()));
       spawn_chunk(Chunk{this, 0, n_, static_cast<std::uint32_t>(budget), worker()});
       return;
@@ -92,7 +96,7 @@ class ForSplitter {
 
   void run_chunk(Chunk c) {
     // relaxed: a hint of demand only (see run_on_demand); no data is handed over through it.
-    waiting_.fetch_sub(1, std::memory_order_relaxed);
+    if (grain_ == 0) waiting_.fetch_sub(1, std::memory_order_relaxed);
     try {
       std::size_t lo = c.lo;
       std::size_t hi = c.hi;
@@ -167,8 +171,12 @@ class ForSplitter {
     done_.fetch_add(lo - first, std::memory_order_relaxed);
   }
 
-  // Spawns a piece, counted as waiting until it starts.
+  // Spawns a piece; in automatic mode it counts as waiting until it starts (the only mode that looks).
   void spawn_chunk(Chunk c) {
+    if (grain_ != 0) {
+      root_.spawn(c);
+      return;
+    }
     // relaxed: see run_on_demand.
     waiting_.fetch_add(1, std::memory_order_relaxed);
     try {
