@@ -483,25 +483,25 @@ void Engine::park(Worker& self) {
   self.counters.wakeups.bump();
 }
 
+Worker* Engine::spawning_worker(const TaskOptions& options) const noexcept {
+  Worker* const self = tls_worker;
+  const bool plain = !options.affinity && options.priority == Priority::Normal && options_.max_queued == 0;
+  return self != nullptr && &self->engine == this && plain ? self : nullptr;
+}
+
 SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
                              std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
   // The common case first, in a frame of its own: the general path's frame (its gate, its error messages) and
   // six register saves were paid on every spawn while the two shared one function (fib spends a fifth of its
   // instructions in spawning).
-  Worker* const self = tls_worker;
-  if (self != nullptr && &self->engine == this && !options.affinity && options.priority == Priority::Normal &&
-      options_.max_queued == 0 && closure) [[likely]]
+  if (Worker* const self = spawning_worker(options); self != nullptr && closure) [[likely]]
     return spawn_on_worker(*self, std::move(closure), inline_tag);
   return enqueue_general(std::move(closure), options, admission, deadline, inline_tag);
 }
 
 SubmitStatus Engine::enqueue(Task* task, TaskOptions options, weft::detail::Admission admission,
                              std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
-  // As for a closure: a worker's own Normal task goes straight to its deque.
-  Worker* const self = tls_worker;
-  if (self != nullptr && &self->engine == this && !options.affinity && options.priority == Priority::Normal &&
-      options_.max_queued == 0) [[likely]]
-    return spawn_on_worker(*self, task, inline_tag);
+  if (Worker* const self = spawning_worker(options)) [[likely]] return spawn_on_worker(*self, task, inline_tag);
   return enqueue_general(task, options, admission, deadline, inline_tag);
 }
 

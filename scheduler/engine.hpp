@@ -128,6 +128,8 @@ class Engine {
                                                  std::chrono::steady_clock::time_point deadline,
                                                  weft::detail::InlineTag inline_tag);
   // enqueue's common case: a worker's own Normal task with no affinity in a pool without max_queued.
+  // spawning_worker() is the calling worker when `options` take that path, else null.
+  [[nodiscard]] Worker* spawning_worker(const TaskOptions& options) const noexcept;
   template <class Source>
   SubmitStatus spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag);
   // Runs a queued task and gives it up (a closure task's block is freed); the task is gone afterwards.
