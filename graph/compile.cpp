@@ -1,7 +1,10 @@
 // compile(): checks a TaskGraph for cycles and lays it out for speed. Successor lists go into one contiguous
-// array (a counting sort by source, then duplicates removed per node), join counters get their start values,
+// array (a counting sort by source, then duplicates removed per node unless the edges were added in an order
+// that rules them out), join counters get their start values,
 // and nodes with more than one token get their Limiter. Linear in nodes + edges.
 #include <algorithm>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,45 +15,76 @@ namespace weft::detail {
 
 void GraphImpl::lay_out() {
   const std::size_t n = bodies_.size();
-  // One scratch allocation: `start` (n + 2) for the counting sort, `taken_by` (n) for removing duplicates.
-  std::vector<std::uint32_t> scratch(2 * n + 2, 0);
-  std::uint32_t* const start = scratch.data();
-  std::uint32_t* const taken_by = start + n + 2;
-  std::fill(taken_by, taken_by + n, kNoIndex);
+  std::vector<CompiledNode> compiled(n);
   // Successor lists by counting sort on the source node, shifted by one so that no cursor array is needed:
   // after the counts' prefix sum, start[s + 1] is where source s's edges begin; placing the edges advances it
   // to where they end, which is where s + 1's begin. So start[0..n] ends up as the offsets.
-  for (const auto& edge : edges_) ++start[edge.first + 2];
+  // The same pass counts every node's incoming edges into its join counter's start value (a repeated edge is
+  // taken back below) and the nodes that have any, so the roots are known without another pass. It also
+  // notes two orders the common builders keep (add a node, then the edges into it from its predecessors in
+  // order: chains, trees, layers, wavefronts), each of which saves a pass below:
+  //  - forward: every edge goes from a lower to a higher index, so node order is a topological order and
+  //    there can be no cycle;
+  //  - by_target: the edges came in strictly increasing (to, from) order, so none repeats.
+  std::vector<std::uint32_t> start(n + 2, 0);
+  std::size_t with_predecessors = 0;
+  bool forward = true;
+  bool by_target = true;
+  std::uint64_t last_key = 0;  // below every edge's key: a self-edge is never added
+  for (const auto& edge : edges_) {
+    const std::uint32_t from = edge.first;  // copies: the stores below may alias `edge` as far as the compiler
+    const std::uint32_t to = edge.second;   // knows, and would make it load both again
+    ++start[from + 2];
+    with_predecessors += compiled[to].join_init++ == 0 ? 1 : 0;
+    const std::uint64_t key = std::uint64_t{to} << 32 | from;
+    forward &= from < to;
+    by_target &= key > last_key;
+    last_key = key;
+  }
   for (std::size_t i = 2; i < n + 2; ++i) start[i] += start[i - 1];
   std::vector<std::uint32_t> targets(edges_.size());
-  for (const auto& edge : edges_) targets[start[edge.first + 1]++] = edge.second;
-  // Remove duplicate edges per node, compacting in place and keeping the order they were added in: a target
-  // already taken for this source carries the source's index in `taken_by` (linear, no sort per node).
-  std::vector<CompiledNode> compiled(n);
-  std::uint32_t out = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto source = static_cast<std::uint32_t>(i);
-    compiled[i].succ_begin = out;
-    for (std::uint32_t e = start[i]; e != start[i + 1]; ++e) {
-      const std::uint32_t target = targets[e];
-      if (taken_by[target] == source) continue;
-      taken_by[target] = source;
-      targets[out++] = target;
-    }
-    compiled[i].succ_end = out;
+  for (const auto& edge : edges_) {
+    const std::uint32_t to = edge.second;
+    targets[start[edge.first + 1]++] = to;
   }
-  targets.resize(out);
-  // Join counts, and how many nodes are left with none (the roots: one allocation of the right size for them,
-  // without another pass over `compiled`, which is 20 MiB for a million nodes).
-  std::size_t root_count = n;
-  for (const std::uint32_t target : targets) root_count -= compiled[target].join_init++ == 0 ? 1 : 0;
+  if (by_target) {
+    // No edge repeats: the lists are final as placed.
+    for (std::size_t i = 0; i < n; ++i) {
+      compiled[i].succ_begin = start[i];
+      compiled[i].succ_end = start[i + 1];
+    }
+  } else {
+    // Remove repeated edges per node, compacting in place and keeping the order they were added in: a target
+    // already taken for this source carries the source's index in `taken_by` (linear, no sort per node).
+    std::vector<std::uint32_t> taken_by(n, kNoIndex);
+    std::uint32_t out = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto source = static_cast<std::uint32_t>(i);
+      compiled[i].succ_begin = out;
+      for (std::uint32_t e = start[i]; e != start[i + 1]; ++e) {
+        const std::uint32_t target = targets[e];
+        if (taken_by[target] == source) {
+          --compiled[target].join_init;  // counted twice above; still >= 1, so the root count holds
+          continue;
+        }
+        taken_by[target] = source;
+        targets[out++] = target;
+      }
+      compiled[i].succ_end = out;
+    }
+    targets.resize(out);
+  }
+  // Join counters and roots in one pass (`compiled` is 20 MiB for a million nodes: one walk, not three).
   std::vector<std::uint32_t> roots;
-  roots.reserve(root_count);
-  for (std::size_t i = 0; i < n; ++i)
-    if (compiled[i].join_init == 0) roots.push_back(static_cast<std::uint32_t>(i));
-  if (!edges_forward_) {
-    // Kahn's algorithm: every node must be reachable in topological order, else there is a cycle. Skipped
-    // when every edge goes forward in node order, which is then a topological order already.
+  roots.reserve(n - with_predecessors);
+  auto join = std::make_unique<std::atomic<std::uint32_t>[]>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t count = compiled[i].join_init;
+    join[i].store(count, std::memory_order_relaxed);
+    if (count == 0) roots.push_back(static_cast<std::uint32_t>(i));
+  }
+  if (!forward) {
+    // Kahn's algorithm: every node must be reachable in topological order, else there is a cycle.
     std::vector<std::uint32_t> indegree(n);
     for (std::size_t i = 0; i < n; ++i) indegree[i] = compiled[i].join_init;
     std::vector<std::uint32_t> order;
@@ -64,15 +98,16 @@ void GraphImpl::lay_out() {
     if (order.size() != n) {
       succ_ = std::move(targets);  // throw_cycle walks the edges; the layout stays invalid
       compiled_ = std::move(compiled);
+      compiled_nodes_ = std::numeric_limits<std::size_t>::max();
       throw_cycle(indegree);
     }
   }
 
-  // Options: limiters for multi-token nodes; who may run in place.
+  // Options (only nodes that have some): limiters for multi-token nodes; who may run in place.
   std::vector<std::unique_ptr<graph::Limiter>> limiters;
   std::vector<std::uint32_t> limited_nodes;
   unsigned max_affinity_plus_one = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; !options_.empty() && i < n; ++i) {
     if (options_index_[i] == kNoIndex) continue;
     const NodeOptions& options = options_[options_index_[i]];
     if (options.affinity) max_affinity_plus_one = std::max(max_affinity_plus_one, *options.affinity + 1);
@@ -83,8 +118,6 @@ void GraphImpl::lay_out() {
     }
     compiled[i].runs_in_place = options.tokens == 1 && options.priority == Priority::Normal && !options.affinity;
   }
-  auto join = std::make_unique<std::atomic<std::uint32_t>[]>(n);
-  for (std::size_t i = 0; i < n; ++i) join[i].store(compiled[i].join_init, std::memory_order_relaxed);
 
   compiled_ = std::move(compiled);
   succ_ = std::move(targets);
@@ -93,7 +126,8 @@ void GraphImpl::lay_out() {
   limited_nodes_ = std::move(limited_nodes);
   roots_ = std::move(roots);
   max_affinity_plus_one_ = max_affinity_plus_one;
-  compiled_valid_ = true;
+  compiled_nodes_ = n;
+  compiled_edges_ = edges_.size();
 }
 
 void GraphImpl::throw_cycle(const std::vector<std::uint32_t>& indegree_left) const {

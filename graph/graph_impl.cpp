@@ -113,7 +113,6 @@ Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options) {
     bodies_.emplace_back(std::move(body));
     options_index_.push_back(kNoIndex);
   }
-  compiled_valid_ = false;
   return Node(index, id_);
 }
 
@@ -159,7 +158,7 @@ std::string GraphImpl::name(Node node) const {
 }
 
 std::size_t GraphImpl::edge_count() {
-  if (!compiled_valid_) {
+  if (!compiled_valid()) {
     auto sorted = edges_;
     std::sort(sorted.begin(), sorted.end());
     return static_cast<std::size_t>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
@@ -169,7 +168,7 @@ std::size_t GraphImpl::edge_count() {
 
 void GraphImpl::compile() {
   require_idle("compile");
-  if (!compiled_valid_) lay_out();
+  if (!compiled_valid()) lay_out();
 }
 
 Run GraphImpl::run(Pool& pool) {
@@ -178,7 +177,7 @@ Run GraphImpl::run(Pool& pool) {
     throw graph_busy("weft::TaskGraph::run: a run of this graph is in flight; wait for it to end first");
   std::shared_ptr<RunState> state;
   try {
-    if (!compiled_valid_) lay_out();
+    if (!compiled_valid()) lay_out();
     if (max_affinity_plus_one_ > pool.size()) {
       for (std::uint32_t i = 0; i < size(); ++i) {
         const NodeOptions& options = this->options(i);

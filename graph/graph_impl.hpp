@@ -91,8 +91,10 @@ class GraphImpl {
   void record_edge(std::uint32_t from, std::uint32_t to) noexcept {
     if (edges_.size() == edges_.capacity()) __builtin_unreachable();
     edges_.emplace_back(from, to);
-    edges_forward_ = edges_forward_ && from < to;
-    compiled_valid_ = false;
+  }
+  // The graph only grows, so a layout is current while the counts it was made for still hold.
+  [[nodiscard]] bool compiled_valid() const noexcept {
+    return compiled_nodes_ == bodies_.size() && compiled_edges_ == edges_.size();
   }
   [[gnu::noinline]] void add_edge_growing(std::uint32_t from, std::uint32_t to);
   void validate(const NodeOptions& options, std::uint32_t index) const;
@@ -105,10 +107,9 @@ class GraphImpl {
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
-  // Every edge so far goes from a lower to a higher node index: node order is then a topological order, and
-  // compile() need not look for a cycle (builders that add nodes in dependency order, the common case).
-  bool edges_forward_ = true;
-  bool compiled_valid_ = false;
+  // The node and edge counts the layout below was made for (none yet: no count matches).
+  std::size_t compiled_nodes_ = std::numeric_limits<std::size_t>::max();
+  std::size_t compiled_edges_ = 0;
 
   // Compiled.
   std::vector<CompiledNode> compiled_;

@@ -2,9 +2,11 @@
 // (wait/wait_for/done/stats, repeated wait), re-running, lazy recompilation after a change, moving a graph.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +111,65 @@ TEST_CASE("a duplicate edge counts once") {
   CHECK(g.run(pool).wait() == weft::RunStatus::completed);
   CHECK(runs.load() == 1);  // a join counter of 3 would never reach zero, or one of 1 released b three times
   CHECK(seen == 7);
+}
+
+// compile() skips looking for repeated edges when they were added in strictly increasing (to, from) order (a
+// node, then the edges into it), and removes them otherwise: the same edges in either order, repeated or not,
+// must give every node the same predecessors.
+TEST_CASE("edges added node by node, shuffled, or repeated lay out the same successors") {
+  const Watchdog watchdog("edge orders", patience(60));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  constexpr std::uint32_t kNodes = 300;
+  std::mt19937 rng(20261125);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // (from, to), from < to, by (to, from)
+  for (std::uint32_t to = 1; to < kNodes; ++to) {
+    std::vector<std::uint32_t> from;
+    for (std::uint32_t k = rng() % 4; k > 0; --k) from.push_back(static_cast<std::uint32_t>(rng() % to));
+    std::sort(from.begin(), from.end());
+    from.erase(std::unique(from.begin(), from.end()), from.end());
+    for (const std::uint32_t f : from) edges.emplace_back(f, to);
+  }
+  auto shuffled = edges;
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  auto repeated = edges;
+  for (std::size_t i = 0; i < edges.size(); i += 7) repeated.push_back(edges[i]);
+  auto backwards = edges;  // sorted by (to, from) descending: distinct, but not in the order that skips the look
+  std::reverse(backwards.begin(), backwards.end());
+
+  const std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>*> orders{&edges, &shuffled, &repeated,
+                                                                                  &backwards};
+  for (std::size_t which = 0; which < orders.size(); ++which) {
+    CAPTURE(which);
+    for (const bool compile_first : {false, true}) {
+      CAPTURE(compile_first);
+      weft::TaskGraph g;
+      std::vector<std::atomic<std::uint32_t>> ran_at(kNodes);
+      std::atomic<std::uint32_t> clock{0};
+      std::vector<weft::Node> nodes;
+      for (std::uint32_t i = 0; i < kNodes; ++i)
+        nodes.push_back(g.add_node([&, i] { ran_at[i].store(clock.fetch_add(1) + 1); }));
+      const auto& list = *orders[which];
+      // compile_first: lay out half the edges, then add the rest (and one repeat), so the layout is redone.
+      const std::size_t first_part = compile_first ? list.size() / 2 : list.size();
+      for (std::size_t e = 0; e < first_part; ++e) g.add_edge(nodes[list[e].first], nodes[list[e].second]);
+      if (compile_first) {
+        g.compile();
+        for (std::size_t e = first_part; e < list.size(); ++e) g.add_edge(nodes[list[e].first], nodes[list[e].second]);
+        g.add_edge(nodes[list.front().first], nodes[list.front().second]);
+      }
+      CHECK(g.edge_count() == edges.size());
+      for (int round = 0; round < 2; ++round) {
+        for (auto& at : ran_at) at.store(0);
+        REQUIRE(g.run(pool).wait() == weft::RunStatus::completed);
+        CHECK(clock.exchange(0) == kNodes);  // each node exactly once
+        CHECK(g.edge_count() == edges.size());  // now read off the layout: a repeat kept would show here
+        for (const auto& [from, to] : edges) {
+          REQUIRE(ran_at[from].load() != 0);
+          CHECK(ran_at[from].load() < ran_at[to].load());
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("names: NodeOptions::name or 'node <index>'") {
