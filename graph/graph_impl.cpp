@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "graph/run_state.hpp"
@@ -130,12 +131,25 @@ void GraphImpl::add_edge(Node from, Node to) {
 }
 
 void GraphImpl::add_edge_growing(std::uint32_t from, std::uint32_t to) {
-  edges_.reserve(std::max<std::size_t>(16, 2 * edges_.capacity()));
+  // The layout indexes edges with 32 bits: growth stops at kMaxEdges, so only this path needs the check.
+  if (edges_.size() >= kMaxEdges) throw_too_many_edges("add_edge", edges_.size() + 1);
+  edges_.reserve(std::min(kMaxEdges, std::max<std::size_t>(16, 2 * edges_.capacity())));
   record_edge(from, to);
+}
+
+void GraphImpl::throw_too_many_edges(const char* what, std::size_t edges) {
+  std::string message = "weft::TaskGraph::";
+  message += what;
+  message += ": ";
+  message += std::to_string(edges);
+  message += " edges; a graph holds at most ";
+  message += std::to_string(kMaxEdges);
+  throw std::length_error(message);
 }
 
 void GraphImpl::reserve(std::size_t nodes, std::size_t edges) {
   require_idle("reserve");
+  if (edges > kMaxEdges) throw_too_many_edges("reserve", edges);
   bodies_.reserve(nodes);
   options_index_.reserve(nodes);
   edges_.reserve(edges);

@@ -20,6 +20,8 @@ namespace weft::detail {
 class RunState;
 
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
+// Edges a graph may hold: compile() indexes them (and counts each node's incoming ones) with 32 bits.
+inline constexpr std::size_t kMaxEdges = std::numeric_limits<std::uint32_t>::max() - 1;
 
 // The run-time view of one node, laid out contiguously so that finishing a node touches one cache line for
 // itself and one array slice for its successors.
@@ -97,6 +99,7 @@ class GraphImpl {
     return compiled_nodes_ == bodies_.size() && compiled_edges_ == edges_.size();
   }
   [[gnu::noinline]] void add_edge_growing(std::uint32_t from, std::uint32_t to);
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_too_many_edges(const char* what, std::size_t edges);
   void validate(const NodeOptions& options, std::uint32_t index) const;
   void lay_out();
   [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left) const;

@@ -186,7 +186,8 @@ class TaskGraph {
   void add_edge(Node from, Node to);
   // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});
   void add_edges(Node from, std::initializer_list<Node> to);
-  // Room for this many nodes and edges in all, so that building a large graph does not reallocate.
+  // Room for this many nodes and edges in all, so that building a large graph does not reallocate. A graph
+  // holds at most 2^32 - 2 edges: more (here or by add_edge) throws std::length_error.
   void reserve(std::size_t nodes, std::size_t edges = 0);
   // Checks and lays out the graph now (else the first run does).
   void compile();

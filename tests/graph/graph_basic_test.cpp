@@ -111,6 +111,7 @@ TEST_CASE("a duplicate edge counts once") {
   CHECK(g.run(pool).wait() == weft::RunStatus::completed);
   CHECK(runs.load() == 1);  // a join counter of 3 would never reach zero, or one of 1 released b three times
   CHECK(seen == 7);
+  CHECK(g.edge_count() == 1);  // read off the layout now: repeats straight after their original are dropped
 }
 
 // compile() skips looking for repeated edges when they were added in strictly increasing (to, from) order (a

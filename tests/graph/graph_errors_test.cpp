@@ -1,9 +1,12 @@
 // Bad input, each with its exception and a message naming what was wrong: cycles, foreign or empty node
-// handles, self-edges, out-of-range options, changing or running a graph while it runs, a moved-from graph.
+// handles, self-edges, too many edges, out-of-range options, changing or running a graph while it runs, a
+// moved-from graph.
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -160,6 +163,25 @@ TEST_CASE("edges to nodes of another graph, of no graph, or to the node itself t
   CHECK(g.edge_count() == 0);  // nothing half-added
   CHECK(other.edge_count() == 0);
   g.compile();
+}
+
+TEST_CASE("reserving room for more edges than a graph can hold throws length_error, naming the limit") {
+  weft::TaskGraph g;
+  auto a = g.add_node([] {});
+  auto b = g.add_node([] {});
+  const std::size_t too_many = std::size_t{1} << 32;  // the layout indexes edges with 32 bits
+  try {
+    g.reserve(2, too_many);
+    FAIL("reserve accepted 2^32 edges");
+  } catch (const std::length_error& e) {
+    CHECK(contains(e.what(), "reserve"));
+    CHECK(contains(e.what(), std::to_string(too_many)));
+    CHECK(contains(e.what(), std::to_string(std::numeric_limits<std::uint32_t>::max() - 1)));
+  }
+  g.reserve(2, 1);  // nothing half-done: the graph still builds and runs
+  g.add_edge(a, b);
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
 }
 
 struct BadOption {
