@@ -31,9 +31,7 @@ void GraphImpl::lay_out() {
   bool forward = true;
   bool by_target = true;
   std::uint64_t last_key = 0;  // below every edge's key: a self-edge is never added
-  for (const auto& edge : edges_) {
-    const std::uint32_t from = edge.first;  // copies: the stores below may alias `edge` as far as the compiler
-    const std::uint32_t to = edge.second;   // knows, and would make it load both again
+  for (const auto& [from, to] : edges_) {
     ++start[from + 2];
     with_predecessors += compiled[to].join_init++ == 0 ? 1 : 0;
     const std::uint64_t key = std::uint64_t{to} << 32 | from;
@@ -43,10 +41,7 @@ void GraphImpl::lay_out() {
   }
   for (std::size_t i = 2; i < n + 2; ++i) start[i] += start[i - 1];
   std::vector<std::uint32_t> targets(edges_.size());
-  for (const auto& edge : edges_) {
-    const std::uint32_t to = edge.second;
-    targets[start[edge.first + 1]++] = to;
-  }
+  for (const auto& [from, to] : edges_) targets[start[from + 1]++] = to;
   if (by_target) {
     // No edge repeats: the lists are final as placed.
     for (std::size_t i = 0; i < n; ++i) {
