@@ -97,7 +97,8 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index) const 
 Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options) {
   require_idle("add_node");
   if (!body) throw std::invalid_argument("weft::TaskGraph::add_node: the callable is empty (a null function)");
-  if (bodies_.size() >= kNoIndex) throw std::length_error("weft::TaskGraph::add_node: too many nodes");
+  if (bodies_.size() >= kMaxNodes) [[unlikely]]
+    throw_too_many("add_node", bodies_.size() + 1, "nodes", kMaxNodes);
   const auto index = static_cast<std::uint32_t>(bodies_.size());
   const bool plain = has_default_options(options);
   if (!plain) validate(options, index);
@@ -132,24 +133,28 @@ void GraphImpl::add_edge(Node from, Node to) {
 
 void GraphImpl::add_edge_growing(std::uint32_t from, std::uint32_t to) {
   // The layout indexes edges with 32 bits: growth stops at kMaxEdges, so only this path needs the check.
-  if (edges_.size() >= kMaxEdges) throw_too_many_edges("add_edge", edges_.size() + 1);
+  if (edges_.size() >= kMaxEdges) throw_too_many("add_edge", edges_.size() + 1, "edges", kMaxEdges);
   edges_.reserve(std::min(kMaxEdges, std::max<std::size_t>(16, 2 * edges_.capacity())));
   record_edge(from, to);
 }
 
-void GraphImpl::throw_too_many_edges(const char* what, std::size_t edges) {
+void GraphImpl::throw_too_many(const char* what, std::size_t count, const char* items, std::size_t limit) {
   std::string message = "weft::TaskGraph::";
   message += what;
   message += ": ";
-  message += std::to_string(edges);
-  message += " edges; a graph holds at most ";
-  message += std::to_string(kMaxEdges);
+  message += std::to_string(count);
+  message += ' ';
+  message += items;
+  message += "; a graph holds at most ";
+  message += std::to_string(limit);
   throw std::length_error(message);
 }
 
 void GraphImpl::reserve(std::size_t nodes, std::size_t edges) {
   require_idle("reserve");
-  if (edges > kMaxEdges) throw_too_many_edges("reserve", edges);
+  // Both checked before anything is reserved: a refused call changes nothing.
+  if (nodes > kMaxNodes) throw_too_many("reserve", nodes, "nodes", kMaxNodes);
+  if (edges > kMaxEdges) throw_too_many("reserve", edges, "edges", kMaxEdges);
   bodies_.reserve(nodes);
   options_index_.reserve(nodes);
   edges_.reserve(edges);

@@ -20,6 +20,8 @@ namespace weft::detail {
 class RunState;
 
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
+// Nodes a graph may hold: they are indexed with 32 bits, and kNoIndex is no node.
+inline constexpr std::size_t kMaxNodes = kNoIndex;
 // Edges a graph may hold: compile() indexes them (and counts each node's incoming ones) with 32 bits.
 inline constexpr std::size_t kMaxEdges = std::numeric_limits<std::uint32_t>::max() - 1;
 
@@ -99,7 +101,9 @@ class GraphImpl {
     return compiled_nodes_ == bodies_.size() && compiled_edges_ == edges_.size();
   }
   [[gnu::noinline]] void add_edge_growing(std::uint32_t from, std::uint32_t to);
-  [[noreturn, gnu::cold, gnu::noinline]] static void throw_too_many_edges(const char* what, std::size_t edges);
+  // std::length_error: "weft::TaskGraph::<what>: <count> <items>; a graph holds at most <limit>".
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_too_many(const char* what, std::size_t count,
+                                                                    const char* items, std::size_t limit);
   void validate(const NodeOptions& options, std::uint32_t index) const;
   void lay_out();
   [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left) const;

@@ -187,7 +187,8 @@ class TaskGraph {
   // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});
   void add_edges(Node from, std::initializer_list<Node> to);
   // Room for this many nodes and edges in all, so that building a large graph does not reallocate. A graph
-  // holds at most 2^32 - 2 edges: more (here or by add_edge) throws std::length_error.
+  // holds at most 2^32 - 1 nodes and 2^32 - 2 edges: more (here, or by add_node or add_edge) throws
+  // std::length_error naming the count and the limit, and changes nothing.
   void reserve(std::size_t nodes, std::size_t edges = 0);
   // Checks and lays out the graph now (else the first run does).
   void compile();

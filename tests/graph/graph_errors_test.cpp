@@ -1,6 +1,6 @@
 // Bad input, each with its exception and a message naming what was wrong: cycles, foreign or empty node
-// handles, self-edges, too many edges, out-of-range options, changing or running a graph while it runs, a
-// moved-from graph.
+// handles, self-edges, too many nodes or edges, out-of-range options, changing or running a graph while it
+// runs, a moved-from graph.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -175,13 +175,33 @@ TEST_CASE("reserving room for more edges than a graph can hold throws length_err
     FAIL("reserve accepted 2^32 edges");
   } catch (const std::length_error& e) {
     CHECK(contains(e.what(), "reserve"));
-    CHECK(contains(e.what(), std::to_string(too_many)));
+    CHECK(contains(e.what(), std::to_string(too_many) + " edges"));
     CHECK(contains(e.what(), std::to_string(std::numeric_limits<std::uint32_t>::max() - 1)));
   }
   g.reserve(2, 1);  // nothing half-done: the graph still builds and runs
   g.add_edge(a, b);
   weft::Pool pool{weft::PoolOptions{.threads = 1}};
   CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+}
+
+TEST_CASE("reserving room for more nodes than a graph can hold throws length_error, naming the limit") {
+  weft::TaskGraph g;
+  auto a = g.add_node([] {});
+  const std::size_t too_many = std::size_t{1} << 32;  // nodes are indexed with 32 bits, and one index is no node
+  try {
+    g.reserve(too_many, 1);
+    FAIL("reserve accepted 2^32 nodes");
+  } catch (const std::length_error& e) {
+    CHECK(contains(e.what(), "reserve"));
+    CHECK(contains(e.what(), std::to_string(too_many) + " nodes"));
+    CHECK(contains(e.what(), std::to_string(std::numeric_limits<std::uint32_t>::max())));
+  }
+  g.reserve(std::numeric_limits<std::uint32_t>::max() >> 20, 0);  // below the limit: accepted
+  auto b = g.add_node([] {});  // nothing half-done: the graph still builds and runs
+  g.add_edge(a, b);
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g.size() == 2);
 }
 
 struct BadOption {
