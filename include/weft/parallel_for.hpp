@@ -11,6 +11,7 @@
 
 #include "weft/detail/for_range.hpp"
 #include "weft/detail/for_splitter.hpp"
+#include "weft/detail/require_callable.hpp"
 #include "weft/node_options.hpp"
 #include "weft/pool.hpp"
 #include "weft/subflow.hpp"
@@ -63,6 +64,7 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
 template <std::integral I, std::integral J, class F>
   requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
 void parallel_for(Pool& pool, I first, J last, F&& f, std::size_t grain = 0) {
+  detail::require_callable(f, "weft::parallel_for");
   using C = std::common_type_t<I, J>;
   const C lo = detail::common_index<I, J>(first, "first");
   const C hi = detail::common_index<J, I>(last, "last");
@@ -80,6 +82,7 @@ void parallel_for(Pool& pool, I first, J last, F&& f, std::size_t grain = 0) {
 template <std::random_access_iterator It, class F>
   requires ElementBody<std::decay_t<F>, It>
 void parallel_for(Pool& pool, It first, It last, F&& f, std::size_t grain = 0) {
+  detail::require_callable(f, "weft::parallel_for");
   const std::size_t n = detail::element_count(first, last);
   const detail::ElementRange<It, const std::remove_reference_t<F>&> body(std::move(first), f);
   detail::run_blocking_for(pool, body, n, grain);

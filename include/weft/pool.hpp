@@ -14,6 +14,7 @@
 
 #include "weft/errors.hpp"
 #include "weft/detail/inline_tag.hpp"
+#include "weft/detail/require_callable.hpp"
 #include "weft/future.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
@@ -82,6 +83,7 @@ class Pool {
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   void post(F&& f, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::post");
     admit_or_throw(enqueue(small_function<void()>(std::forward<F>(f)), options, Admission::block, {}), "post");
   }
 
@@ -89,6 +91,7 @@ class Pool {
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   [[nodiscard]] SubmitStatus try_post(F&& f, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::try_post");
     return enqueue(small_function<void()>(std::forward<F>(f)), options, Admission::try_once, {});
   }
 
@@ -104,6 +107,7 @@ class Pool {
   template <class F, class... Args>
     requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
   Future<submit_result_t<F, Args...>> submit_with(TaskOptions options, F&& f, Args&&... args) {
+    detail::require_callable(f, "weft::Pool::submit");
     auto result = submit_impl(options, Admission::block, {}, std::forward<F>(f), std::forward<Args>(args)...);
     admit_or_throw(result.status, "submit");
     return std::move(result.future);
@@ -113,6 +117,7 @@ class Pool {
   template <class F, class... Args>
     requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
   Submitted<submit_result_t<F, Args...>> try_submit(F&& f, Args&&... args) {
+    detail::require_callable(f, "weft::Pool::try_submit");
     return submit_impl(TaskOptions{}, Admission::try_once, {}, std::forward<F>(f), std::forward<Args>(args)...);
   }
 
@@ -121,6 +126,7 @@ class Pool {
     requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
   Submitted<submit_result_t<F, Args...>> submit_for(std::chrono::duration<Rep, Period> timeout, F&& f,
                                                     Args&&... args) {
+    detail::require_callable(f, "weft::Pool::submit_for");
     return submit_impl(TaskOptions{}, Admission::until, std::chrono::steady_clock::now() + timeout,
                        std::forward<F>(f), std::forward<Args>(args)...);
   }

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/detail/require_callable.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
 
@@ -61,6 +62,7 @@ class Subflow {
   template <class F>
     requires SubflowCallable<F>
   void spawn(F&& f) {
+    detail::require_callable(f, "weft::Subflow::spawn");
     spawn_child(small_function<void()>(Child<std::decay_t<F>>(this, std::forward<F>(f))));
   }
 

@@ -19,6 +19,7 @@
 #include "weft/detail/job.hpp"
 #include "weft/detail/job_state.hpp"
 #include "weft/detail/job_traits.hpp"
+#include "weft/detail/require_callable.hpp"
 #include "weft/errors.hpp"
 #include "weft/node_options.hpp"
 #include "weft/pool.hpp"
@@ -73,6 +74,7 @@ class TaskScope {
   template <class F>
     requires detail::JobCallable<F>
   Job<detail::job_result_t<F>> submit(F&& f, NodeOptions options = {}) {
+    detail::require_callable(f, "weft::TaskScope::submit");
     using R = detail::job_result_t<F>;
     using D = std::decay_t<F>;
     return add_job<R>("submit", {}, std::move(options),
@@ -92,6 +94,7 @@ class TaskScope {
   template <class T, class F, class Traits = detail::then_traits<std::decay_t<F>, T>>
     requires Traits::callable
   Job<typename Traits::result> then(const Job<T>& job, F&& f, NodeOptions options = {}) {
+    detail::require_callable(f, "weft::TaskScope::then");
     using R = typename Traits::result;
     const AnyJob deps[] = {job};
     return add_job<R>("then", deps, std::move(options),
@@ -142,6 +145,7 @@ class TaskScope {
             class Traits = detail::apply_traits<std::decay_t<F>, detail::values_tuple_t<detail::job_value_t<Js>...>>>
     requires(detail::is_job_v<Js> && ...) && Traits::callable
   Job<typename Traits::result> when_all(const std::tuple<Js...>& jobs, F&& f, NodeOptions options = {}) {
+    detail::require_callable(f, "weft::TaskScope::when_all");
     using R = typename Traits::result;
     const auto deps = std::apply([](const auto&... j) { return std::vector<AnyJob>{AnyJob(j)...}; }, jobs);
     auto preds = std::apply([](const auto&... j) { return std::tuple{j.state_...}; }, jobs);
@@ -185,6 +189,7 @@ class TaskScope {
     requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
   Job<void> parallel_for_after(std::span<const AnyJob> deps, I first, J last, F&& f, NodeOptions options = {},
                                std::size_t grain = 0) {
+    detail::require_callable(f, "weft::TaskScope::parallel_for");
     using C = std::common_type_t<I, J>;
     const C lo = detail::common_index<I, J>(first, "first");
     const C hi = detail::common_index<J, I>(last, "last");
@@ -195,6 +200,7 @@ class TaskScope {
     requires ElementBody<std::decay_t<F>, It>
   Job<void> parallel_for_after(std::span<const AnyJob> deps, It first, It last, F&& f, NodeOptions options = {},
                                std::size_t grain = 0) {
+    detail::require_callable(f, "weft::TaskScope::parallel_for");
     const std::size_t n = detail::element_count(first, last);
     return add_for_job(deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
                        std::move(options), grain);

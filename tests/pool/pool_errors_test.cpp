@@ -6,12 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "tests/pool/pool_test_support.hpp"
+#include "weft/parallel_for.hpp"
 
 namespace {
 
@@ -205,14 +207,38 @@ TEST_CASE("wait_idle and shutdown from inside a task throw would_deadlock") {
   });
 }
 
-TEST_CASE("an empty task is refused with std::invalid_argument") {
+TEST_CASE("an empty task is refused with std::invalid_argument naming the call") {
   const Watchdog watchdog("empty task", patience(30));
   weft::Pool pool{weft::PoolOptions{.threads = 1}};
   void (*null_function)() = nullptr;
-  CHECK_THROWS_AS(pool.post(null_function), std::invalid_argument);
-  CHECK_THROWS_AS((void)pool.try_post(null_function), std::invalid_argument);
+  int (*null_int_function)(int) = nullptr;
+  const std::function<void()> empty_function;
+  const auto refused = [](auto&& submit_it, const char* call) {
+    try {
+      submit_it();
+      FAIL("accepted an empty callable: " << call);
+    } catch (const std::invalid_argument& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(call) != std::string::npos, e.what());
+      CHECK_MESSAGE(std::string(e.what()).find("empty") != std::string::npos, e.what());
+    }
+  };
+  refused([&] { pool.post(null_function); }, "weft::Pool::post");
+  refused([&] { pool.post(empty_function); }, "weft::Pool::post");
+  refused([&] { (void)pool.try_post(null_function); }, "weft::Pool::try_post");
+  refused([&] { (void)pool.try_post(empty_function); }, "weft::Pool::try_post");
+  refused([&] { (void)pool.submit(null_function); }, "weft::Pool::submit");
+  refused([&] { (void)pool.submit(null_int_function, 3); }, "weft::Pool::submit");
+  refused([&] { (void)pool.submit(empty_function); }, "weft::Pool::submit");
+  refused([&] { (void)pool.submit_with(weft::TaskOptions{}, empty_function); }, "weft::Pool::submit");
+  refused([&] { (void)pool.try_submit(null_function); }, "weft::Pool::try_submit");
+  refused([&] { (void)pool.submit_for(std::chrono::milliseconds(1), empty_function); }, "weft::Pool::submit_for");
+  refused([&] { weft::parallel_for(pool, 0, 10, static_cast<void (*)(int)>(nullptr)); }, "weft::parallel_for");
+  std::vector<int> v(10);
+  refused([&] { weft::parallel_for(pool, v.begin(), v.end(), std::function<void(int&)>{}); }, "weft::parallel_for");
   pool.wait_idle();
   CHECK(pool.stats().in_flight == 0);
+  // A non-empty std::function and a plain function still go through.
+  CHECK(pool.submit(std::function<int()>([] { return 4; })).get() == 4);
 }
 
 }  // namespace

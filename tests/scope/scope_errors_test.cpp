@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/scope/scope_test_support.hpp"
@@ -108,6 +110,43 @@ TEST_CASE("a job of another scope, or an empty job, as a dependency: invalid_gra
   CHECK(one.size() == 1);  // nothing was added by the refused calls
   one.run_and_wait();
   other.run_and_wait();
+}
+
+TEST_CASE("an empty callable (null function pointer, empty std::function) is refused, naming the call") {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskScope scope{pool};
+  auto a = scope.submit([] { return 1; });
+  auto b = scope.submit([] {});
+  int (*null_make)() = nullptr;
+  void (*null_index)(int) = nullptr;
+  const std::function<void()> empty;
+  const std::function<void(int)> empty_of_int;
+  std::vector<int> v(8, 1);
+  const weft::AnyJob deps[] = {a};
+  const auto refused = [](auto&& add, const char* call) {
+    try {
+      add();
+      FAIL("accepted an empty callable: " << call);
+    } catch (const std::invalid_argument& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(call) != std::string::npos, e.what());
+    }
+  };
+  refused([&] { (void)scope.submit(null_make); }, "weft::TaskScope::submit");
+  refused([&] { (void)scope.submit(empty); }, "weft::TaskScope::submit");
+  refused([&] { (void)scope.then(a, empty_of_int); }, "weft::TaskScope::then");
+  refused([&] { (void)scope.then(b, empty); }, "weft::TaskScope::then");
+  refused([&] { (void)scope.when_all({a, a}, empty); }, "weft::TaskScope::when_all");
+  refused([&] { (void)scope.when_all({weft::AnyJob(a), weft::AnyJob(b)}, empty); }, "weft::TaskScope::when_all");
+  refused([&] { (void)scope.when_all(std::tuple{a, b}, empty_of_int); }, "weft::TaskScope::when_all");
+  refused([&] { (void)scope.parallel_for(0, 10, null_index); }, "weft::TaskScope::parallel_for");
+  refused([&] { (void)scope.parallel_for(v.begin(), v.end(), std::function<void(int&)>{}); },
+          "weft::TaskScope::parallel_for");
+  refused([&] { (void)scope.parallel_for_after(deps, 0, 10, empty_of_int); }, "weft::TaskScope::parallel_for");
+  // A node spawning an empty child fails the run with the same error, naming Subflow::spawn.
+  (void)scope.submit([&](weft::Subflow& sf) { sf.spawn(empty); });
+  CHECK(scope.size() == 3);  // only the three accepted jobs were added
+  CHECK_THROWS_WITH_AS(scope.run_and_wait(), doctest::Contains("weft::Subflow::spawn"), std::invalid_argument);
+  CHECK(a.get() == 1);
 }
 
 TEST_CASE("adding jobs after run(), and running twice: graph_busy") {

@@ -39,6 +39,7 @@ Job<R> TaskScope::add_job(const char* who, std::span<const AnyJob> deps, NodeOpt
 
 template <class T, class Traits, class F>
 Job<typename Traits::result> TaskScope::when_all_same(std::span<const Job<T>> jobs, F&& f, NodeOptions options) {
+  detail::require_callable(f, "weft::TaskScope::when_all");
   using R = typename Traits::result;
   const std::vector<AnyJob> deps(jobs.begin(), jobs.end());
   std::vector<std::shared_ptr<detail::JobState<T>>> preds;
@@ -66,6 +67,7 @@ Job<typename Traits::result> TaskScope::when_all_same(std::span<const Job<T>> jo
 template <class F>
 Job<std::invoke_result_t<std::decay_t<F>&>> TaskScope::when_all_any(std::span<const AnyJob> jobs, F&& f,
                                                                     NodeOptions options) {
+  detail::require_callable(f, "weft::TaskScope::when_all");
   using R = std::invoke_result_t<std::decay_t<F>&>;
   return add_job<R>("when_all", jobs, std::move(options),
                     [f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state, Subflow&) mutable {
