@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "scheduler/cpu_relax.hpp"
+#include "weft/detail/deadline.hpp"
 #include "src/os_thread.hpp"
 
 namespace weft::sched {
@@ -891,7 +892,7 @@ ShutdownResult Engine::shutdown_for(std::chrono::nanoseconds timeout) {
   refuse_on_own_worker("shutdown_for");
   const std::lock_guard lock(shutdown_mutex_);
   if (joined_) return {true, 0};
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = weft::detail::deadline_after(timeout);  // saturating: nanoseconds::max() never overflows
   begin_shutdown(State::draining);
   bool drained = idle();
   while (!drained) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "weft/detail/deadline.hpp"
 #include "weft/detail/future_state.hpp"
 #include "weft/errors.hpp"
 
@@ -69,7 +70,7 @@ class [[nodiscard]] Future {
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
     require_valid("wait_for");
     return state_->ready() ||
-           detail::wait_until_ready_for(*state_, std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+           detail::wait_until_ready_for(*state_, detail::clamp_to_nanoseconds(timeout));
   }
 
   // Waits, then returns the value or rethrows the task's exception. Leaves the future invalid.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "weft/errors.hpp"
+#include "weft/detail/deadline.hpp"
 #include "weft/detail/inline_tag.hpp"
 #include "weft/detail/require_callable.hpp"
 #include "weft/future.hpp"
@@ -127,7 +128,7 @@ class Pool {
   Submitted<submit_result_t<F, Args...>> submit_for(std::chrono::duration<Rep, Period> timeout, F&& f,
                                                     Args&&... args) {
     detail::require_callable(f, "weft::Pool::submit_for");
-    return submit_impl(TaskOptions{}, Admission::until, std::chrono::steady_clock::now() + timeout,
+    return submit_impl(TaskOptions{}, Admission::until, detail::deadline_after(detail::clamp_to_nanoseconds(timeout)),
                        std::forward<F>(f), std::forward<Args>(args)...);
   }
 
@@ -137,8 +138,12 @@ class Pool {
   // Stops accepting tasks; Drain runs every accepted one, DropPending drops those not started (running ones
   // finish). Then joins the workers. Returns the number dropped. Idempotent: a second call returns 0.
   std::uint64_t shutdown(Shutdown policy = Shutdown::Drain);
-  // Drains for at most `timeout`, then drops what has not started.
-  ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
+  // Drains for at most `timeout`, then drops what has not started. A timeout past what the clock can hold
+  // (hours::max(), an infinite floating-point duration) drains without a deadline.
+  template <class Rep, class Period>
+  ShutdownResult shutdown_for(std::chrono::duration<Rep, Period> timeout) {
+    return shutdown_for_ns(detail::clamp_to_nanoseconds(timeout));
+  }
 
   // Number of worker threads.
   [[nodiscard]] unsigned size() const noexcept;
@@ -162,6 +167,7 @@ class Pool {
   SubmitStatus enqueue_state(detail::TaskHeader* state, TaskOptions options, Admission admission,
                              std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag);
   static void admit_or_throw(SubmitStatus status, const char* what);
+  ShutdownResult shutdown_for_ns(std::chrono::nanoseconds timeout);
   [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
 
   template <class F, class... Args>

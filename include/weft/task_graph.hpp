@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/detail/deadline.hpp"
 #include "weft/errors.hpp"
 #include "weft/node_options.hpp"
 #include "weft/small_function.hpp"
@@ -123,7 +124,7 @@ class [[nodiscard]] Run {
   // Waits at most `timeout`; true if the run is over (then wait() returns at once).
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) {
-    return wait_for_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+    return wait_for_ns(detail::clamp_to_nanoseconds(timeout));
   }
   void cancel() noexcept;
   [[nodiscard]] bool done() const noexcept;

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -197,8 +200,18 @@ TEST_CASE("the Run handle: wait twice, wait_for, done, stats, default-constructe
   CHECK_FALSE(run.done());
   CHECK(g.running());
   CHECK_FALSE(run.wait_for(1ms));
+  // Odd timeouts: zero, negative and NaN do not wait; one past the clock's range waits as long as it takes.
+  CHECK_FALSE(run.wait_for(std::chrono::hours(-1)));
+  CHECK_FALSE(run.wait_for(std::chrono::nanoseconds::min()));
+  CHECK_FALSE(run.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN())));
   (void)run.stats();  // a snapshot while running is allowed
-  gate.open();
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(20ms);
+    gate.open();
+  });
+  CHECK(run.wait_for(std::chrono::hours::max()));  // used to overflow in the conversion to nanoseconds
+  opener.join();
+  CHECK(run.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::infinity())));
   CHECK(run.wait_for(patience(10)));
   CHECK(run.done());
   CHECK(run.wait() == weft::RunStatus::completed);

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <limits>
+#include <thread>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -205,6 +207,41 @@ TEST_CASE("wait_idle and shutdown from inside a task throw would_deadlock") {
     // The pool still works afterwards.
     CHECK(pool.submit([] { return 9; }).get() == 9);
   });
+}
+
+TEST_CASE("timeouts past the clock's range wait as long as it takes; zero, negative and NaN ones do not wait") {
+  const Watchdog watchdog("huge timeouts", patience(60));
+  const std::chrono::duration<double> infinite(std::numeric_limits<double>::infinity());
+  const std::chrono::duration<double> not_a_number(std::numeric_limits<double>::quiet_NaN());
+  weft::Pool pool{weft::PoolOptions{.threads = 1, .max_queued = 1}};
+  std::atomic<bool> release{false};
+  const auto slow = [&release] {
+    while (!release.load()) std::this_thread::yield();
+    return 5;
+  };
+  // Future::wait_for: a not-ready future; the short and odd timeouts return false at once.
+  auto blocker = pool.submit(slow);
+  CHECK_FALSE(blocker.wait_for(std::chrono::nanoseconds::min()));
+  CHECK_FALSE(blocker.wait_for(std::chrono::hours(-1)));
+  CHECK_FALSE(blocker.wait_for(not_a_number));
+  CHECK_FALSE(blocker.wait_for(std::chrono::seconds(0)));
+  // submit_for with the queue full (the blocker runs, one task waits): a huge timeout waits for room instead of
+  // reporting full at once (now() + hours::max() overflowed into the past).
+  auto queued = pool.submit([] { return 6; });
+  std::thread releaser([&release] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    release.store(true);
+  });
+  auto late = pool.submit_for(std::chrono::hours::max(), [] { return 7; });
+  CHECK(late.status == weft::SubmitStatus::accepted);
+  CHECK(blocker.wait_for(std::chrono::hours::max()));
+  CHECK(queued.wait_for(infinite));
+  REQUIRE(late.future.valid());
+  CHECK(late.future.wait_for(std::chrono::nanoseconds::max()));
+  releaser.join();
+  CHECK(blocker.get() == 5);
+  CHECK(queued.get() == 6);
+  CHECK(late.future.get() == 7);
 }
 
 TEST_CASE("an empty task is refused with std::invalid_argument naming the call") {

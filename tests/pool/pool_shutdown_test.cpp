@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +130,34 @@ TEST_CASE("shutdown_for drops what has not started at the deadline, and drains w
       check_exactly_once(runs);
     }
   });
+}
+
+TEST_CASE("shutdown_for with a timeout past the clock's range drains everything, dropping nothing") {
+  // nanoseconds::max() added to now() used to overflow into a deadline in the past: every pending task dropped.
+  const std::chrono::duration<double> forever(std::numeric_limits<double>::infinity());
+  for (int which = 0; which < 3; ++which) {
+    CAPTURE(which);
+    const Watchdog watchdog("shutdown_for forever", patience(60));
+    constexpr std::uint64_t kTasks = 10000;
+    RunCounts runs(kTasks);
+    weft::Pool pool{weft::PoolOptions{.threads = 1}};
+    std::atomic<bool> release{false};
+    pool.post([&release] {  // keeps the tasks below pending when shutdown_for starts
+      while (!release.load()) std::this_thread::yield();
+    });
+    for (std::uint64_t i = 0; i < kTasks; ++i) pool.post([&runs, i] { runs.ran(i); });
+    std::thread releaser([&release] {
+      std::this_thread::sleep_for(20ms);
+      release.store(true);
+    });
+    const weft::ShutdownResult result = which == 0   ? pool.shutdown_for(std::chrono::nanoseconds::max())
+                                        : which == 1 ? pool.shutdown_for(std::chrono::hours::max())
+                                                     : pool.shutdown_for(forever);
+    releaser.join();
+    CHECK(result.drained);
+    CHECK(result.dropped == 0);
+    check_exactly_once(runs);
+  }
 }
 
 TEST_CASE("a shut-down pool refuses submissions clearly, and shutting down again is harmless") {
