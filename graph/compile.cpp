@@ -101,11 +101,11 @@ void GraphImpl::lay_out() {
   // Options (only nodes that have some): limiters for multi-token nodes; who may run in place.
   std::vector<std::unique_ptr<graph::Limiter>> limiters;
   std::vector<std::uint32_t> limited_nodes;
-  unsigned max_affinity_plus_one = 0;
+  std::uint64_t max_affinity_plus_one = 0;
   for (std::size_t i = 0; !options_.empty() && i < n; ++i) {
     if (options_index_[i] == kNoIndex) continue;
     const NodeOptions& options = options_[options_index_[i]];
-    if (options.affinity) max_affinity_plus_one = std::max(max_affinity_plus_one, *options.affinity + 1);
+    if (options.affinity) max_affinity_plus_one = std::max(max_affinity_plus_one, std::uint64_t{*options.affinity} + 1);
     if (options.tokens > 1) {
       compiled[i].limiter = static_cast<std::uint32_t>(limiters.size());
       limiters.push_back(std::make_unique<graph::Limiter>(options));

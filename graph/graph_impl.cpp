@@ -90,8 +90,14 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index) const 
   if (options.concurrency == 0) throw_option(node, "concurrency", "0", "must be at least 1 (or weft::kUnlimited)");
   if (options.capacity == 0) throw_option(node, "capacity", "0", "must be at least 1 (or weft::kUnbounded)");
   if (options.tokens == 0) throw_option(node, "tokens", "0", "must be at least 1");
-  if (options.tokens > graph::BoundedQueue<std::uint64_t>::max_capacity() && options.capacity == kUnbounded)
+  // The inbox is allocated with min(capacity, tokens) slots, and holds at most max_capacity().
+  constexpr std::size_t most = graph::BoundedQueue<std::uint64_t>::max_capacity();
+  if (options.tokens > most && options.capacity == kUnbounded)
     throw_option(node, "tokens", std::to_string(options.tokens), "too many for an unbounded inbox; set a capacity");
+  if (options.tokens > most && options.capacity > most) {
+    const std::string rule = "at most " + std::to_string(most) + " when tokens is larger too";
+    throw_option(node, "capacity", std::to_string(options.capacity), rule.c_str());
+  }
 }
 
 Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options) {

@@ -125,7 +125,7 @@ class GraphImpl {
   std::vector<std::unique_ptr<graph::Limiter>> limiters_;
   std::vector<std::uint32_t> limited_nodes_;  // limiter index -> node index
   std::vector<std::uint32_t> roots_;
-  unsigned max_affinity_plus_one_ = 0;  // 0: no node has an affinity
+  std::uint64_t max_affinity_plus_one_ = 0;  // 0: no node has an affinity (64 bits: affinity + 1 cannot wrap)
 
   std::atomic<bool> running_{false};
   std::shared_ptr<RunState> current_;  // the last run started (kept so the destructor can wait for it)

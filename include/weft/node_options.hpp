@@ -25,9 +25,10 @@ inline constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max(
 
 // Options of one node. Every member has a default, so designated initializers naming only some compile cleanly:
 //   weft::NodeOptions{.concurrency = 2, .capacity = 64, .overflow = weft::Overflow::Block}
-// Out-of-range values (concurrency 0, capacity 0, tokens 0, an affinity past the pool's workers) throw
-// weft::invalid_option naming the node, the option and the value: when the node is added, or for affinity when
-// the graph is run on a pool.
+// Out-of-range values (concurrency 0, capacity 0, tokens 0, an inbox past 2^32 tokens, an affinity past the
+// pool's workers) throw weft::invalid_option naming the node, the option and the value: when the node is added,
+// or for affinity when the graph is run on a pool. The inbox is allocated when the graph is compiled, with
+// min(capacity, tokens) slots of 16 bytes: a node of a billion tokens wants a capacity.
 //
 // A node runs `tokens` times each time it is activated (once per run, when all its predecessors have finished).
 // Its tokens pass through its inbox, a bounded queue of at most `capacity` tokens waiting to start, and at most

@@ -265,6 +265,39 @@ TEST_CASE("an affinity past the pool's workers throws invalid_option from run();
   CHECK(ran.load() == 2);
 }
 
+TEST_CASE("the largest affinity is refused by run() too, naming the node (affinity + 1 used to wrap to 0)") {
+  weft::TaskGraph g;
+  (void)g.add_node([] {}, weft::NodeOptions{.name = "far", .affinity = std::numeric_limits<unsigned>::max()});
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  try {
+    weft::Run run = g.run(pool);
+    FAIL("run() accepted affinity UINT_MAX");
+  } catch (const weft::invalid_option& e) {
+    CHECK(contains(e.what(), "far"));
+    CHECK(contains(e.what(), "affinity"));
+    CHECK(contains(e.what(), std::to_string(std::numeric_limits<unsigned>::max())));
+  }
+  CHECK_FALSE(g.running());
+}
+
+TEST_CASE("an inbox past its limit (capacity and tokens both above 2^32) is refused when the node is added") {
+  const std::size_t huge = std::size_t{1} << 33;
+  weft::TaskGraph g;
+  try {
+    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "wide", .capacity = huge, .tokens = huge});
+    FAIL("add_node accepted an inbox of 2^33 tokens");
+  } catch (const weft::invalid_option& e) {
+    CHECK(contains(e.what(), "wide"));
+    CHECK(contains(e.what(), "capacity"));
+    CHECK(contains(e.what(), std::to_string(huge)));
+  }
+  CHECK(g.size() == 0);
+  // Either one within the limit is fine: the inbox takes the smaller.
+  (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = 4, .tokens = huge});
+  (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = huge, .tokens = 3});
+  CHECK(g.size() == 2);
+}
+
 TEST_CASE("changing, compiling or running a graph while it runs throws graph_busy; afterwards all work") {
   for_each_graph_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("graph_busy", workers), patience(30));
