@@ -90,6 +90,12 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index) const 
   if (options.concurrency == 0) throw_option(node, "concurrency", "0", "must be at least 1 (or weft::kUnlimited)");
   if (options.capacity == 0) throw_option(node, "capacity", "0", "must be at least 1 (or weft::kUnbounded)");
   if (options.tokens == 0) throw_option(node, "tokens", "0", "must be at least 1");
+  if (options.priority > Priority::Low)
+    throw_option(node, "priority", std::to_string(static_cast<unsigned>(options.priority)),
+                 "not a weft::Priority (High, Normal or Low)");
+  if (options.overflow > Overflow::Fail)
+    throw_option(node, "overflow", std::to_string(static_cast<unsigned>(options.overflow)),
+                 "not a weft::Overflow (Block, Drop or Fail)");
   // The inbox is allocated with min(capacity, tokens) slots, and holds at most max_capacity().
   constexpr std::size_t most = graph::BoundedQueue<std::uint64_t>::max_capacity();
   if (options.tokens > most && options.capacity == kUnbounded)

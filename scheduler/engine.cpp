@@ -65,6 +65,9 @@ Engine::Engine(PoolOptions options) : options_(std::move(options)), id_(slot_lea
       options_.affinity_patience > std::chrono::seconds(10))
     invalid("affinity_patience = " + std::to_string(options_.affinity_patience.count()) +
             "us: must be in 0..10s");
+  if (options_.pinning > Pinning::cpu_list)
+    invalid("pinning = " + std::to_string(static_cast<unsigned>(options_.pinning)) +
+            ": not a weft::Pinning (none, one_per_cpu or cpu_list)");
   const auto allowed = os::allowed_cpus();
   if (options_.pinning == Pinning::cpu_list) {
     if (options_.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::cpu_list");
@@ -536,6 +539,10 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
                          ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
                          ")");
   if (is_empty(source)) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
+  // Only here: the fast path of enqueue() takes Normal tasks alone, so an out-of-range value always comes here.
+  if (options.priority > Priority::Low)
+    throw invalid_option("weft::TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
+                         ": not a weft::Priority (High, Normal or Low)");
   // A worker of this pool here has a task with a priority, an affinity or max_queued: enqueue() took the rest.
   Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
 
@@ -880,6 +887,9 @@ std::uint64_t Engine::drop_slots(TaskDomain::ThreadRef ref) noexcept {
 }
 
 std::uint64_t Engine::shutdown(Shutdown policy) {
+  if (policy != Shutdown::Drain && policy != Shutdown::DropPending)
+    throw invalid_option("weft::Pool::shutdown: policy = " + std::to_string(static_cast<unsigned>(policy)) +
+                         ": not a weft::Shutdown (Drain or DropPending)");
   refuse_on_own_worker("shutdown");
   const std::lock_guard lock(shutdown_mutex_);
   if (joined_) return 0;

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "scheduler/memory_model.hpp"
+#include "weft/detail/deadline.hpp"
 #include "src/futex.hpp"
 
 namespace weft::sched {
@@ -73,7 +74,8 @@ class BasicEventCount {
 
   // As wait(), but gives up after `timeout`. Returns true if woken by a notify, false on timeout.
   bool wait_for(Key key, std::chrono::nanoseconds timeout) noexcept {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    // Saturating: callers pass what is left of a deadline that may itself sit near time_point::max().
+    const auto deadline = weft::detail::deadline_after(timeout);
     bool notified = true;
     while (epoch_.load(std::memory_order_acquire) == key.epoch_) {
       const auto left = deadline - std::chrono::steady_clock::now();

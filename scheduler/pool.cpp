@@ -40,7 +40,7 @@ detail::InlineRunCounter* Pool::inline_runs() noexcept { return &engine_->inline
 
 void Pool::wait_idle() { engine_->wait_idle(); }
 std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy); }
-ShutdownResult Pool::shutdown_for_ns(std::chrono::nanoseconds timeout) { return engine_->shutdown_for(timeout); }
+ShutdownResult Pool::shutdown_for(std::chrono::nanoseconds timeout) { return engine_->shutdown_for(timeout); }
 unsigned Pool::size() const noexcept { return engine_->size(); }
 std::optional<unsigned> Pool::current_worker() const noexcept { return engine_->current_worker(); }
 PoolStats Pool::stats() const { return engine_->stats(); }

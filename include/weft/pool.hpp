@@ -140,9 +140,11 @@ class Pool {
   std::uint64_t shutdown(Shutdown policy = Shutdown::Drain);
   // Drains for at most `timeout`, then drops what has not started. A timeout past what the clock can hold
   // (hours::max(), an infinite floating-point duration) drains without a deadline.
+  ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
+  // Any other duration: converted without overflow (the nanoseconds overload saturates the deadline).
   template <class Rep, class Period>
   ShutdownResult shutdown_for(std::chrono::duration<Rep, Period> timeout) {
-    return shutdown_for_ns(detail::clamp_to_nanoseconds(timeout));
+    return shutdown_for(detail::clamp_to_nanoseconds(timeout));
   }
 
   // Number of worker threads.
@@ -167,7 +169,6 @@ class Pool {
   SubmitStatus enqueue_state(detail::TaskHeader* state, TaskOptions options, Admission admission,
                              std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag);
   static void admit_or_throw(SubmitStatus status, const char* what);
-  ShutdownResult shutdown_for_ns(std::chrono::nanoseconds timeout);
   [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
 
   template <class F, class... Args>

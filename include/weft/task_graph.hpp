@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "weft/detail/deadline.hpp"
+#include "weft/detail/require_callable.hpp"
 #include "weft/errors.hpp"
 #include "weft/node_options.hpp"
 #include "weft/small_function.hpp"
@@ -177,9 +178,7 @@ class TaskGraph {
     requires NodeCallable<F>
   Node add_node(F&& f, NodeOptions options = {}) {
     // A callable that can be empty (a std::function, a function pointer) is refused now, not when it runs.
-    if constexpr (std::is_constructible_v<bool, const std::decay_t<F>&>) {
-      if (!static_cast<bool>(f)) throw std::invalid_argument("weft::TaskGraph::add_node: the callable is empty");
-    }
+    detail::require_callable(f, "weft::TaskGraph::add_node");
     return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
                          std::move(options));
   }

@@ -57,6 +57,9 @@ TEST_CASE("dump writes DOT with names, options and edges") {
 TEST_CASE("bad input: an empty callable, too many tokens for an unbounded inbox") {
   weft::TaskGraph g;
   CHECK_THROWS_WITH_AS(g.add_node(std::function<void()>{}), doctest::Contains("empty"), std::invalid_argument);
+  void (*null_function)() = nullptr;
+  CHECK_THROWS_WITH_AS(g.add_node(null_function), doctest::Contains("weft::TaskGraph::add_node"),
+                       std::invalid_argument);
   CHECK_THROWS_WITH_AS(
       g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "flood", .tokens = std::numeric_limits<std::size_t>::max()}),
       doctest::Contains("flood"), weft::invalid_option);

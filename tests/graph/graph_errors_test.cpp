@@ -280,6 +280,17 @@ TEST_CASE("the largest affinity is refused by run() too, naming the node (affini
   CHECK_FALSE(g.running());
 }
 
+TEST_CASE("a priority or overflow outside its enum is refused when the node is added, naming both") {
+  weft::TaskGraph g;
+  CHECK_THROWS_WITH_AS(
+      (void)g.add_node([] {}, weft::NodeOptions{.name = "odd", .priority = static_cast<weft::Priority>(9)}),
+      doctest::Contains("priority = 9 for node 'odd'"), weft::invalid_option);
+  CHECK_THROWS_WITH_AS(
+      (void)g.add_node([] {}, weft::NodeOptions{.name = "odd", .overflow = static_cast<weft::Overflow>(7)}),
+      doctest::Contains("overflow = 7"), weft::invalid_option);
+  CHECK(g.size() == 0);
+}
+
 TEST_CASE("an inbox past its limit (capacity and tokens both above 2^32) is refused when the node is added") {
   const std::size_t huge = std::size_t{1} << 33;
   weft::TaskGraph g;

@@ -228,7 +228,7 @@ TEST_CASE("timeouts past the clock's range wait as long as it takes; zero, negat
   // submit_for with the queue full (the blocker runs, one task waits): a huge timeout waits for room instead of
   // reporting full at once (now() + hours::max() overflowed into the past).
   auto queued = pool.submit([] { return 6; });
-  std::thread releaser([&release] {
+  std::jthread releaser([&release] {  // joined on every way out, a failed REQUIRE included
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     release.store(true);
   });
@@ -242,7 +242,39 @@ TEST_CASE("timeouts past the clock's range wait as long as it takes; zero, negat
   CHECK(blocker.get() == 5);
   CHECK(queued.get() == 6);
   CHECK(late.future.get() == 7);
+  // The conversion itself, at the edges. A float number of seconds just under 2^63 ns: duration_cast multiplies
+  // in float, rounds up to 2^63 and overflows to a negative count; converted through long double it is exact.
+  using weft::detail::clamp_to_nanoseconds;
+  CHECK(clamp_to_nanoseconds(std::chrono::duration<float>(9223371776.F)) ==
+        std::chrono::nanoseconds(9'223'371'776'000'000'000));
+  CHECK(clamp_to_nanoseconds(std::chrono::duration<float>(9223372800.F)) == std::chrono::nanoseconds::max());
+  CHECK(clamp_to_nanoseconds(std::chrono::duration<unsigned long long, std::nano>::max()) ==
+        std::chrono::nanoseconds::max());
+  CHECK(clamp_to_nanoseconds(std::chrono::duration<double>(1.5)) == std::chrono::milliseconds(1500));
+  CHECK(clamp_to_nanoseconds(std::chrono::hours(2)) == std::chrono::hours(2));
+  CHECK(clamp_to_nanoseconds(std::chrono::nanoseconds(-1)) == std::chrono::nanoseconds::zero());
 }
+
+TEST_CASE("enum values out of range (a static_cast away) are refused with invalid_option naming them") {
+  const Watchdog watchdog("bad enums", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  std::atomic<int> ran{0};
+  const weft::TaskOptions bad{.priority = static_cast<weft::Priority>(9)};
+  CHECK_THROWS_WITH_AS(pool.post([&ran] { ran.fetch_add(1); }, bad), doctest::Contains("priority = 9"),
+                       weft::invalid_option);
+  CHECK_THROWS_WITH_AS((void)pool.submit_with(bad, [&ran] { ran.fetch_add(1); }), doctest::Contains("priority = 9"),
+                       weft::invalid_option);
+  CHECK_THROWS_WITH_AS((void)pool.shutdown(static_cast<weft::Shutdown>(5)), doctest::Contains("policy = 5"),
+                       weft::invalid_option);
+  // Nothing was accepted, and the pool still works and shuts down normally.
+  CHECK(pool.submit([] { return 3; }).get() == 3);
+  CHECK(pool.shutdown() == 0);
+  CHECK(ran.load() == 0);
+}
+
+std::atomic<int> plain_function_runs{0};
+void plain_function() { plain_function_runs.fetch_add(1); }
+int plain_int_function() { return 8; }
 
 TEST_CASE("an empty task is refused with std::invalid_argument naming the call") {
   const Watchdog watchdog("empty task", patience(30));
@@ -274,8 +306,14 @@ TEST_CASE("an empty task is refused with std::invalid_argument naming the call")
   refused([&] { weft::parallel_for(pool, v.begin(), v.end(), std::function<void(int&)>{}); }, "weft::parallel_for");
   pool.wait_idle();
   CHECK(pool.stats().in_flight == 0);
-  // A non-empty std::function and a plain function still go through.
+  // A non-empty std::function, a function named directly and a pointer to one still go through.
   CHECK(pool.submit(std::function<int()>([] { return 4; })).get() == 4);
+  pool.post(plain_function);
+  CHECK(pool.submit(plain_int_function).get() == 8);
+  CHECK(pool.submit(&plain_int_function).get() == 8);
+  weft::parallel_for(pool, 0, 4, [](int) { plain_function(); });
+  pool.wait_idle();
+  CHECK(plain_function_runs.load() == 5);
 }
 
 }  // namespace

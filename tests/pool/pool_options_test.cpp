@@ -93,6 +93,7 @@ TEST_CASE("every bad PoolOptions field is refused with invalid_option naming it"
   contains(refusal({.spin_before_park = 2s}), "spin_before_park");
   contains(refusal({.affinity_patience = -1us}), "affinity_patience");
   contains(refusal({.pinning = weft::Pinning::cpu_list}), "cpus is empty");
+  contains(refusal({.pinning = static_cast<weft::Pinning>(7)}), "pinning = 7");
   const auto allowed = allowed_cpus();
   const unsigned not_ours = allowed.back() + 1;  // above every CPU of the mask
   const std::string outside = refusal({.pinning = weft::Pinning::cpu_list, .cpus = {allowed.front(), not_ours}});

@@ -15,11 +15,15 @@ namespace weft::detail {
   throw std::invalid_argument(message);
 }
 
-// `call` names the public entry point, e.g. "weft::Pool::submit". Costs nothing for a lambda with captures;
-// a captureless one converts to a function pointer that is never null, which the compiler folds away.
+// `call` names the public entry point, e.g. "weft::Pool::submit". A function named directly (a reference to
+// it) cannot be null and is not tested (g++ warns that its address is never null); pointers are compared with
+// nullptr; a class that can be empty says so through operator bool (std::function). A lambda costs nothing.
 template <class F>
 void require_callable(const F& f, const char* call) {
-  if constexpr (std::is_constructible_v<bool, const F&>) {
+  if constexpr (std::is_pointer_v<F> || std::is_member_pointer_v<F>) {
+    if (f == nullptr) [[unlikely]]
+      throw_empty_callable(call);
+  } else if constexpr (std::is_class_v<F> && std::is_constructible_v<bool, const F&>) {
     if (!static_cast<bool>(f)) [[unlikely]]
       throw_empty_callable(call);
   }
