@@ -3,6 +3,7 @@
 #include <string>
 
 #include "graph/run_state.hpp"
+#include "weft/detail/deadline.hpp"
 #include "weft/errors.hpp"
 #include "weft/task_graph.hpp"
 
@@ -84,14 +85,7 @@ RunStatus Run::wait() {
 
 bool Run::wait_for_ns(std::chrono::nanoseconds timeout) {
   require_valid("wait_for");
-  using Clock = graph::Clock;
-  const auto now = Clock::now();
-  // Saturate: max() means "no deadline", so a huge timeout stops one short of it.
-  const auto room = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::time_point::max() - now) -
-                    std::chrono::nanoseconds(1);
-  const auto deadline = timeout >= room ? Clock::time_point::max() - Clock::duration(1)
-                                        : now + std::chrono::duration_cast<Clock::duration>(timeout);
-  return state_->wait_until(deadline);
+  return state_->wait_until(detail::deadline_after(timeout));  // saturates one short of max() ("no deadline")
 }
 
 void Run::cancel() noexcept {

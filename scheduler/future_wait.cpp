@@ -3,6 +3,7 @@
 
 #include "scheduler/engine.hpp"
 #include "src/futex.hpp"
+#include "weft/detail/deadline.hpp"
 #include "weft/detail/future_state.hpp"
 
 namespace weft::detail {
@@ -85,10 +86,7 @@ void FutureStateBase::wake_waiters() noexcept {
 void wait_until_ready(FutureStateBase& state) { (void)wait(state, Clock::time_point::max()); }
 
 bool wait_until_ready_for(FutureStateBase& state, std::chrono::nanoseconds timeout) {
-  // Saturate: now() + a huge timeout would overflow; max() means "no deadline" below, so stop one short.
-  const auto now = Clock::now();
-  const auto room = Clock::time_point::max() - now - Clock::duration(1);
-  return wait(state, timeout >= room ? now + room : now + timeout);
+  return wait(state, deadline_after(timeout));  // saturates one short of max(), which means "no deadline" here
 }
 
 }  // namespace weft::detail
