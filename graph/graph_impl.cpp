@@ -45,8 +45,9 @@ GraphImpl::~GraphImpl() { wait_for_run_end(); }
 
 void GraphImpl::wait_for_run_end() noexcept {
   if (current_ == nullptr || current_->done()) return;
-  if (RunState::current() == current_.get()) {
-    std::fputs("weft::TaskGraph destroyed from inside one of its own running nodes: the run cannot end\n",
+  if (current_->is_caller_inside()) {
+    std::fputs("weft::TaskGraph destroyed from inside one of its own running nodes (or their subflow children): "
+               "the run cannot end\n",
                stderr);
     std::terminate();
   }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "graph/run_state.hpp"
+#include "graph/subflow_access.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/errors.hpp"
 #include "weft/task_graph.hpp"
@@ -13,10 +14,15 @@ RunState::RunState(GraphImpl& graph, Pool& pool) : graph_(graph), pool_(pool) {
   dropped_by_limiter_.assign(graph.limiter_count(), {kNoIndex, 0});
 }
 
+bool RunState::is_caller_inside() const noexcept {
+  return current() == this || SubflowAccess::current_child_run() == this;
+}
+
 RunStatus RunState::wait() {
-  if (current() == this)
+  if (is_caller_inside())
     throw would_deadlock(
-        "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
+        "weft::Run::wait: called from inside one of the run's own nodes (or their subflow children); the run "
+        "cannot end while it waits");
   help_as_outside_waiter();
   (void)wait_until(graph::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
@@ -34,7 +40,7 @@ bool RunState::wait_until(graph::Clock::time_point deadline) {
 }
 
 void RunState::wait_quietly() noexcept {
-  if (current() == this) return;  // a node of this very run: waiting could never end
+  if (is_caller_inside()) return;  // a node (or subflow child) of this very run: waiting could never end
   try {
     help_as_outside_waiter();
     (void)wait_until(graph::Clock::time_point::max());

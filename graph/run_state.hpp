@@ -81,6 +81,9 @@ class RunState {
   void finish_unit() noexcept;
   // The run whose node the calling thread is executing (innermost), or null.
   [[nodiscard]] static RunState* current() noexcept;
+  // True if the calling thread is inside one of this run's nodes or subflow children: waiting for the run
+  // from here could never end.
+  [[nodiscard]] bool is_caller_inside() const noexcept;
 
  private:
   void run_node(std::uint32_t node) noexcept;

@@ -2,8 +2,10 @@
 #include "weft/subflow.hpp"
 
 #include <exception>
+#include <utility>
 
 #include "graph/run_state.hpp"
+#include "graph/subflow_access.hpp"
 #include "graph/wait.hpp"
 #include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
@@ -23,7 +25,27 @@ void Subflow::spawn_child(small_function<void()>&& child) {
   detail::PoolAccess::post(run_->pool(), std::move(child), options, run_->inline_tag());
 }
 
+namespace {
+thread_local Subflow* tl_current_child = nullptr;
+}  // namespace
+
+Subflow* Subflow::exchange_current(Subflow* next) noexcept { return std::exchange(tl_current_child, next); }
+
+const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
+  return tl_current_child != nullptr ? tl_current_child->run_ : nullptr;
+}
+
 void Subflow::join() {
+  // The running child counts in the pending_ of each of its ancestors until it returns: joining one of them
+  // from here could never end.
+  if (tl_current_child != nullptr) {
+    for (const Subflow* ancestor = tl_current_child->parent_; ancestor != nullptr; ancestor = ancestor->parent_) {
+      if (ancestor == this)
+        throw would_deadlock(
+            "weft::Subflow::join: called from one of this Subflow's own children (or their descendants), which "
+            "it would wait for; join a child's own Subflow instead");
+    }
+  }
   detail::RunState* run = run_;
   // An outside thread running this node (it helps its run) does not run the children itself: they are
   // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there

@@ -11,6 +11,9 @@ struct SubflowAccess {
   [[nodiscard]] static Subflow make_root(RunState& run, Priority priority) noexcept {
     return Subflow(run, nullptr, priority);
   }
+  // The run whose subflow child this thread is running (innermost), or null: its Run::wait() would wait for
+  // that very child.
+  [[nodiscard]] static const RunState* current_child_run() noexcept;
   // Joins the root's children if it has any (the common case, none, costs one load).
   static void join_if_spawned(Subflow& subflow) noexcept {
     if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join();

@@ -66,7 +66,8 @@ class Subflow {
     spawn_child(small_function<void()>(Child<std::decay_t<F>>(this, std::forward<F>(f))));
   }
 
-  // Waits for every child spawned so far (and their descendants).
+  // Waits for every child spawned so far (and their descendants). Throws would_deadlock if called from one of
+  // those children (or their descendants): the caller is itself one of the children it would wait for.
   void join();
 
   // True once the run is cancelled (by Run::cancel, an exception, an Overflow::Fail): long bodies may poll it.
@@ -98,6 +99,7 @@ class Subflow {
       Subflow* parent = std::exchange(parent_, nullptr);
       Subflow own(*parent->run_, parent, parent->priority_);
       if (!own.cancelled()) {
+        Subflow* const outer = exchange_current(&own);
         try {
           if constexpr (std::is_invocable_v<F&, Subflow&>) {
             f_(own);
@@ -107,6 +109,7 @@ class Subflow {
         } catch (...) {
           own.record_exception(std::current_exception());
         }
+        (void)exchange_current(outer);
       } else {
         own.record_skipped();
       }
@@ -117,6 +120,11 @@ class Subflow {
     Subflow* parent_;
     F f_;
   };
+
+  // The Subflow of the child whose body this thread is running (the innermost, as waits nest on one stack), or
+  // null. join() on one of its ancestors, or Run::wait() on its run, waits for that child itself: they throw
+  // would_deadlock instead of hanging.
+  static Subflow* exchange_current(Subflow* next) noexcept;
 
   void spawn_child(small_function<void()>&& child);
   // The child of this subflow finished (its body, then its own join) or was dropped unrun.

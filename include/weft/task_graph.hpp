@@ -105,7 +105,8 @@ struct RunStats {
 // - wait() blocks until the run is over (on a worker of a weft pool it runs other tasks meanwhile), then
 //   rethrows the first exception of the run, if any (a body's, weft::inbox_full from an Overflow::Fail node,
 //   weft::pool_closed / task_dropped if the pool refused or dropped its tasks); else returns how it ended.
-//   It may be called more than once; each call rethrows the same exception.
+//   It may be called more than once; each call rethrows the same exception. Called from inside the run (one of
+//   its nodes, or a subflow child of one), where it could never return, it throws weft::would_deadlock.
 // - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::cancelled.
 // - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
 //

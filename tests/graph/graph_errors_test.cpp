@@ -375,6 +375,66 @@ TEST_CASE("Run::wait() from inside one of the run's own nodes throws would_deadl
   });
 }
 
+TEST_CASE("Run::wait() from a subflow child of the run's own node throws would_deadlock instead of hanging") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("wait inside own child", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::TaskGraph g;
+    std::atomic<weft::Run*> current{nullptr};
+    std::atomic<int> grandchild_threw{0};
+    (void)g.add_node([&](weft::Subflow& sf) {
+      sf.spawn([&](weft::Subflow& child) {
+        // A grandchild too: the check follows the innermost child, whatever its depth.
+        child.spawn([&] {
+          weft::Run* run = nullptr;
+          while ((run = current.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
+          try {
+            (void)run->wait();
+          } catch (const weft::would_deadlock&) {
+            grandchild_threw.fetch_add(1, std::memory_order_relaxed);
+            throw;
+          }
+        });
+      });
+    });
+    weft::Run run = g.run(pool);
+    current.store(&run, std::memory_order_release);
+    await_or_die(run, named("wait inside own child", workers), patience(20));
+    CHECK_THROWS_WITH_AS(run.wait(), doctest::Contains("subflow children"), weft::would_deadlock);
+    CHECK(grandchild_threw.load() == 1);
+  });
+}
+
+TEST_CASE("Subflow::join() on an ancestor from a child throws would_deadlock; joining its own Subflow works") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("join ancestor", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    for (const int depth : {1, 2}) {  // the node's own Subflow from a child, then from a grandchild
+      INFO("depth = " << depth);
+      weft::TaskGraph g;
+      std::atomic<int> own_joins{0};
+      std::atomic<int> leaves{0};
+      (void)g.add_node([&](weft::Subflow& root) {
+        root.spawn([&](weft::Subflow& child) {
+          child.spawn([&] { leaves.fetch_add(1, std::memory_order_relaxed); });
+          child.join();  // its own: fine, and the leaf has run
+          own_joins.fetch_add(leaves.load(std::memory_order_relaxed), std::memory_order_relaxed);
+          if (depth == 1) {
+            root.join();
+          } else {
+            child.spawn([&] { root.join(); });
+          }
+        });
+      });
+      weft::Run run = g.run(pool);
+      await_or_die(run, named("join ancestor", workers), patience(20));
+      CHECK_THROWS_WITH_AS(run.wait(), doctest::Contains("weft::Subflow::join"), weft::would_deadlock);
+      CHECK(own_joins.load() == 1);
+      CHECK(leaves.load() == 1);
+    }
+  });
+}
+
 TEST_CASE("a graph whose run is over is not busy even while its Run handle lives") {
   const Watchdog watchdog("not busy", patience(30));
   weft::Pool pool{weft::PoolOptions{.threads = 2}};

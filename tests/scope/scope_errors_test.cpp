@@ -142,11 +142,15 @@ TEST_CASE("an empty callable (null function pointer, empty std::function) is ref
   refused([&] { (void)scope.parallel_for(v.begin(), v.end(), std::function<void(int&)>{}); },
           "weft::TaskScope::parallel_for");
   refused([&] { (void)scope.parallel_for_after(deps, 0, 10, empty_of_int); }, "weft::TaskScope::parallel_for");
-  // A node spawning an empty child fails the run with the same error, naming Subflow::spawn.
-  (void)scope.submit([&](weft::Subflow& sf) { sf.spawn(empty); });
-  CHECK(scope.size() == 3);  // only the three accepted jobs were added
-  CHECK_THROWS_WITH_AS(scope.run_and_wait(), doctest::Contains("weft::Subflow::spawn"), std::invalid_argument);
+  CHECK(scope.size() == 2);  // only the two accepted jobs were added
+  scope.run_and_wait();
   CHECK(a.get() == 1);
+
+  // A node spawning an empty child fails its run with the same error, naming Subflow::spawn. It has a scope of
+  // its own: beside a and b its failure could cancel the run before either started (seen under ASan in CI).
+  weft::TaskScope spawning{pool};
+  (void)spawning.submit([&](weft::Subflow& sf) { sf.spawn(empty); });
+  CHECK_THROWS_WITH_AS(spawning.run_and_wait(), doctest::Contains("weft::Subflow::spawn"), std::invalid_argument);
 }
 
 TEST_CASE("adding jobs after run(), and running twice: graph_busy") {
