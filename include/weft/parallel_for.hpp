@@ -74,7 +74,8 @@ void parallel_for(Pool& pool, I first, J last, F&& f, std::size_t grain = 0) {
 }
 
 // Runs f(*it) for every it in [first, last) (random-access iterators) on `pool`, and returns when all have run.
-// Same contract as the integer form; f may instead take two iterators, f(b, e), once per chunk.
+// Same contract as the integer form; f may instead take two iterators, f(b, e), once per chunk. A reversed
+// range (last before first) is not empty here but refused: std::invalid_argument naming the call.
 //
 // Example:
 //   std::vector<int> v(1000, 1);
@@ -83,7 +84,7 @@ template <std::random_access_iterator It, class F>
   requires ElementBody<std::decay_t<F>, It>
 void parallel_for(Pool& pool, It first, It last, F&& f, std::size_t grain = 0) {
   detail::require_callable(f, "weft::parallel_for");
-  const std::size_t n = detail::element_count(first, last);
+  const std::size_t n = detail::element_count(first, last, "weft::parallel_for");
   const detail::ElementRange<It, const std::remove_reference_t<F>&> body(std::move(first), f);
   detail::run_blocking_for(pool, body, n, grain);
 }

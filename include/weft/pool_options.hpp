@@ -70,7 +70,8 @@ struct PoolOptions {
   // burnt while idle. At most one second.
   std::chrono::microseconds spin_before_park{50};
   // How long a worker may be seen making no progress (stuck in one task) while a task sent to it by affinity
-  // waits, before an idle worker may take that task. Measured from when an idle worker first notices.
+  // waits, before an idle worker may take that task. Measured from when an idle worker first notices. At most
+  // ten seconds (a task could otherwise wait on a stuck worker for as long as the clock holds).
   std::chrono::microseconds affinity_patience{200};
   // At most this many accepted tasks waiting to start (0: unbounded). When full, post/submit block (a worker
   // that submits runs other work meanwhile), try_post/try_submit return SubmitStatus::full. One exception,

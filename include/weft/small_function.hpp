@@ -9,6 +9,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -30,7 +31,8 @@ enum class storage_policy : unsigned char {
 // Contract:
 // - Construction from f (an object, function pointer or member pointer) requires that std::decay_t<F>& can be
 //   invoked with Args... and its result converts to R; a reference R must not bind to a temporary. Anything else
-//   does not compile (std::is_constructible_v is false). A null function or member pointer gives an empty object.
+//   does not compile (std::is_constructible_v is false). A null function or member pointer, or an empty
+//   std::function, gives an empty object (as std::function's own constructor does).
 // - Storage: the callable D is stored inline, with no allocation, when sizeof(D) <= Capacity,
 //   alignof(D) <= alignof(void*) and D's move constructor is noexcept. Otherwise, under inline_or_heap, it is
 //   stored with exactly one heap allocation (aligned new for over-aligned D); under inline_only
@@ -91,8 +93,11 @@ class small_function<R(Args...), Capacity, Policy> {
     requires(!std::same_as<D, small_function>) && detail::small_function_source<F, D, R, Args...> &&
             (Policy == storage_policy::inline_or_heap || detail::fits_inline<D, Capacity>)
   small_function(F&& f) noexcept(detail::fits_inline<D, Capacity> && std::is_nothrow_constructible_v<D, F>) {
-    // Only a pointer can be null; a function reference F decays to a pointer that never is.
-    if constexpr (std::is_pointer_v<std::remove_cvref_t<F>> || std::is_member_pointer_v<std::remove_cvref_t<F>>) {
+    // Only a pointer can be null; a function reference F decays to a pointer that never is. An empty
+    // std::function gives an empty object too, as it does for std::function itself: stored, it would only
+    // throw bad_function_call when called, far from where it was handed over (a PoolOptions hook, say).
+    if constexpr (std::is_pointer_v<std::remove_cvref_t<F>> || std::is_member_pointer_v<std::remove_cvref_t<F>> ||
+                  detail::is_std_function<D>) {
       if (f == nullptr) return;
     }
     if constexpr (detail::fits_inline<D, Capacity>) {

@@ -201,7 +201,7 @@ class TaskScope {
   Job<void> parallel_for_after(std::span<const AnyJob> deps, It first, It last, F&& f, NodeOptions options = {},
                                std::size_t grain = 0) {
     detail::require_callable(f, "weft::TaskScope::parallel_for");
-    const std::size_t n = detail::element_count(first, last);
+    const std::size_t n = detail::element_count(first, last, "weft::TaskScope::parallel_for");
     return add_for_job(deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
                        std::move(options), grain);
   }

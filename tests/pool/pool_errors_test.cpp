@@ -133,6 +133,27 @@ TEST_CASE("task hooks see every task, and their exceptions are reported like a t
   });
 }
 
+TEST_CASE("hooks and on_error given an empty std::function are unset: no bad_function_call per task") {
+  const std::function<void(const weft::TaskEvent&)> no_hook;
+  const std::function<void(std::exception_ptr)> no_handler;
+  weft::PoolOptions options{.threads = 2};
+  options.on_task_start = no_hook;
+  options.on_task_end = no_hook;
+  options.on_error = no_handler;
+  CHECK_FALSE(options.on_task_start);
+  CHECK_FALSE(options.on_error);
+  weft::Pool pool{std::move(options)};
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 50; ++i) pool.post([&ran] { ran.fetch_add(1); });
+  pool.post([] { throw std::runtime_error("kept, since on_error is unset"); });
+  pool.wait_idle();
+  CHECK(ran.load() == 50);
+  CHECK(pool.stats().errors == 1);  // the task's own; the hooks threw nothing
+  const auto kept = pool.take_errors();
+  REQUIRE(kept.size() == 1);
+  CHECK(message_of(kept[0]) == "kept, since on_error is unset");
+}
+
 TEST_CASE("Future::get rethrows the task's own exception, which does not reach on_error") {
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("future exceptions", workers), patience(30));

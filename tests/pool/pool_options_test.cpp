@@ -92,6 +92,7 @@ TEST_CASE("every bad PoolOptions field is refused with invalid_option naming it"
   contains(refusal({.spin_before_park = -1us}), "spin_before_park");
   contains(refusal({.spin_before_park = 2s}), "spin_before_park");
   contains(refusal({.affinity_patience = -1us}), "affinity_patience");
+  contains(refusal({.affinity_patience = 10s + 1us}), "affinity_patience = 10000001us: must be in 0..10s");
   contains(refusal({.pinning = weft::Pinning::cpu_list}), "cpus is empty");
   contains(refusal({.pinning = static_cast<weft::Pinning>(7)}), "pinning = 7");
   const auto allowed = allowed_cpus();

@@ -153,6 +153,30 @@ TEST_CASE("an empty callable (null function pointer, empty std::function) is ref
   CHECK_THROWS_WITH_AS(spawning.run_and_wait(), doctest::Contains("weft::Subflow::spawn"), std::invalid_argument);
 }
 
+TEST_CASE("a reversed iterator range is refused with std::invalid_argument naming the call and the distance") {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  std::vector<int> v(8, 1);
+  int calls = 0;
+  const auto touch = [&calls](int&) { ++calls; };
+  const auto reversed = doctest::Contains("last - first = -8");
+  CHECK_THROWS_WITH_AS(weft::parallel_for(pool, v.end(), v.begin(), touch), reversed, std::invalid_argument);
+  CHECK_THROWS_WITH_AS(weft::parallel_for(pool, v.end(), v.begin(), touch), doctest::Contains("weft::parallel_for"),
+                       std::invalid_argument);
+  weft::TaskScope scope{pool};
+  auto a = scope.submit([] { return 1; });
+  CHECK_THROWS_WITH_AS(scope.parallel_for(v.end(), v.begin(), touch),
+                       doctest::Contains("weft::TaskScope::parallel_for"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, v.data() + 5, v.data() + 2, touch),
+                       doctest::Contains("last - first = -3"), std::invalid_argument);
+  CHECK(scope.size() == 1);  // nothing added by the refused calls
+  // An empty iterator range and a reversed integer range (empty by convention, as in oneTBB) are accepted.
+  scope.parallel_for(v.begin(), v.begin(), touch);
+  scope.parallel_for(5, 2, [&calls](int) { ++calls; });
+  scope.run_and_wait();
+  CHECK(calls == 0);
+  CHECK(a.get() == 1);
+}
+
 TEST_CASE("adding jobs after run(), and running twice: graph_busy") {
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
   weft::TaskScope scope{pool};

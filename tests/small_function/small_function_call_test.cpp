@@ -129,6 +129,28 @@ TEST_CASE("function pointers, member pointers, and null pointers that give an em
   CHECK(from_null_member == nullptr);
 }
 
+TEST_CASE("an empty std::function gives an empty small_function; a full one is stored and called") {
+  const std::function<int(int)> empty_copy;
+  small_function<int(int)> from_copy = empty_copy;
+  CHECK_FALSE(from_copy);
+  CHECK_FALSE(from_copy.is_inline());  // nothing stored at all, not an empty std::function inside
+  small_function<int(int)> from_rvalue = std::function<int(int)>{};
+  CHECK(from_rvalue == nullptr);
+  CHECK_THROWS_AS(from_rvalue(1), std::bad_function_call);
+  small_function<int(int)> assigned = [](int v) { return v; };
+  assigned = std::function<int(int)>{};
+  CHECK_FALSE(assigned);
+
+  const std::function<int(int)> full = twice;
+  small_function<int(int)> from_full = full;
+  REQUIRE(from_full);
+  CHECK(from_full(21) == 42);
+  CHECK(full(1) == 2);  // copied, not moved from
+  // A std::function of another signature that is empty converts to an empty one too.
+  small_function<long(int)> widened = std::function<int(int)>{};
+  CHECK_FALSE(widened);
+}
+
 TEST_CASE("an empty small_function is false, equals nullptr, and throws bad_function_call when called") {
   small_function<int()> empty;
   CHECK_FALSE(empty);

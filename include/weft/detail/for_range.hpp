@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstddef>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -96,11 +97,23 @@ class ElementRange {
   F f_;
 };
 
-// Number of elements in [first, last); 0 when last comes before first.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_reversed_range(const char* call, long long distance) {
+  std::string message = call;
+  message += ": the iterator range is reversed (last - first = ";
+  message += std::to_string(distance);
+  message += "): last must not come before first";
+  throw std::invalid_argument(message);
+}
+
+// Number of elements in [first, last). last before first is refused, naming `call`: unlike an integer range,
+// where it is the empty range by convention, a reversed pair of iterators is a caller's mistake (swapped
+// arguments, or iterators of two containers) that would otherwise run nothing and say nothing.
 template <std::random_access_iterator It>
-[[nodiscard]] std::size_t element_count(const It& first, const It& last) {
+[[nodiscard]] std::size_t element_count(const It& first, const It& last, const char* call) {
   const auto n = last - first;
-  return n > 0 ? static_cast<std::size_t>(n) : 0;
+  if (n < 0) [[unlikely]]
+    throw_reversed_range(call, static_cast<long long>(n));
+  return static_cast<std::size_t>(n);
 }
 
 }  // namespace detail

@@ -17,6 +17,13 @@ namespace weft::detail {
 template <class>
 inline constexpr bool dependent_false = false;
 
+// True for the specialisations of std::function, the one callable class that is empty by a documented rule:
+// small_function stores an empty one as nothing, as std::function does.
+template <class>
+inline constexpr bool is_std_function = false;
+template <class Signature>
+inline constexpr bool is_std_function<std::function<Signature>> = true;
+
 // The inline storage is aligned like a pointer, which keeps sizeof(small_function) at Capacity + one pointer
 // (with 16-byte storage alignment the object would be padded to Capacity + 16). Callables that need more go to
 // the heap.
