@@ -97,11 +97,10 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index) const 
   if (options.overflow > Overflow::Fail)
     throw_option(node, "overflow", std::to_string(static_cast<unsigned>(options.overflow)),
                  "not a weft::Overflow (Block, Drop or Fail)");
-  // The inbox is allocated with min(capacity, tokens) slots, and holds at most max_capacity().
+  // A bounded inbox is allocated with min(capacity, tokens) slots, and holds at most max_capacity(); an
+  // unbounded one with a few thousand at most (graph/limiter.hpp), whatever the tokens.
   constexpr std::size_t most = graph::BoundedQueue<std::uint64_t>::max_capacity();
-  if (options.tokens > most && options.capacity == kUnbounded)
-    throw_option(node, "tokens", std::to_string(options.tokens), "too many for an unbounded inbox; set a capacity");
-  if (options.tokens > most && options.capacity > most) {
+  if (options.tokens > most && options.capacity != kUnbounded && options.capacity > most) {
     const std::string rule = "at most " + std::to_string(most) + " when tokens is larger too";
     throw_option(node, "capacity", std::to_string(options.capacity), rule.c_str());
   }

@@ -16,12 +16,17 @@ namespace weft::graph {
 
 class Limiter {
  public:
+  // The slots an unbounded inbox is given at most (64 KiB). Its producer waits for room past that, as under
+  // Overflow::Block: an unbounded inbox never drops or fails a token, and allocating one slot per token would
+  // let a node of a billion tokens take 16 GB when the graph is compiled.
+  static constexpr std::size_t kUnboundedInboxSlots = 4096;
+
   // The inbox never needs more room than one activation's tokens.
   explicit Limiter(const NodeOptions& options)
-      : inbox(std::min(options.capacity, options.tokens)),
+      : inbox(std::min(options.capacity == kUnbounded ? kUnboundedInboxSlots : options.capacity, options.tokens)),
         slots(options.concurrency),
         tokens(options.tokens),
-        overflow(options.overflow) {}
+        overflow(options.capacity == kUnbounded ? Overflow::Block : options.overflow) {}
 
   BoundedQueue<std::uint64_t> inbox;  // token indices waiting to execute
   ExecutionSlots slots;               // executors in flight (each runs tokens one after another)
@@ -29,7 +34,7 @@ class Limiter {
   std::atomic<std::uint64_t> dropped{0};    // tokens dropped this run (Overflow::Drop)
   Signal room;                              // producers blocked on a full inbox sleep here
   const std::size_t tokens;
-  const Overflow overflow;
+  const Overflow overflow;  // Block for an unbounded inbox, whatever the options said: it never overflows
 };
 
 }  // namespace weft::graph

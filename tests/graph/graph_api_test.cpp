@@ -1,5 +1,5 @@
 // The smaller parts of TaskGraph's API: add_edges, reserve, dump (DOT), and their bad input: an empty
-// callable, more tokens than an unbounded inbox can hold, changes while running, a moved-from graph.
+// callable, changes while running, a moved-from graph.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -54,15 +54,12 @@ TEST_CASE("dump writes DOT with names, options and edges") {
   CHECK(contains(dot, "n0 -> n1;"));
 }
 
-TEST_CASE("bad input: an empty callable, too many tokens for an unbounded inbox") {
+TEST_CASE("bad input: an empty callable") {
   weft::TaskGraph g;
   CHECK_THROWS_WITH_AS(g.add_node(std::function<void()>{}), doctest::Contains("empty"), std::invalid_argument);
   void (*null_function)() = nullptr;
   CHECK_THROWS_WITH_AS(g.add_node(null_function), doctest::Contains("weft::TaskGraph::add_node"),
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(
-      g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "flood", .tokens = std::numeric_limits<std::size_t>::max()}),
-      doctest::Contains("flood"), weft::invalid_option);
   CHECK(g.size() == 0);  // nothing half-added
 }
 

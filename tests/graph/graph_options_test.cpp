@@ -6,11 +6,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/graph/graph_test_support.hpp"
@@ -123,6 +125,61 @@ TEST_CASE("capacity + Overflow::Block with a slow consumer loses nothing, even o
       }
     }
   });
+}
+
+TEST_CASE("an unbounded inbox with more tokens than its buffer: every token once, none dropped under any overflow") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("unbounded", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    // Past the 4096 slots an unbounded inbox is given: the producer must wait for room several times.
+    constexpr std::size_t kTokens = 3 * 4096 + 17;
+    const std::pair<weft::Overflow, unsigned> cases[] = {
+        {weft::Overflow::Block, 1U}, {weft::Overflow::Drop, 3U}, {weft::Overflow::Fail, weft::kUnlimited}};
+    for (const auto& [overflow, concurrency] : cases) {
+      INFO("overflow = " << static_cast<int>(overflow) << ", concurrency = " << concurrency);
+      weft::TaskGraph g;
+      TokenCounts counts(kTokens);
+      std::atomic<std::size_t> finished{0};
+      std::size_t seen_by_successor = 0;
+      auto flood = g.add_node(
+          [&](std::size_t t) {
+            counts.ran(t);
+            finished.fetch_add(1, std::memory_order_relaxed);
+          },
+          weft::NodeOptions{.name = "flood", .concurrency = concurrency, .overflow = overflow, .tokens = kTokens});
+      auto after = g.add_node([&] { seen_by_successor = finished.load(std::memory_order_relaxed); });
+      g.add_edge(flood, after);
+      weft::Run run = g.run(pool);
+      await_or_die(run, named("unbounded", workers), patience(30));
+      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(counts.with(1) == kTokens);
+      CHECK(seen_by_successor == kTokens);
+      CHECK(run.stats().dropped == 0);
+    }
+  });
+}
+
+TEST_CASE("a node of 2^64 - 1 tokens with an unbounded inbox is accepted, runs, and cancels cleanly") {
+  const Watchdog watchdog("endless tokens", patience(60));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskGraph g;
+  constexpr std::size_t kTokens = std::numeric_limits<std::size_t>::max();
+  std::atomic<std::uint64_t> ran{0};
+  std::atomic<bool> after_ran{false};
+  // Allocating a slot per token would be 2^68 bytes (bad_alloc at compile); the buffer is 4096 slots.
+  auto endless = g.add_node([&](std::size_t) { ran.fetch_add(1, std::memory_order_relaxed); },
+                            weft::NodeOptions{.name = "endless", .tokens = kTokens});
+  auto after = g.add_node([&] { after_ran.store(true); });
+  g.add_edge(endless, after);
+  weft::Run run = g.run(pool);
+  CHECK(spin_until([&] { return ran.load(std::memory_order_relaxed) >= 20000; }, 30s));
+  run.cancel();
+  await_or_die(run, "endless tokens", patience(30));
+  CHECK(run.wait() == weft::RunStatus::cancelled);
+  const weft::RunStats stats = run.stats();
+  CHECK(stats.dropped == 0);
+  CHECK(stats.skipped > 0);
+  CHECK_FALSE(after_ran.load());
 }
 
 TEST_CASE("capacity + Overflow::Drop counts exactly what it dropped") {
