@@ -155,6 +155,13 @@ TEST_CASE("an unbounded inbox with more tokens than its buffer: every token once
       CHECK(counts.with(1) == kTokens);
       CHECK(seen_by_successor == kTokens);
       CHECK(run.stats().dropped == 0);
+      // Again through wait(), where this thread helps: it may run the producer itself and sleep for room while
+      // workers take the executors from its slot (the watchdog catches a hang).
+      counts.counts = std::make_unique<std::atomic<unsigned>[]>(kTokens);
+      finished.store(0);
+      CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+      CHECK(counts.with(1) == kTokens);
+      CHECK(seen_by_successor == kTokens);
     }
   });
 }
