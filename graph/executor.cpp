@@ -8,6 +8,7 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
+#include "scheduler/cpu_relax.hpp"
 #include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
 
@@ -198,12 +199,18 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
 }
 
 void RunState::run_activation(std::uint32_t node) noexcept {
-  const CompiledNode& compiled = graph_.node(node);
-  graph::Limiter& limiter = graph_.limiter(compiled.limiter);
+  graph::Limiter& limiter = graph_.limiter(graph_.node(node).limiter);
+  // relaxed: executors see it through the inbox (a push releases, a pop acquires). No executor of this
+  // activation runs yet, and the last run's ended with the producer's role taken back (every park is taken
+  // over by a later pop, and a full inbox has an executor to pop).
+  limiter.remaining.store(limiter.tokens, std::memory_order_relaxed);
+  limiter.park.reset();
+  produce(node, limiter, 0);
+}
+
+void RunState::produce(std::uint32_t node, graph::Limiter& limiter, std::uint64_t token) noexcept {
   const std::uint64_t tokens = limiter.tokens;
-  // relaxed: executors see it through the inbox (a push releases, a pop acquires).
-  limiter.remaining.store(tokens, std::memory_order_relaxed);
-  for (std::uint64_t token = 0; token < tokens;) {
+  while (token < tokens) {
     if (cancelled()) {
       add_skipped(tokens - token);
       token_done(node, limiter, tokens - token);
@@ -228,24 +235,26 @@ void RunState::run_activation(std::uint32_t node) noexcept {
         token_done(node, limiter, tokens - token);
         return;
       }
-      // Overflow::Block: executors are running (every push below claimed one if a slot was free, and one that
-      // leaves looks at the inbox again), so room will come. Wait for it through the scheduler's wait point.
-      graph::wait_until(
-          [&] { return cancelled() || limiter.inbox.size_hint() < limiter.inbox.capacity(); }, limiter.room);
+      // Overflow::Block: an executor is in flight (every push below claimed one if a slot was free, and one
+      // that leaves looks at the inbox again), so a pop will come. Park here rather than wait: the next pop
+      // takes the producer's role over (graph/producer_park.hpp).
+      if (!limiter.park.park(token, [&] { return limiter.inbox.size_hint() < limiter.inbox.capacity(); })) return;
+      sched::cpu_relax();  // room was seen, but the pop that makes it may still be finishing: try again
       continue;
     }
     ++token;
-    if (limiter.slots.claim_after_push()) post(GraphTaskKind::executor, compiled.limiter, &graph_.options(node));
+    if (limiter.slots.claim_after_push()) post(GraphTaskKind::executor, graph_.node(node).limiter, &graph_.options(node));
   }
 }
 
 void RunState::run_executor(std::uint32_t limiter_index) noexcept {
   graph::Limiter& limiter = graph_.limiter(limiter_index);
   const std::uint32_t node = graph_.limited_node(limiter_index);
-  const bool producers_may_wait = limiter.overflow == Overflow::Block && limiter.inbox.capacity() < limiter.tokens;
   for (;;) {
     while (std::optional<std::uint64_t> token = limiter.inbox.try_pop()) {
-      if (producers_may_wait) limiter.room.notify();
+      // Feed the inbox before running the token, so that other executors have work meanwhile.
+      std::uint64_t from = 0;
+      if (limiter.producer_may_park && limiter.park.take_after_pop(from)) produce(node, limiter, from);
       execute(node, *token);
       token_done(node, limiter, 1);
     }
@@ -299,8 +308,14 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
       break;
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.
+      // A producer parked on the full inbox is taken over as after any pop: the run has failed, so it counts
+      // the tokens it had left as skipped.
       graph::Limiter& limiter = graph_.limiter(index);
-      while (limiter.inbox.try_pop()) add_skipped(1);
+      while (limiter.inbox.try_pop()) {
+        add_skipped(1);
+        std::uint64_t from = 0;
+        if (limiter.producer_may_park && limiter.park.take_after_pop(from)) produce(node, limiter, from);
+      }
       limiter.slots.release();
       break;
     }
@@ -328,9 +343,8 @@ void RunState::fail(std::exception_ptr error) noexcept {
 }
 
 void RunState::cancel_from_inside() noexcept {
+  // A parked producer needs no wake-up: the next pop takes its role over and sees the cancellation.
   cancelled_.store(true, std::memory_order_seq_cst);
-  // A unit of the run is held here, so the graph is alive: wake producers blocked on a full inbox.
-  for (std::size_t i = 0; i < graph_.limiter_count(); ++i) graph_.limiter(static_cast<std::uint32_t>(i)).room.notify();
 }
 
 void RunState::finish_unit() noexcept {

@@ -9,14 +9,14 @@
 
 #include "graph/bounded_queue.hpp"
 #include "graph/execution_slots.hpp"
-#include "graph/wait.hpp"
+#include "graph/producer_park.hpp"
 #include "weft/node_options.hpp"
 
 namespace weft::graph {
 
 class Limiter {
  public:
-  // The slots an unbounded inbox is given at most (64 KiB). Its producer waits for room past that, as under
+  // The slots an unbounded inbox is given at most (64 KiB). Past that its producer parks, as under
   // Overflow::Block: an unbounded inbox never drops or fails a token, and allocating one slot per token would
   // let a node of a billion tokens take 16 GB when the graph is compiled.
   static constexpr std::size_t kUnboundedInboxSlots = 4096;
@@ -32,9 +32,11 @@ class Limiter {
   ExecutionSlots slots;               // executors in flight (each runs tokens one after another)
   std::atomic<std::uint64_t> remaining{0};  // tokens of this activation neither finished nor dropped
   std::atomic<std::uint64_t> dropped{0};    // tokens dropped this run (Overflow::Drop)
-  Signal room;                              // producers blocked on a full inbox sleep here
+  ProducerPark park;                        // where a producer that found the inbox full (Block) stopped
   const std::size_t tokens;
   const Overflow overflow;  // Block for an unbounded inbox, whatever the options said: it never overflows
+  // The producer may find the inbox full and park: then every pop looks for it (take_after_pop).
+  const bool producer_may_park = overflow == Overflow::Block && inbox.capacity() < tokens;
 };
 
 }  // namespace weft::graph

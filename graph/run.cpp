@@ -19,10 +19,14 @@ bool RunState::is_caller_inside() const noexcept {
 }
 
 RunStatus RunState::wait() {
-  if (is_caller_inside())
+  // The innermost first: a child runs nested inside its node's join on one worker, inside both.
+  if (SubflowAccess::current_child_run() == this)
     throw would_deadlock(
-        "weft::Run::wait: called from inside one of the run's own nodes (or their subflow children); the run "
-        "cannot end while it waits");
+        "weft::Run::wait: called from a subflow child of one of the run's own nodes; the run cannot end while "
+        "it waits");
+  if (current() == this)
+    throw would_deadlock(
+        "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
   help_as_outside_waiter();
   (void)wait_until(graph::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);

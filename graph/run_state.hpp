@@ -88,6 +88,9 @@ class RunState {
  private:
   void run_node(std::uint32_t node) noexcept;
   void run_activation(std::uint32_t node) noexcept;
+  // Pushes tokens [token, tokens) into the node's inbox, posting executors as slots allow, until done or the
+  // inbox is full under Block: then it parks its position, and an executor's next pop goes on from there.
+  void produce(std::uint32_t node, graph::Limiter& limiter, std::uint64_t token) noexcept;
   void run_executor(std::uint32_t limiter_index) noexcept;
   // Runs one execution of `node` (skips it if cancelled), joining its subflow.
   void execute(std::uint32_t node, std::uint64_t token) noexcept;

@@ -79,7 +79,8 @@ void Subflow::finish_child() noexcept {
     try {
       join();
     } catch (...) {
-      // join() only waits; nothing in it throws. Should it ever, finishing must still tell the parent.
+      // Joining its own Subflow cannot be refused as a deadlock, and waiting throws nothing; should it ever
+      // throw, finishing must still tell the parent.
     }
   }
   detail::RunState* run = run_;

@@ -13,7 +13,8 @@ namespace weft {
 
 // What a node's bounded inbox does with a token that finds it full.
 enum class Overflow : std::uint8_t {
-  Block,  // the producer waits for room (a worker runs other tasks meanwhile): nothing is lost
+  Block,  // the token waits for room: its producer parks, and the next execution to start goes on with it.
+          // Nothing is lost, and no thread is held waiting
   Drop,   // the token is dropped and counted (RunStats::dropped, NodeRunStats::dropped)
   Fail,   // the run is cancelled; Run::wait() throws weft::inbox_full naming the node
 };
@@ -28,9 +29,9 @@ inline constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max(
 // Out-of-range values (concurrency 0, capacity 0, tokens 0, an inbox past 2^32 tokens, an affinity past the
 // pool's workers) throw weft::invalid_option naming the node, the option and the value: when the node is added,
 // or for affinity when the graph is run on a pool. The inbox is allocated when the graph is compiled, with
-// min(capacity, tokens) slots of 16 bytes; an unbounded one (the default) with min(4096, tokens), its producer
-// waiting for room past that, so a node of a billion tokens takes 64 KiB, not 16 GB. An unbounded inbox never
-// drops or fails a token, whatever `overflow` says.
+// min(capacity, tokens) slots of 16 bytes; an unbounded one (the default) with min(4096, tokens), its tokens
+// waiting for room past that as under Block, so a node of a billion tokens takes 64 KiB, not 16 GB. An
+// unbounded inbox never drops or fails a token, whatever `overflow` says.
 //
 // A node runs `tokens` times each time it is activated (once per run, when all its predecessors have finished).
 // Its tokens pass through its inbox, a bounded queue of at most `capacity` tokens waiting to start, and at most

@@ -109,11 +109,13 @@ class Subflow {
         } catch (...) {
           own.record_exception(std::current_exception());
         }
+        // Marked until the parent is told: the implicit join below still counts this child in its parent.
+        own.finish_child();
         (void)exchange_current(outer);
       } else {
         own.record_skipped();
+        own.finish_child();
       }
-      own.finish_child();
     }
 
    private:

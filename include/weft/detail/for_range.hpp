@@ -107,7 +107,7 @@ class ElementRange {
 
 // Number of elements in [first, last). last before first is refused, naming `call`: unlike an integer range,
 // where it is the empty range by convention, a reversed pair of iterators is a caller's mistake (swapped
-// arguments, or iterators of two containers) that would otherwise run nothing and say nothing.
+// arguments, say) that would otherwise run nothing and say nothing.
 template <std::random_access_iterator It>
 [[nodiscard]] std::size_t element_count(const It& first, const It& last, const char* call) {
   const auto n = last - first;
