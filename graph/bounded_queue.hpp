@@ -169,6 +169,16 @@ class BoundedQueue {
   // size_hint() == 0, with the same caveats.
   [[nodiscard]] bool empty_hint() const noexcept { return size_hint() == 0; }
 
+  // True if the slot of the next push position has been emptied for it: a push now would succeed unless
+  // another pusher takes that position first. Exact for a queue with one pusher at a time (a node's producer,
+  // graph/producer_park.hpp), whose look after a seq_cst fence sees every pop whose own fence came earlier.
+  [[nodiscard]] bool push_would_succeed_hint() const noexcept {
+    // relaxed: a single pusher reads its own last head; the turn's acquire pairs with the popper's release.
+    const Turn pos = head_.load(std::memory_order_relaxed);
+    const Where w = split(pos);
+    return slots_[w.index].turn.load(std::memory_order_acquire) == writable(pos, w.lap);
+  }
+
  private:
   struct Where {
     std::size_t index;

@@ -8,7 +8,6 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "scheduler/cpu_relax.hpp"
 #include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
 
@@ -201,8 +200,8 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
 void RunState::run_activation(std::uint32_t node) noexcept {
   graph::Limiter& limiter = graph_.limiter(graph_.node(node).limiter);
   // relaxed: executors see it through the inbox (a push releases, a pop acquires). No executor of this
-  // activation runs yet, and the last run's ended with the producer's role taken back (every park is taken
-  // over by a later pop, and a full inbox has an executor to pop).
+  // activation runs yet. The park is left empty by every run (each park is taken over by a later pop, a
+  // dropped executor drains like a live one); reset anyway, as remaining is.
   limiter.remaining.store(limiter.tokens, std::memory_order_relaxed);
   limiter.park.reset();
   produce(node, limiter, 0);
@@ -238,8 +237,8 @@ void RunState::produce(std::uint32_t node, graph::Limiter& limiter, std::uint64_
       // Overflow::Block: an executor is in flight (every push below claimed one if a slot was free, and one
       // that leaves looks at the inbox again), so a pop will come. Park here rather than wait: the next pop
       // takes the producer's role over (graph/producer_park.hpp).
-      if (!limiter.park.park(token, [&] { return limiter.inbox.size_hint() < limiter.inbox.capacity(); })) return;
-      sched::cpu_relax();  // room was seen, but the pop that makes it may still be finishing: try again
+      // The producer is the only pusher, so room seen here is the slot the retried push takes.
+      if (!limiter.park.park(token, [&] { return limiter.inbox.push_would_succeed_hint(); })) return;
       continue;
     }
     ++token;
@@ -310,13 +309,16 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.
       // A producer parked on the full inbox is taken over as after any pop: the run has failed, so it counts
       // the tokens it had left as skipped.
+      // It leaves as an executor does (release_or_continue): a token pushed while it drained, whose producer
+      // saw this slot still taken, would otherwise stay in the inbox into the graph's next run.
       graph::Limiter& limiter = graph_.limiter(index);
-      while (limiter.inbox.try_pop()) {
-        add_skipped(1);
-        std::uint64_t from = 0;
-        if (limiter.producer_may_park && limiter.park.take_after_pop(from)) produce(node, limiter, from);
-      }
-      limiter.slots.release();
+      do {
+        while (limiter.inbox.try_pop()) {
+          add_skipped(1);
+          std::uint64_t from = 0;
+          if (limiter.producer_may_park && limiter.park.take_after_pop(from)) produce(node, limiter, from);
+        }
+      } while (limiter.slots.release_or_continue([&] { return limiter.inbox.empty_hint(); }));
       break;
     }
   }

@@ -20,9 +20,9 @@ class BasicProducerPark {
   // Before the node's activation, while no executor of it runs.
   void reset() noexcept { parked_.store(kNone, std::memory_order_relaxed); }
 
-  // The producer found the inbox full at `token`. `has_room` looks at the inbox again (a hint that counts a
-  // pop that has claimed its position as done). Returns true if the producer must go on from `token` itself
-  // (room came and no executor took the role), false if it must leave: an executor that pops goes on.
+  // The producer found the inbox full at `token`. `has_room` looks at the inbox again: whether the slot the
+  // push needs has been emptied. Returns true if the producer must go on from `token` itself (room came and no
+  // executor took the role), false if it must leave: an executor that pops goes on.
   template <class HasRoom>
   [[nodiscard]] bool park(std::uint64_t token, HasRoom has_room) noexcept {
     // The word holds the position itself, not a flag: a popper may take this park over, park again at a later
@@ -36,8 +36,13 @@ class BasicProducerPark {
     M::thread_fence(std::memory_order_seq_cst);
 #endif
     if (!has_room()) return false;
-    // acq_rel: exactly one of us and the poppers that saw this park takes it back.
+    // acq_rel: exactly one of us and the poppers that saw this park takes it back. The value may be an
+    // identical park made again by a taker that pushed nothing: taking that one is the same.
+#ifdef WEFT_MODEL_MUTANT_TAKE_BACK_ANY  // defined only by tests/limiter/producer_park_model.cpp
+    return parked_.exchange(kNone, std::memory_order_acq_rel) != kNone;
+#else
     return parked_.compare_exchange_strong(parked, kNone, std::memory_order_acq_rel, std::memory_order_relaxed);
+#endif
   }
 
   // An executor popped a token: true if it took over a parked producer's role, and must then produce from

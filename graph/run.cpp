@@ -54,8 +54,7 @@ void RunState::wait_quietly() noexcept {
 }
 
 void RunState::cancel() noexcept {
-  // No wake-up of producers blocked on an inbox here: the graph may already be gone if the run just ended, and
-  // such producers look again within one wait slice.
+  // Nothing to wake: a producer parked on a full inbox is taken over by the next pop, which sees this.
   if (!done()) cancelled_.store(true, std::memory_order_seq_cst);
 }
 

@@ -24,7 +24,7 @@ namespace weft::detail {
 // The kinds of pool task a run posts.
 enum class GraphTaskKind : std::uint8_t {
   node,        // run a one-token node, then whatever it makes ready in place
-  activation,  // push a multi-token node's tokens into its inbox (may wait for room)
+  activation,  // push a multi-token node's tokens into its inbox (parks on a full one; a pop goes on)
   executor,    // run tokens from a multi-token node's inbox
   roots,       // start the roots [index, end): split off halves for thieves, then start one
 };

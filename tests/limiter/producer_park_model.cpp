@@ -1,9 +1,10 @@
 // Relacy model test of a multi-token node's producer parking (graph/producer_park.hpp) together with its inbox
 // (graph/bounded_queue.hpp): a producer that finds the inbox full parks its position and leaves, and the next
 // pop takes its role over. The properties: every token is pushed exactly once, and when everything has
-// stopped, tokens not pushed yet are held by a parked producer that a queued token will wake (or by a producer
-// the model stopped while it was still going). Built three times: as is (must pass) and with either fence
-// removed (WEFT_MODEL_MUTANT_*; must fail: a producer parked behind an empty inbox, its tokens stranded).
+// stopped, tokens not pushed yet are held by a parked producer that a queued token will wake; room that park()
+// reports is the slot the retried push takes. Built four times: as is (must pass); with either fence removed
+// (a producer parked behind an empty inbox, its tokens stranded) and with the take-back done on any park
+// rather than on its own (a stale producer takes a newer park back and pushes a token twice): each must fail.
 #include <cstdint>
 #include <cstdio>
 
@@ -24,24 +25,24 @@ constexpr int kTokens = 3;
 struct State {
   Inbox inbox{1};
   Park park;
-  int pushes[kTokens] = {0, 0, 0};  // per token; each thread touches only what the park hands it
-  int still_producing = 0;          // producers the model stopped mid-way (bounded retries)
+  // Per token, as Relacy variables: only the holder of the producer's role touches them, so the hand-off of
+  // that role must order them (a race here is a hand-off without happens-before).
+  Model::var<int> pushes[kTokens];
 };
 
-// The producer's loop as graph/executor.cpp runs it under Overflow::Block, with its retries bounded.
+// The producer's loop as graph/executor.cpp runs it under Overflow::Block.
 void produce(State& s, std::uint64_t token) {
-  int retries = 0;
+  bool room_seen = false;
   while (token < kTokens) {
     if (s.inbox.try_push(static_cast<int>(token))) {
-      ++s.pushes[token];
+      s.pushes[token].store(s.pushes[token].load() + 1);
       ++token;
+      room_seen = false;
       continue;
     }
-    if (!s.park.park(token, [&] { return s.inbox.size_hint() < s.inbox.capacity(); })) return;
-    if (++retries == 3) {
-      ++s.still_producing;
-      return;
-    }
+    RL_ASSERT(!room_seen);  // the room park() saw is the slot this push takes: no spinning
+    if (!s.park.park(token, [&] { return s.inbox.push_would_succeed_hint(); })) return;
+    room_seen = true;
   }
 }
 
@@ -60,8 +61,9 @@ struct OneProducerOneExecutor : rl::test_suite<OneProducerOneExecutor, 2> {
   State s;
 
   void before() {
+    for (auto& n : s.pushes) n.store(0);
     RL_ASSERT(s.inbox.try_push(0));
-    ++s.pushes[0];
+    s.pushes[0].store(1);
   }
   void thread(unsigned index) {
     if (index == 0) {
@@ -72,11 +74,11 @@ struct OneProducerOneExecutor : rl::test_suite<OneProducerOneExecutor, 2> {
   }
   void after() {
     int pushed = 0;
-    for (const int n : s.pushes) {
-      RL_ASSERT(n <= 1);  // never twice: a stale producer must not take a newer park back
-      pushed += n;
+    for (const auto& n : s.pushes) {
+      RL_ASSERT(n.load() <= 1);  // never twice: a stale producer must not take a newer park back
+      pushed += n.load();
     }
-    if (pushed == kTokens || s.still_producing != 0) return;
+    if (pushed == kTokens) return;
     // Tokens left: a parked producer, and a queued token whose pop will take it over.
     RL_ASSERT(s.park.parked());
     RL_ASSERT(!s.inbox.empty_hint());
