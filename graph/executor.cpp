@@ -209,6 +209,7 @@ void RunState::run_activation(std::uint32_t node) noexcept {
 
 void RunState::produce(std::uint32_t node, graph::Limiter& limiter, std::uint64_t token) noexcept {
   const std::uint64_t tokens = limiter.tokens;
+  const std::uint32_t limiter_index = graph_.node(node).limiter;
   while (token < tokens) {
     if (cancelled()) {
       add_skipped(tokens - token);
@@ -236,13 +237,13 @@ void RunState::produce(std::uint32_t node, graph::Limiter& limiter, std::uint64_
       }
       // Overflow::Block: an executor is in flight (every push below claimed one if a slot was free, and one
       // that leaves looks at the inbox again), so a pop will come. Park here rather than wait: the next pop
-      // takes the producer's role over (graph/producer_park.hpp).
-      // The producer is the only pusher, so room seen here is the slot the retried push takes.
+      // takes the producer's role over (graph/producer_park.hpp). The producer is the only pusher, so room
+      // park() sees is the slot the retried push takes.
       if (!limiter.park.park(token, [&] { return limiter.inbox.push_would_succeed_hint(); })) return;
       continue;
     }
     ++token;
-    if (limiter.slots.claim_after_push()) post(GraphTaskKind::executor, graph_.node(node).limiter, &graph_.options(node));
+    if (limiter.slots.claim_after_push()) post(GraphTaskKind::executor, limiter_index, &graph_.options(node));
   }
 }
 
@@ -307,10 +308,10 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
       break;
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.
-      // A producer parked on the full inbox is taken over as after any pop: the run has failed, so it counts
-      // the tokens it had left as skipped.
-      // It leaves as an executor does (release_or_continue): a token pushed while it drained, whose producer
-      // saw this slot still taken, would otherwise stay in the inbox into the graph's next run.
+      // A producer parked on the full inbox is taken over as after any pop (the run has failed, so it counts
+      // the tokens it had left as skipped). It leaves as an executor does (release_or_continue): a token pushed
+      // while it drained, whose producer saw this slot still taken, would otherwise stay in the inbox into the
+      // graph's next run.
       graph::Limiter& limiter = graph_.limiter(index);
       do {
         while (limiter.inbox.try_pop()) {
