@@ -8,6 +8,7 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
+#include "graph/token_flow.hpp"
 #include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
 
@@ -40,6 +41,41 @@ class GraphTask {
 }  // namespace
 
 RunState* RunState::current() noexcept { return tl_current_run; }
+
+// What a multi-token node's token flow (graph/token_flow.hpp) does to the run: post executors, run tokens, count
+// what is skipped or dropped, fail on a full inbox under Overflow::Fail, finish the node after its last token.
+class RunState::NodeTokens {
+ public:
+  NodeTokens(RunState& run, std::uint32_t limiter_index) noexcept
+      : run_(run), node_(run.graph_.limited_node(limiter_index)), limiter_index_(limiter_index) {}
+
+  [[nodiscard]] bool cancelled() const noexcept { return run_.cancelled(); }
+  void post_executor() noexcept {
+    run_.post(GraphTaskKind::executor, limiter_index_, &run_.graph_.options(node_));
+  }
+  void execute(std::uint64_t token) noexcept { run_.execute(node_, token); }
+  void skipped(std::uint64_t count) noexcept { run_.add_skipped(count); }
+  void dropped() noexcept { run_.dropped_.fetch_add(1, std::memory_order_relaxed); }
+  void inbox_full() noexcept {
+    graph::Limiter& limiter = run_.graph_.limiter(limiter_index_);
+    try {
+      std::string message = "weft::TaskGraph: node '";
+      message += run_.graph_.name(node_);
+      message += "' found its inbox full (capacity ";
+      message += std::to_string(limiter.inbox.capacity());
+      message += ", Overflow::Fail): the run is cancelled";
+      run_.fail(std::make_exception_ptr(weft::inbox_full(message)));
+    } catch (...) {
+      run_.fail(std::current_exception());  // out of memory building the message: still fail the run
+    }
+  }
+  void node_done() noexcept { run_.run_node_successors(node_); }
+
+ private:
+  RunState& run_;
+  const std::uint32_t node_;
+  const std::uint32_t limiter_index_;
+};
 
 bool RunState::start(std::shared_ptr<RunState> self) noexcept {
   self_ = std::move(self);
@@ -74,12 +110,18 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t e
     case GraphTaskKind::node:
       run_node(index);
       break;
-    case GraphTaskKind::activation:
-      run_activation(index);
+    case GraphTaskKind::activation: {
+      static_assert(graph::TokenRun<NodeTokens>);
+      const std::uint32_t limiter_index = graph_.node(index).limiter;
+      NodeTokens tokens(*this, limiter_index);
+      graph::start_activation(graph_.limiter(limiter_index), tokens);
       break;
-    case GraphTaskKind::executor:
-      run_executor(index);
+    }
+    case GraphTaskKind::executor: {
+      NodeTokens tokens(*this, index);
+      graph::run_executor(graph_.limiter(index), tokens);
       break;
+    }
     case GraphTaskKind::roots:
       if (index != 0) {
         run_roots(index, end);
@@ -197,78 +239,6 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
   }
 }
 
-void RunState::run_activation(std::uint32_t node) noexcept {
-  graph::Limiter& limiter = graph_.limiter(graph_.node(node).limiter);
-  // relaxed: executors see it through the inbox (a push releases, a pop acquires). No executor of this
-  // activation runs yet. The park is left empty by every run (each park is taken over by a later pop, a
-  // dropped executor drains like a live one); reset anyway, as remaining is.
-  limiter.remaining.store(limiter.tokens, std::memory_order_relaxed);
-  limiter.park.reset();
-  produce(node, limiter, 0);
-}
-
-void RunState::produce(std::uint32_t node, graph::Limiter& limiter, std::uint64_t token) noexcept {
-  const std::uint64_t tokens = limiter.tokens;
-  const std::uint32_t limiter_index = graph_.node(node).limiter;
-  while (token < tokens) {
-    if (cancelled()) {
-      add_skipped(tokens - token);
-      token_done(node, limiter, tokens - token);
-      return;
-    }
-    if (!limiter.inbox.try_push(token)) {
-      if (limiter.overflow == Overflow::Drop) {
-        limiter.dropped.fetch_add(1, std::memory_order_relaxed);
-        dropped_.fetch_add(1, std::memory_order_relaxed);
-        ++token;
-        token_done(node, limiter, 1);
-        continue;
-      }
-      if (limiter.overflow == Overflow::Fail) {
-        std::string message = "weft::TaskGraph: node '";
-        message += graph_.name(node);
-        message += "' found its inbox full (capacity ";
-        message += std::to_string(limiter.inbox.capacity());
-        message += ", Overflow::Fail): the run is cancelled";
-        fail(std::make_exception_ptr(inbox_full(message)));
-        add_skipped(tokens - token);
-        token_done(node, limiter, tokens - token);
-        return;
-      }
-      // Overflow::Block: an executor is in flight (every push below claimed one if a slot was free, and one
-      // that leaves looks at the inbox again), so a pop will come. Park here rather than wait: the next pop
-      // takes the producer's role over (graph/producer_park.hpp). The producer is the only pusher, so room
-      // park() sees is the slot the retried push takes.
-      if (!limiter.park.park(token, [&] { return limiter.inbox.push_would_succeed_hint(); })) return;
-      continue;
-    }
-    ++token;
-    if (limiter.slots.claim_after_push()) post(GraphTaskKind::executor, limiter_index, &graph_.options(node));
-  }
-}
-
-void RunState::run_executor(std::uint32_t limiter_index) noexcept {
-  graph::Limiter& limiter = graph_.limiter(limiter_index);
-  const std::uint32_t node = graph_.limited_node(limiter_index);
-  for (;;) {
-    while (std::optional<std::uint64_t> token = limiter.inbox.try_pop()) {
-      // Feed the inbox before running the token, so that other executors have work meanwhile.
-      std::uint64_t from = 0;
-      if (limiter.producer_may_park && limiter.park.take_after_pop(from)) produce(node, limiter, from);
-      execute(node, *token);
-      token_done(node, limiter, 1);
-    }
-    // Give the slot back, unless a token arrived meanwhile (graph/execution_slots.hpp has the protocol).
-    if (!limiter.slots.release_or_continue([&] { return limiter.inbox.empty_hint(); })) return;
-  }
-}
-
-void RunState::token_done(std::uint32_t node, graph::Limiter& limiter, std::uint64_t count) noexcept {
-  // acq_rel: the last token's finisher sees what every other token's execution wrote before finishing the node.
-  if (limiter.remaining.fetch_sub(count, std::memory_order_acq_rel) != count) return;
-  run_node_successors(node);
-}
-
 void RunState::run_node_successors(std::uint32_t node) noexcept {
   const std::uint32_t next = finish_node(node);
   if (next != kNoIndex) run_node(next);
@@ -308,18 +278,8 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
       break;
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.
-      // A producer parked on the full inbox is taken over as after any pop (the run has failed, so it counts
-      // the tokens it had left as skipped). It leaves as an executor does (release_or_continue): a token pushed
-      // while it drained, whose producer saw this slot still taken, would otherwise stay in the inbox into the
-      // graph's next run.
-      graph::Limiter& limiter = graph_.limiter(index);
-      do {
-        while (limiter.inbox.try_pop()) {
-          add_skipped(1);
-          std::uint64_t from = 0;
-          if (limiter.producer_may_park && limiter.park.take_after_pop(from)) produce(node, limiter, from);
-        }
-      } while (limiter.slots.release_or_continue([&] { return limiter.inbox.empty_hint(); }));
+      NodeTokens tokens(*this, index);
+      graph::drain_lost_executor(graph_.limiter(index), tokens);
       break;
     }
   }

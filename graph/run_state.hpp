@@ -87,17 +87,12 @@ class RunState {
 
  private:
   void run_node(std::uint32_t node) noexcept;
-  void run_activation(std::uint32_t node) noexcept;
-  // Pushes tokens [token, tokens) into the node's inbox, posting executors as slots allow, until done or the
-  // inbox is full under Block: then it parks its position, and an executor's next pop goes on from there.
-  void produce(std::uint32_t node, graph::Limiter& limiter, std::uint64_t token) noexcept;
-  void run_executor(std::uint32_t limiter_index) noexcept;
+  // A multi-token node's side of this run, as its token flow (graph/token_flow.hpp) asks for it.
+  class NodeTokens;
   // Runs one execution of `node` (skips it if cancelled), joining its subflow.
   void execute(std::uint32_t node, std::uint64_t token) noexcept;
   // The node finished: counts down its successors; returns one to run in place (or kNoIndex), posts the rest.
   [[nodiscard]] std::uint32_t finish_node(std::uint32_t node) noexcept;
-  // A multi-token node's token finished or was dropped: the last one finishes the node.
-  void token_done(std::uint32_t node, graph::Limiter& limiter, std::uint64_t count) noexcept;
   void run_node_successors(std::uint32_t node) noexcept;
   void cancel_from_inside() noexcept;
   void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options, std::uint32_t end = 0) noexcept;

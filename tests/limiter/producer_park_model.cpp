@@ -30,7 +30,7 @@ struct State {
   Model::var<int> pushes[kTokens];
 };
 
-// The producer's loop as graph/executor.cpp runs it under Overflow::Block.
+// The producer's loop as graph/token_flow.hpp runs it under Overflow::Block.
 void produce(State& s, std::uint64_t token) {
   bool room_seen = false;
   while (token < kTokens) {
