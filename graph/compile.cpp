@@ -1,7 +1,8 @@
 // compile(): checks a TaskGraph for cycles and lays it out for speed. Successor lists go into one contiguous
 // array (a counting sort by source, then duplicates removed per node unless the edges were added in an order
-// that rules them out), join counters get their start values,
-// and nodes with more than one token get their Limiter. Linear in nodes + edges.
+// that rules them out), consecutive nodes with the same predecessors share one join counter (a join group),
+// join counters get their start values, and nodes with more than one token get their Limiter. Linear in
+// nodes + edges.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -12,6 +13,38 @@
 #include "weft/errors.hpp"
 
 namespace weft::detail {
+namespace {
+
+using Edges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+
+// Join groups (graph_impl.hpp, JoinGroup), for edges that came by target and forward: the edges into node v
+// are then the run edges[run, run + join_init) in node order. Node v joins v - 1's group (or starts one with
+// it) when both runs have the same sources. A member after the first gets no successor entries of its own,
+// so its edges are taken out of the per-source counts (`count_of_source`, start[] before its prefix sum).
+std::vector<JoinGroup> find_join_groups(const Edges& edges, const std::vector<CompiledNode>& compiled,
+                                        std::vector<std::uint32_t>& count_of_source, std::size_t offset) {
+  std::vector<JoinGroup> groups;
+  std::size_t previous_run = 0;
+  std::uint32_t previous_length = 0;
+  std::size_t run = 0;
+  const auto n = static_cast<std::uint32_t>(compiled.size());
+  for (std::uint32_t v = 0; v < n; ++v) {
+    const std::uint32_t length = compiled[v].join_init;
+    bool same = length >= 2 && length == previous_length;
+    for (std::uint32_t i = 0; same && i < length; ++i) same = edges[previous_run + i].first == edges[run + i].first;
+    if (same) {
+      if (groups.empty() || groups.back().end != v) groups.push_back({v - 1, v});
+      groups.back().end = v + 1;
+      for (std::uint32_t i = 0; i < length; ++i) --count_of_source[edges[run + i].first + offset];
+    }
+    previous_run = run;
+    previous_length = length;
+    run += length;
+  }
+  return groups;
+}
+
+}  // namespace
 
 void GraphImpl::lay_out() {
   const std::size_t n = bodies_.size();
@@ -39,9 +72,35 @@ void GraphImpl::lay_out() {
     by_target &= key > last_key;
     last_key = key;
   }
+  // Join groups need whole runs of edges per target (by target), members after their predecessors (forward: no
+  // cycle check walks the lists) and a group index that fits beside kJoinGroupBit.
+  std::vector<JoinGroup> groups;
+  if (by_target && forward && n < kJoinGroupBit) groups = find_join_groups(edges_, compiled, start, 2);
   for (std::size_t i = 2; i < n + 2; ++i) start[i] += start[i - 1];
-  std::vector<std::uint32_t> targets(edges_.size());
-  for (const auto& [from, to] : edges_) targets[start[from + 1]++] = to;
+  std::vector<std::uint32_t> targets(start[n + 1]);
+  if (groups.empty()) {
+    for (const auto& [from, to] : edges_) targets[start[from + 1]++] = to;
+  } else {
+    // Run by run (see find_join_groups): a group's first member places the group's entry, the others nothing.
+    std::size_t run = 0;
+    std::size_t g = 0;
+    for (std::uint32_t v = 0; v < n; ++v) {
+      const std::uint32_t length = compiled[v].join_init;
+      std::uint32_t entry = v;
+      if (g < groups.size() && v >= groups[g].first) {
+        entry = kJoinGroupBit | static_cast<std::uint32_t>(g);
+        const bool follower = v != groups[g].first;
+        if (v + 1 == groups[g].end) ++g;
+        if (follower) {
+          run += length;
+          continue;
+        }
+      }
+      for (std::size_t e = run; e != run + length; ++e) targets[start[edges_[e].first + 1]++] = entry;
+      run += length;
+    }
+  }
+  std::size_t distinct_edges = edges_.size();
   if (by_target) {
     // No edge repeats: the lists are final as placed.
     for (std::size_t i = 0; i < n; ++i) {
@@ -68,6 +127,7 @@ void GraphImpl::lay_out() {
       compiled[i].succ_end = out;
     }
     targets.resize(out);
+    distinct_edges = out;
   }
   // Join counters and roots in one pass (`compiled` is 20 MiB for a million nodes: one walk, not three).
   std::vector<std::uint32_t> roots;
@@ -116,6 +176,8 @@ void GraphImpl::lay_out() {
 
   compiled_ = std::move(compiled);
   succ_ = std::move(targets);
+  join_groups_ = std::move(groups);
+  distinct_edges_ = distinct_edges;
   join_ = std::move(join);
   limiters_ = std::move(limiters);
   limited_nodes_ = std::move(limited_nodes);

@@ -193,8 +193,26 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
   const CompiledNode& done = graph_.node(node);
   const std::uint32_t* successors = graph_.successors();
   std::uint32_t in_place = kNoIndex;
+  // Runs `next` here later or posts it now: the first successor that may run in place is kept for the caller.
+  const auto start = [&](std::uint32_t next) {
+    if (in_place == kNoIndex && graph_.node(next).runs_in_place) {
+      in_place = next;
+    } else {
+      ready(next);
+    }
+  };
   for (std::uint32_t i = done.succ_begin; i != done.succ_end; ++i) {
     const std::uint32_t next = successors[i];
+    if ((next & kJoinGroupBit) != 0) [[unlikely]] {
+      // A join group: its members share the first one's counter (see JoinGroup), and start together.
+      const JoinGroup& group = graph_.join_group(next & ~kJoinGroupBit);
+      std::atomic<std::uint32_t>& join = graph_.join(group.first);
+      // acq_rel, and the reset: as for a single node below.
+      if (join.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+      join.store(graph_.node(group.first).join_init, std::memory_order_relaxed);
+      for (std::uint32_t member = group.first; member != group.end; ++member) start(member);
+      continue;
+    }
     const CompiledNode& candidate = graph_.node(next);
     if (candidate.join_init != 1) {
       std::atomic<std::uint32_t>& join = graph_.join(next);
@@ -205,11 +223,7 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
       // after this one ended (the run's pending count orders it).
       join.store(candidate.join_init, std::memory_order_relaxed);
     }
-    if (in_place == kNoIndex && candidate.runs_in_place) {
-      in_place = next;
-    } else {
-      ready(next);
-    }
+    start(next);
   }
   return in_place;
 }

@@ -194,7 +194,7 @@ std::size_t GraphImpl::edge_count() {
     std::sort(sorted.begin(), sorted.end());
     return static_cast<std::size_t>(std::unique(sorted.begin(), sorted.end()) - sorted.begin());
   }
-  return succ_.size();
+  return distinct_edges_;
 }
 
 void GraphImpl::compile() {

@@ -25,6 +25,18 @@ inline constexpr std::size_t kMaxNodes = kNoIndex;
 // Edges a graph may hold: compile() indexes them (and counts each node's incoming ones) with 32 bits.
 inline constexpr std::size_t kMaxEdges = std::numeric_limits<std::uint32_t>::max() - 1;
 
+// A successor entry with this bit set names a join group (the rest is its index), not a node.
+inline constexpr std::uint32_t kJoinGroupBit = std::uint32_t{1} << 31;
+
+// Consecutive nodes [first, end) with the same predecessors, so one join counter (first's) serves them all:
+// each predecessor's successor list holds one entry for the group instead of one per member, and finishing it
+// takes one atomic decrement instead of end - first. Layers joined all-to-all (a fork-join stage) are the case
+// it is for: a 100 x 100 layered graph's run makes 9,900 decrements instead of 990,000.
+struct JoinGroup {
+  std::uint32_t first;
+  std::uint32_t end;
+};
+
 // The run-time view of one node, laid out contiguously so that finishing a node touches one cache line for
 // itself and one array slice for its successors.
 struct CompiledNode {
@@ -60,7 +72,10 @@ class GraphImpl {
 
   // For RunState: the compiled layout, valid while a run is in flight.
   [[nodiscard]] const CompiledNode& node(std::uint32_t index) const noexcept { return compiled_[index]; }
+  // Node indices, and join groups marked with kJoinGroupBit.
   [[nodiscard]] const std::uint32_t* successors() const noexcept { return succ_.data(); }
+  [[nodiscard]] const JoinGroup& join_group(std::uint32_t index) const noexcept { return join_groups_[index]; }
+  [[nodiscard]] std::size_t join_group_count() const noexcept { return join_groups_.size(); }
   [[nodiscard]] std::atomic<std::uint32_t>& join(std::uint32_t index) noexcept { return join_[index]; }
   [[nodiscard]] NodeBody& body(std::uint32_t index) noexcept { return bodies_[index]; }
   [[nodiscard]] const NodeOptions& options(std::uint32_t index) const noexcept;
@@ -121,6 +136,8 @@ class GraphImpl {
   // Compiled.
   std::vector<CompiledNode> compiled_;
   std::vector<std::uint32_t> succ_;
+  std::vector<JoinGroup> join_groups_;
+  std::size_t distinct_edges_ = 0;  // succ_ holds fewer entries when nodes share a join group
   std::unique_ptr<std::atomic<std::uint32_t>[]> join_;
   std::vector<std::unique_ptr<graph::Limiter>> limiters_;
   std::vector<std::uint32_t> limited_nodes_;  // limiter index -> node index

@@ -169,10 +169,30 @@ class Trial {
     }
   }
 
+  // Half the graphs are random DAGs; the other half are built in stages, as layered builders do: each node
+  // added with the edges into it, from its predecessors in order, and often with the same predecessors as the
+  // node before it. compile() lets such nodes share one join counter (graph/graph_impl.hpp, JoinGroup).
   void build() {
     const std::size_t n = 1 + rng_() % 200;
-    add_nodes(n);
-    add_edges(n * (rng_() % 4) + rng_() % 3);
+    if (rng_() % 2 == 0) {
+      add_nodes(n);
+      add_edges(n * (rng_() % 4) + rng_() % 3);
+      return;
+    }
+    std::vector<std::size_t> preds;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t v = nodes_.size();
+      add_nodes(1);
+      ctx_.specs[v].rank = static_cast<double>(v);  // node order is the topological order here
+      if (v == 0 || preds.empty() || rng_() % 3 == 0) {
+        preds.clear();
+        const std::size_t count = rng_() % std::min<std::size_t>(v + 1, 12);
+        for (std::size_t i = 0; i < count; ++i) preds.push_back(rng_() % v);
+        std::sort(preds.begin(), preds.end());
+        preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+      }
+      for (const std::size_t p : preds) add_edge(p, v);
+    }
   }
 
   // Sometimes grows the graph between runs: new nodes and edges must take effect on the next run.

@@ -322,15 +322,16 @@ TEST_CASE("shutdown(DropPending) while a Block producer waits for room or a node
 }
 
 TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run again, in order") {
-  // r -> {a, b} -> c on one worker. r finishes only once the pool is closing: a runs in place (skipped, the
-  // run having failed), b's post (its task, or its activation when it has tokens) is refused or dropped. c then
-  // saw one of its two predecessors finish and never ran; the next runs on another pool must still wait for
-  // both before c.
+  // r -> {a, b} -> {c, d} on one worker. r finishes only once the pool is closing: a runs in place (skipped,
+  // the run having failed), b's post (its task, or its activation when it has tokens) is refused or dropped. c
+  // and d then saw one of their two predecessors finish and never ran; the next runs on another pool must still
+  // wait for both before c and d. c and d have the same predecessors, so they share one join counter (a join
+  // group): the one set back after the lost run.
   for (const std::uint64_t b_tokens : {std::uint64_t{1}, std::uint64_t{3}}) {
     INFO("b has " << b_tokens << " tokens");
     const Watchdog watchdog("rerun after DropPending", patience(30));
     weft::TaskGraph g;
-    std::atomic<int> a_ran{0}, b_ran{0}, c_ran{0}, c_early{0};
+    std::atomic<int> a_ran{0}, b_ran{0}, c_ran{0}, d_ran{0}, c_early{0};
     std::atomic<bool> r_inside{false};
     std::atomic<weft::Pool*> closing_pool{nullptr};
     auto r = g.add_node([&] {
@@ -348,14 +349,20 @@ TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run a
         },
         weft::NodeOptions{.concurrency = 1, .tokens = b_tokens});
     const int b_per_run = static_cast<int>(b_tokens);
-    auto c = g.add_node([&] {
-      const int runs = c_ran.load() + 1;
-      if (a_ran.load() != runs || b_ran.load() != runs * b_per_run) c_early.fetch_add(1);
-      c_ran.fetch_add(1);
-    });
+    const auto join_body = [&](std::atomic<int>& ran) {
+      return [&] {
+        const int runs = ran.load() + 1;
+        if (a_ran.load() != runs || b_ran.load() != runs * b_per_run) c_early.fetch_add(1);
+        ran.fetch_add(1);
+      };
+    };
+    auto c = g.add_node(join_body(c_ran));
+    auto d = g.add_node(join_body(d_ran));
     g.add_edges(r, {a, b});
-    g.add_edge(a, c);
-    g.add_edge(b, c);
+    for (const weft::Node joined : {c, d}) {
+      g.add_edge(a, joined);
+      g.add_edge(b, joined);
+    }
     {
       weft::Pool pool{weft::PoolOptions{.threads = 1}};
       closing_pool.store(&pool);
@@ -368,6 +375,7 @@ TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run a
     }
     REQUIRE(b_ran.load() == 0);  // else the scenario did not happen (b ran after all)
     CHECK(c_ran.load() == 0);
+    CHECK(d_ran.load() == 0);
     a_ran.store(0);
     weft::Pool fresh{weft::PoolOptions{.threads = 2}};
     for (int round = 1; round <= 3; ++round) {
@@ -376,6 +384,7 @@ TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run a
       CHECK(a_ran.load() == round);
       CHECK(b_ran.load() == round * b_per_run);
       CHECK(c_ran.load() == round);
+      CHECK(d_ran.load() == round);
       CHECK(c_early.load() == 0);
     }
   }

@@ -101,6 +101,8 @@ TEST_CASE("a dense layered graph: each node sums its predecessors' values") {
       }
     }
     CHECK(g.edge_count() == (depth - 1) * width * width);
+    g.compile();  // each layer after the first is one join group: the count is still of edges
+    CHECK(g.edge_count() == (depth - 1) * width * width);
     // The sequential reference.
     std::vector<std::uint64_t> ref(width), prev(width);
     for (std::size_t i = 0; i < width; ++i) prev[i] = i + 1;
