@@ -1,8 +1,7 @@
-// compile(): checks a TaskGraph for cycles and lays it out for speed. Successor lists go into one contiguous
-// array (a counting sort by source, then duplicates removed per node unless the edges were added in an order
-// that rules them out), consecutive nodes with the same predecessors share one join counter (a join group),
-// join counters get their start values, and nodes with more than one token get their Limiter. Linear in
-// nodes + edges.
+// compile(): checks a TaskGraph for cycles and lays it out for speed. Successor lists go into one contiguous array (a
+// counting sort by source, then duplicates removed per node unless the edges were added in an order that rules them
+// out), consecutive nodes with the same (two or more) predecessors share one join counter (a join group), join
+// counters get their start values, and nodes with more than one token get their Limiter. Linear in nodes + edges.
 #include <algorithm>
 #include <limits>
 #include <memory>

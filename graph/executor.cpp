@@ -201,9 +201,11 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
       ready(next);
     }
   };
+  // A graph of 2^31 nodes or more has no groups, and node indices with that bit set.
+  const bool has_groups = graph_.join_group_count() != 0;
   for (std::uint32_t i = done.succ_begin; i != done.succ_end; ++i) {
     const std::uint32_t next = successors[i];
-    if ((next & kJoinGroupBit) != 0) [[unlikely]] {
+    if ((next & kJoinGroupBit) != 0 && has_groups) [[unlikely]] {
       // A join group: its members share the first one's counter (see JoinGroup), and start together.
       const JoinGroup& group = graph_.join_group(next & ~kJoinGroupBit);
       std::atomic<std::uint32_t>& join = graph_.join(group.first);

@@ -15,16 +15,17 @@
 
 namespace weft::graph {
 
-// What the flow asks of the run it belongs to. None of these may throw.
+// What the flow asks of the run it belongs to. None of these may throw: the flow runs in pool tasks that
+// cannot report an exception, and a token half-accounted would hang the node.
 template <class R>
 concept TokenRun = requires(R& run, std::uint64_t n) {
-  { run.cancelled() } -> std::convertible_to<bool>;  // no token starts once true
-  run.post_executor();  // start an executor task that calls run_executor(); it holds a slot already
-  run.execute(n);       // run token n (the flow counts it finished afterwards)
-  run.skipped(n);       // n tokens will never run: the run was cancelled or failed
-  run.dropped();        // Overflow::Drop dropped one token (the limiter's own count is kept by the flow)
-  run.inbox_full();     // Overflow::Fail found the inbox full: fail the run naming the node
-  run.node_done();      // every token of the activation finished, was dropped or skipped
+  { run.cancelled() } noexcept -> std::convertible_to<bool>;  // no token starts once true
+  { run.post_executor() } noexcept;  // start an executor task that calls run_executor(); it holds a slot already
+  { run.execute(n) } noexcept;       // run token n (the flow counts it finished afterwards)
+  { run.skipped(n) } noexcept;       // n tokens will never run: the run was cancelled or failed
+  { run.dropped() } noexcept;        // Overflow::Drop dropped one token (the flow keeps the limiter's count)
+  { run.inbox_full() } noexcept;     // Overflow::Fail found the inbox full: fail the run naming the node
+  { run.node_done() } noexcept;      // every token of the activation finished, was dropped or skipped
 };
 
 // `count` tokens of the activation will not be looked at again: the last one finishes the node.

@@ -171,6 +171,7 @@ class CountingRun {
     if (started == case_.cancel_after) cancelled_.store(true, std::memory_order_seq_cst);
     if (mix(seed_ ^ token) % 64 == 0) std::this_thread::yield();  // a slow token now and then
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    finished_.fetch_add(1, std::memory_order_relaxed);
   }
 
   void skipped(std::uint64_t count) noexcept { skipped_.fetch_add(count, std::memory_order_relaxed); }
@@ -179,7 +180,15 @@ class CountingRun {
     full_.fetch_add(1, std::memory_order_relaxed);
     cancelled_.store(true, std::memory_order_seq_cst);
   }
-  void node_done() noexcept { node_done_.fetch_add(1, std::memory_order_relaxed); }
+  // Only after every token finished, was skipped or dropped (what each did was counted before the flow's
+  // acq_rel count of remaining tokens, whose last decrement calls this).
+  void node_done() noexcept {
+    const std::uint64_t accounted = finished_.load(std::memory_order_relaxed) +
+                                    skipped_.load(std::memory_order_relaxed) +
+                                    dropped_.load(std::memory_order_relaxed);
+    if (accounted != case_.options.tokens) early_done_.fetch_add(1, std::memory_order_relaxed);
+    node_done_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   // After Workers::wait_idle(): every task of the activation has returned, and its lock ordered their writes.
   void check() const {
@@ -196,6 +205,7 @@ class CountingRun {
     INFO("ran " << ran << ", skipped " << skipped << ", dropped " << dropped << ", inbox_full " << full_.load()
                 << ", node_done " << node_done_.load() << ", executors lost " << lost_.load());
     CHECK(bad_tokens_.load() == 0);
+    CHECK_MESSAGE(early_done_.load() == 0, "the node finished before all its tokens were accounted for");
     CHECK_MESSAGE(first_twice == tokens, "token " << first_twice << " ran more than once");
     CHECK(ran + skipped + dropped == tokens);
     CHECK(dropped == limiter_.dropped.load());
@@ -211,7 +221,7 @@ class CountingRun {
     if (case_.options.overflow != weft::Overflow::Drop || !may_overflow) CHECK(dropped == 0);
     if (case_.options.overflow != weft::Overflow::Fail || !may_overflow) CHECK(full_.load() == 0);
     CHECK(full_.load() <= 1);  // the producer stops at its first full inbox under Fail
-    if (!cancelled() && case_.options.overflow == weft::Overflow::Block) CHECK(ran == tokens);
+    if (!cancelled() && (case_.options.overflow == weft::Overflow::Block || !may_overflow)) CHECK(ran == tokens);
     // Nothing left behind for the node's next activation.
     CHECK(limiter_.slots.running() == 0);
     CHECK(limiter_.inbox.empty_hint());
@@ -234,6 +244,8 @@ class CountingRun {
   std::atomic<bool> cancelled_{false};
   std::atomic<std::uint64_t> posted_{0};
   std::atomic<std::uint64_t> started_{0};
+  std::atomic<std::uint64_t> finished_{0};
+  std::atomic<std::uint64_t> early_done_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> full_{0};
