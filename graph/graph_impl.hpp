@@ -29,10 +29,10 @@ inline constexpr std::size_t kMaxEdges = std::numeric_limits<std::uint32_t>::max
 // group (the rest is its index), not a node.
 inline constexpr std::uint32_t kJoinGroupBit = std::uint32_t{1} << 31;
 
-// Consecutive nodes [first, end) with the same two or more predecessors, so one join counter (first's) serves them all:
-// each predecessor's successor list holds one entry for the group instead of one per member, and finishing it
-// takes one atomic decrement instead of end - first. Layers joined all-to-all (a fork-join stage) are the case
-// it is for: a 100 x 100 layered graph's run makes 9,900 decrements instead of 990,000.
+// Consecutive nodes [first, end) with the same two or more predecessors, so one join counter (first's) serves
+// them all: each predecessor's successor list holds one entry for the group instead of one per member, and
+// finishing it takes one atomic decrement instead of end - first. Layers joined all-to-all (a fork-join stage)
+// are the case it is for: a 100 x 100 layered graph's run makes 9,900 decrements instead of 990,000.
 struct JoinGroup {
   std::uint32_t first;
   std::uint32_t end;
