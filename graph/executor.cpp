@@ -34,7 +34,7 @@ class GraphTask {
  private:
   RunState* run_;
   std::uint32_t index_;
-  std::uint32_t end_;  // GraphTaskKind::roots only
+  std::uint32_t end_;  // GraphTaskKind::roots and members only
   GraphTaskKind kind_;
 };
 
@@ -130,6 +130,9 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t e
         finish_unit();
       }
       break;
+    case GraphTaskKind::members:
+      run_members(index, end);
+      break;
   }
   tl_current_run = outer;
   finish_unit();
@@ -212,7 +215,7 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
       // acq_rel, and the reset: as for a single node below.
       if (join.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
       join.store(graph_.node(group.first).join_init, std::memory_order_relaxed);
-      for (std::uint32_t member = group.first; member != group.end; ++member) start(member);
+      start_group(group, in_place);
       continue;
     }
     const CompiledNode& candidate = graph_.node(next);
@@ -228,6 +231,40 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
     start(next);
   }
   return in_place;
+}
+
+void RunState::start_group(const JoinGroup& group, std::uint32_t& in_place) noexcept {
+  // Members with options go out one by one, each as its options say. The default ones become one task, not
+  // one each: a layer of small nodes cost a post and a steal per node (~500 instructions, more than a node
+  // that sums ten numbers), all paid by the one thread that finished the layer before.
+  std::uint32_t rest = kNoIndex;
+  for (std::uint32_t member = group.first; member != group.end; ++member) {
+    if (!graph_.node(member).runs_in_place) {
+      ready(member);
+    } else if (in_place == kNoIndex) {
+      in_place = member;
+    } else if (rest == kNoIndex) {
+      rest = member;
+    }
+  }
+  if (rest != kNoIndex) post(GraphTaskKind::members, rest, nullptr, group.end);
+}
+
+void RunState::run_members(std::uint32_t begin, std::uint32_t end) noexcept {
+  const sched::Engine& engine = PoolAccess::engine(pool_);
+  while (begin != end) {
+    // Lazy splitting, as parallel_for's blocks do: half of what is left goes back to the pool only while some
+    // worker looks for work or sleeps, so busy workers run a layer in a few tasks and an idle one still gets
+    // its share (split at every member while it is idle, so a few steals spread a large group). A stale hint
+    // costs one split too many or one member's time of delay; nothing waits on it.
+    if (end - begin >= 2 && engine.has_idle_or_searching_worker()) {
+      const std::uint32_t middle = begin + (end - begin) / 2;
+      post(GraphTaskKind::members, middle, nullptr, end);
+      end = middle;
+    }
+    if (graph_.node(begin).runs_in_place) run_node(begin);  // the others were made ready by start_group
+    ++begin;
+  }
 }
 
 void RunState::ready(std::uint32_t node) noexcept {
@@ -291,6 +328,12 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
       break;
     case GraphTaskKind::roots:
       add_skipped(end - index);  // the roots it would have started (descendants not counted)
+      break;
+    case GraphTaskKind::members:
+      // The in-place members it would have run (descendants not counted); the others were posted apart.
+      for (std::uint32_t member = index; member != end; ++member) {
+        if (graph_.node(member).runs_in_place) add_skipped(1);
+      }
       break;
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.

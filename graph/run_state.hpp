@@ -27,6 +27,7 @@ enum class GraphTaskKind : std::uint8_t {
   activation,  // push a multi-token node's tokens into its inbox (parks on a full one; a pop goes on)
   executor,    // run tokens from a multi-token node's inbox
   roots,       // start the roots [index, end): split off halves for thieves, then start one
+  members,     // run a join group's in-place members [index, end) one after another, splitting on demand
 };
 
 class RunState {
@@ -97,6 +98,10 @@ class RunState {
   void cancel_from_inside() noexcept;
   void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options, std::uint32_t end = 0) noexcept;
   void run_roots(std::uint32_t begin, std::uint32_t end) noexcept;
+  // A join group's counter reached zero: makes its members with options ready, keeps one in-place member for
+  // the caller (if `in_place` is free) and posts the other in-place members as one members task.
+  void start_group(const JoinGroup& group, std::uint32_t& in_place) noexcept;
+  void run_members(std::uint32_t begin, std::uint32_t end) noexcept;
   [[nodiscard]] bool claim_roots() noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;

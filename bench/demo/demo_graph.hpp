@@ -47,20 +47,25 @@ struct GraphSides {
 
 // Timed runs per sample set: the big workloads (the ones shown in ms: 2^20-node graphs, the compute-bound
 // loops) get half the runs, which keeps the whole demo near a minute on two idle CPUs; a median of 4 still
-// ignores one descheduled run.
+// ignores one descheduled run. The small ones (shown in us) get kSmallGraphSamplesPerRep times the runs: a run
+// of a few microseconds is one wake-up or one preemption away from doubling, and a median of 7 such samples
+// moved by 0.2 of the ratio between demos of the same binary; 35 samples cost well under a millisecond.
+inline constexpr int kSmallGraphSamplesPerRep = 5;
 [[nodiscard]] inline int big_graph_reps(const Settings& s) { return (s.reps + 1) / 2; }
+[[nodiscard]] inline int small_graph_reps(const Settings& s) { return s.reps * kSmallGraphSamplesPerRep; }
 [[nodiscard]] inline int graph_reps(const Settings& s, const GraphCase& c) {
-  return c.milliseconds ? big_graph_reps(s) : s.reps;
+  return c.milliseconds ? big_graph_reps(s) : small_graph_reps(s);
 }
 
 // What the graph rows measure, for the demo's header.
 inline void print_graph_header(const Settings& s) {
   std::printf("  graphs: build+run = build the graph (weft: add_node/add_edge/compile; oneTBB: flow graph nodes and\n"
-              "  edges), run it, wait (teardown not timed); run only = run again a graph built once. The big\n"
-              "  workloads (shown in ms): median of %d runs after a warm-up. weft's graphs run on the pool above,\n"
-              "  oneTBB's in an arena of the same size. Layered: each node sums all nodes of the layer above\n"
-              "  (width^2 edges per layer); wavefront: each block waits for its left and top neighbours.\n",
-              big_graph_reps(s));
+              "  edges), run it, wait (teardown not timed); run only = run again a graph built once. Each row: the\n"
+              "  median of %d runs after a warm-up (small workloads, in us) or of %d (big ones, in ms). weft's\n"
+              "  graphs run on the pool above, oneTBB's in an arena of the same size. Layered: each node sums all\n"
+              "  nodes of the layer above (width^2 edges per layer); wavefront: each block waits for its left and\n"
+              "  top neighbours.\n",
+              small_graph_reps(s), big_graph_reps(s));
 }
 
 // One warm-up, then the median of graph_reps samples of `phase`, in the case's unit.

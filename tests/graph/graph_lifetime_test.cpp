@@ -3,6 +3,7 @@
 // run (Drain completes it; DropPending ends it with task_dropped / pool_closed, never a hang), captured state.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -387,6 +388,62 @@ TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run a
       CHECK(d_ran.load() == round);
       CHECK(c_early.load() == 0);
     }
+  }
+}
+
+TEST_CASE("a join group whose members' task is refused at shutdown counts every member skipped, and runs again") {
+  // r -> {p1, p2} -> {m0..m5} on one worker; m3 has a priority, so it is posted on its own, the other members
+  // but m0 (run in place) as one task. p2 finishes only once the pool is closing: the members' task and m3's
+  // are refused, m0 is skipped in place. Every member is then counted skipped exactly once, and reruns on
+  // another pool run each member once, after both predecessors.
+  const Watchdog watchdog("a refused members task", patience(30));
+  constexpr std::size_t kMembers = 6;
+  weft::TaskGraph g;
+  std::atomic<int> p_ran{0}, early{0};
+  std::array<std::atomic<int>, kMembers> member_ran{};
+  std::atomic<bool> p2_inside{false};
+  std::atomic<weft::Pool*> closing_pool{nullptr};
+  const weft::Node r = g.add_node([] {});
+  const weft::Node p1 = g.add_node([&] { p_ran.fetch_add(1); });
+  const weft::Node p2 = g.add_node([&] {
+    p2_inside.store(true);
+    if (weft::Pool* pool = closing_pool.load()) {
+      while (pool->try_post([] {}) == weft::SubmitStatus::accepted) std::this_thread::sleep_for(1ms);
+    }
+    p_ran.fetch_add(1);
+  });
+  g.add_edges(r, {p1, p2});
+  for (std::size_t i = 0; i < kMembers; ++i) {
+    const auto body = [&, i] {
+      const int runs = member_ran[i].load() + 1;
+      if (p_ran.load() != 2 * runs) early.fetch_add(1);
+      member_ran[i].fetch_add(1);
+    };
+    const weft::Node member =
+        i == 3 ? g.add_node(body, weft::NodeOptions{.priority = weft::Priority::High}) : g.add_node(body);
+    g.add_edge(p1, member);
+    g.add_edge(p2, member);
+  }
+  {
+    weft::Pool pool{weft::PoolOptions{.threads = 1}};
+    closing_pool.store(&pool);
+    weft::Run run = g.run(pool);
+    while (!p2_inside.load()) std::this_thread::yield();
+    (void)pool.shutdown(weft::Shutdown::DropPending);
+    await_or_die(run, "a refused members task: first run", patience(10));
+    CHECK_THROWS_AS((void)run.wait(), weft::task_dropped);
+    REQUIRE(p_ran.load() == 2);  // else the scenario did not happen
+    CHECK(run.stats().skipped == kMembers);
+    for (const auto& ran : member_ran) CHECK(ran.load() == 0);
+    closing_pool.store(nullptr);
+  }
+  p_ran.store(0);
+  weft::Pool fresh{weft::PoolOptions{.threads = 2}};
+  for (int round = 1; round <= 3; ++round) {
+    INFO("rerun " << round);
+    CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+    for (const auto& ran : member_ran) CHECK(ran.load() == round);
+    CHECK(early.load() == 0);
   }
 }
 

@@ -1,12 +1,17 @@
 // Big shapes: chains of 100,000 nodes (no recursion per edge may blow the stack, also when waited on from a
 // worker), a fan-out/fan-in of 100,000, a dense layered graph where each node sums its predecessors, a binary
-// tree out and back, a chain of nodes with tokens through tiny inboxes.
+// tree out and back, a chain of nodes with tokens through tiny inboxes, and a join group's members run lazily
+// split: few tasks on a busy pool, spread over idle workers.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "tests/graph/graph_test_support.hpp"
@@ -119,6 +124,76 @@ TEST_CASE("a dense layered graph: each node sums its predecessors' values") {
       CHECK(value[depth - 1] == prev);
     }
   });
+}
+
+// Every worker's executed count, summed.
+std::uint64_t tasks_executed(const weft::Pool& pool) {
+  std::uint64_t sum = 0;
+  for (const weft::WorkerStats& worker : pool.stats().workers) sum += worker.executed;
+  return sum;
+}
+
+TEST_CASE("a join group of 10,000 members runs in a handful of pool tasks when no worker is idle") {
+  // One worker, and the run started and waited for from a task on it: no worker looks for work while the group
+  // runs, so the members run one after another in the task that holds them, not as 10,000 posts. (The other
+  // half of lazy splitting, spreading a group over idle workers, is the next test case.)
+  const Watchdog watchdog("a join group on a busy pool", patience(60));
+  constexpr std::size_t kMembers = 10'000;
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  weft::TaskGraph g;
+  std::atomic<int> predecessors_done{0}, expected_done{0}, early{0};
+  std::vector<int> ran(kMembers, 0);  // each slot written by one member only, read after the run
+  const weft::Node p1 = g.add_node([&] { predecessors_done.fetch_add(1); });
+  const weft::Node p2 = g.add_node([&] { predecessors_done.fetch_add(1); });
+  for (std::size_t i = 0; i < kMembers; ++i) {
+    const weft::Node member = g.add_node([&, i] {
+      if (predecessors_done.load() != expected_done.load()) early.fetch_add(1);
+      ++ran[i];
+    });
+    g.add_edge(p1, member);
+    g.add_edge(p2, member);
+  }
+  for (int round = 1; round <= 2; ++round) {
+    INFO("round " << round);
+    expected_done.store(2 * round);
+    const std::uint64_t before = tasks_executed(pool);
+    std::atomic<bool> completed{false};
+    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::completed); });
+    pool.wait_idle();
+    CHECK(completed.load());
+    CHECK(early.load() == 0);
+    CHECK(std::count(ran.begin(), ran.end(), round) == static_cast<std::ptrdiff_t>(kMembers));
+    // The posted task, the roots, p2 and the members' one task; one post per member would be over 10,000.
+    CHECK(tasks_executed(pool) - before <= 8);
+  }
+}
+
+TEST_CASE("a join group's members spread over idle workers") {
+  // 16 members of 5 ms each on 4 workers: lazy splitting must still hand halves to the idle workers. Were it
+  // never to split, the finisher of p2 would run one member and one other worker all the rest, 75 ms in a row.
+  const Watchdog watchdog("a join group on idle workers", patience(60));
+  weft::Pool pool{weft::PoolOptions{.threads = 4}};
+  weft::TaskGraph g;
+  constexpr std::size_t kMembers = 16;
+  std::vector<int> worker_of(kMembers, -1);
+  const weft::Node p1 = g.add_node([] {});
+  const weft::Node p2 = g.add_node([] {});
+  for (std::size_t i = 0; i < kMembers; ++i) {
+    const weft::Node member = g.add_node([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const std::optional<unsigned> worker = pool.current_worker();
+      worker_of[i] = worker ? static_cast<int>(*worker) : -1;
+    });
+    g.add_edge(p1, member);
+    g.add_edge(p2, member);
+  }
+  weft::Run run = g.run(pool);
+  await_or_die(run, "a join group on idle workers", patience(30));
+  CHECK(run.wait() == weft::RunStatus::completed);
+  std::vector<int> distinct = worker_of;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  CHECK(distinct.size() >= 3);
 }
 
 TEST_CASE("a binary tree out to 2^16 leaves and back to one root") {
