@@ -153,17 +153,34 @@ void RunState::help_from_outside() noexcept {
 }
 
 void RunState::run_roots(std::uint32_t begin, std::uint32_t end) noexcept {
-  // Halves go to this worker's deque, where idle workers steal them and split further.
-  while (end - begin > 1) {
-    const std::uint32_t middle = begin + (end - begin) / 2;
-    post(GraphTaskKind::roots, middle, nullptr, end);
-    end = middle;
+  const auto start_root = [this](std::uint32_t root) {
+    if (graph_.node(root).runs_in_place) {
+      run_node(root);
+    } else {
+      ready(root);
+    }
+  };
+  if (sched::Engine::this_thread_worker() == nullptr) {
+    // An outside thread hands every half over at once and starts one root: it is one thread more than there are
+    // cores, and goes on helping (from its own slot) only while some worker is idle.
+    while (end - begin > 1) {
+      const std::uint32_t middle = begin + (end - begin) / 2;
+      post(GraphTaskKind::roots, middle, nullptr, end);
+      end = middle;
+    }
+    start_root(graph_.roots()[begin]);
+    return;
   }
-  const std::uint32_t root = graph_.roots()[begin];
-  if (graph_.node(root).runs_in_place) {
-    run_node(root);
-  } else {
-    ready(root);
+  // A worker splits lazily, as run_members does: halves go back to the pool only while a worker looks for work.
+  const sched::Engine& engine = PoolAccess::engine(pool_);
+  while (begin != end) {
+    if (end - begin >= 2 && engine.has_idle_or_searching_worker()) {
+      const std::uint32_t middle = begin + (end - begin) / 2;
+      post(GraphTaskKind::roots, middle, nullptr, end);
+      end = middle;
+    }
+    start_root(graph_.roots()[begin]);
+    ++begin;
   }
 }
 

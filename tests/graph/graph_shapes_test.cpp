@@ -196,6 +196,52 @@ TEST_CASE("a join group's members spread over idle workers") {
   CHECK(distinct.size() >= 3);
 }
 
+TEST_CASE("10,000 roots started from a worker run in a handful of pool tasks when no worker is idle") {
+  // As for the join group above: a worker starting the roots splits them only while some worker is idle.
+  const Watchdog watchdog("roots on a busy pool", patience(60));
+  constexpr std::size_t kRoots = 10'000;
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  weft::TaskGraph g;
+  std::vector<int> ran(kRoots, 0);
+  for (std::size_t i = 0; i < kRoots; ++i) (void)g.add_node([&ran, i] { ++ran[i]; });
+  for (int round = 1; round <= 2; ++round) {
+    INFO("round " << round);
+    const std::uint64_t before = tasks_executed(pool);
+    std::atomic<bool> completed{false};
+    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::completed); });
+    pool.wait_idle();
+    CHECK(completed.load());
+    CHECK(std::count(ran.begin(), ran.end(), round) == static_cast<std::ptrdiff_t>(kRoots));
+    // The posted task and the roots' task; eager halving made one task per root.
+    CHECK(tasks_executed(pool) - before <= 8);
+  }
+}
+
+TEST_CASE("roots started from a worker spread over idle workers") {
+  const Watchdog watchdog("roots on idle workers", patience(60));
+  weft::Pool pool{weft::PoolOptions{.threads = 4}};
+  weft::TaskGraph g;
+  constexpr std::size_t kRoots = 16;
+  std::vector<int> worker_of(kRoots, -1);
+  for (std::size_t i = 0; i < kRoots; ++i) {
+    (void)g.add_node([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const std::optional<unsigned> worker = pool.current_worker();
+      worker_of[i] = worker ? static_cast<int>(*worker) : -1;
+    });
+  }
+  // Started and waited for from a task, so that a worker (not this thread) starts the roots.
+  std::atomic<bool> completed{false};
+  pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::completed); });
+  pool.wait_idle();
+  CHECK(completed.load());
+  std::vector<int> distinct = worker_of;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  CHECK(distinct.front() >= 0);  // every root ran on a worker
+  CHECK(distinct.size() >= 3);
+}
+
 TEST_CASE("a binary tree out to 2^16 leaves and back to one root") {
   const unsigned levels = kThreadSanitizer ? 13 : 16;
   for_each_graph_worker_count([levels](unsigned workers) {
