@@ -173,9 +173,13 @@ void GraphImpl::lay_out() {
     compiled[i].runs_in_place = options.tokens == 1 && options.priority == Priority::Normal && !options.affinity;
   }
 
+  std::unique_ptr<graph::ClaimCursor[]> group_cursors;
+  if (!groups.empty()) group_cursors = std::make_unique<graph::ClaimCursor[]>(groups.size());
+
   compiled_ = std::move(compiled);
   succ_ = std::move(targets);
   join_groups_ = std::move(groups);
+  group_cursors_ = std::move(group_cursors);
   distinct_edges_ = distinct_edges;
   join_ = std::move(join);
   limiters_ = std::move(limiters);

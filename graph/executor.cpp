@@ -1,5 +1,7 @@
 // The executor: how a run moves through the graph. A pool task runs a one-token node and then, in place, one
 // successor it made ready (so a chain runs on one worker with no queueing); other ready successors are posted.
+// The roots, and the members of a join group, are not posted one by one: tasks claim them from a cursor
+// (graph/claim_cursor.hpp), a few at a time, keeping one such task queued while any are left.
 // Multi-token nodes go through their Limiter: an activation task pushes tokens into the inbox, executor tasks
 // (at most `concurrency`) pop and run them.
 #include <exception>
@@ -21,20 +23,19 @@ thread_local RunState* tl_current_run = nullptr;
 // (refused at shutdown, or dropped by DropPending), the run is told: nothing is lost silently.
 class GraphTask {
  public:
-  GraphTask(RunState* run, GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept
-      : run_(run), index_(index), end_(end), kind_(kind) {}
+  GraphTask(RunState* run, GraphTaskKind kind, std::uint32_t index) noexcept
+      : run_(run), index_(index), kind_(kind) {}
   GraphTask(GraphTask&& other) noexcept
-      : run_(std::exchange(other.run_, nullptr)), index_(other.index_), end_(other.end_), kind_(other.kind_) {}
+      : run_(std::exchange(other.run_, nullptr)), index_(other.index_), kind_(other.kind_) {}
   GraphTask& operator=(GraphTask&&) = delete;
   ~GraphTask() {
-    if (run_ != nullptr) run_->task_dropped(kind_, index_, end_);
+    if (run_ != nullptr) run_->task_dropped(kind_, index_);
   }
-  void operator()() noexcept { std::exchange(run_, nullptr)->run_task(kind_, index_, end_); }
+  void operator()() noexcept { std::exchange(run_, nullptr)->run_task(kind_, index_); }
 
  private:
   RunState* run_;
   std::uint32_t index_;
-  std::uint32_t end_;  // GraphTaskKind::roots and members only
   GraphTaskKind kind_;
 };
 
@@ -80,30 +81,34 @@ class RunState::NodeTokens {
 bool RunState::start(std::shared_ptr<RunState> self) noexcept {
   self_ = std::move(self);
   node_count_ = graph_.size();
-  // One task starts every root: posting 2^20 roots one by one from an outside thread would push each through
-  // the shared injection queue; split on the workers instead, they spread over the deques.
+  // One task starts the roots, claiming them from the roots' cursor (graph/claim_cursor.hpp): posting 2^20
+  // roots one by one from an outside thread would push each through the shared injection queue.
   const auto roots = static_cast<std::uint32_t>(graph_.roots().size());
   roots_count_ = roots;
   bool accepted = true;
   if (roots != 0) {
     // Two units: one for the task itself, one for running the roots, which an outside waiter may take over
-    // (help_from_outside); whoever claims the roots gives that second unit back when they are started.
+    // (help_from_outside); whoever claims the roots gives that second unit back once it no longer needs it.
     add_unit();
     add_unit();
-    try {
-      PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0, roots), TaskOptions{}, inline_tag());
-    } catch (const weft::pool_closed&) {
-      // Refused: the task's destructor already failed the run and gave its unit back.
-      accepted = false;
-    } catch (...) {
-      // Out of memory: likewise accounted; wait() reports the run failed.
-    }
+    graph::ClaimCursor& cursor = graph_.roots_cursor();
+    cursor.reset(0, roots);
+    cursor.keep_one_queued([&] {
+      try {
+        PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
+      } catch (const weft::pool_closed&) {
+        // Refused: the task's destructor already failed the run and gave its unit back.
+        accepted = false;
+      } catch (...) {
+        // Out of memory: likewise accounted; wait() reports the run failed.
+      }
+    });
   }
   finish_unit();  // the starter's own unit: the run may end right here
   return accepted;
 }
 
-void RunState::run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept {
+void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
   // Marks the thread as inside this run once per task, not per node: an in-place chain is one task.
   RunState* const outer = std::exchange(tl_current_run, this);
   switch (kind) {
@@ -123,15 +128,15 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t e
       break;
     }
     case GraphTaskKind::roots:
-      if (index != 0) {
-        run_roots(index, end);
-      } else if (claim_roots()) {  // else an outside waiter took the roots over
-        run_roots(0, end);
-        finish_unit();
-      }
+      graph_.roots_cursor().task_started();
+      // The first task may give the roots' unit back at once: its own unit covers what it claims. If an outside
+      // waiter took the roots over, this task claims beside it.
+      if (index == 0 && claim_roots()) finish_unit();
+      run_roots(false);
       break;
     case GraphTaskKind::members:
-      run_members(index, end);
+      graph_.group_cursor(index).task_started();
+      run_members(index);
       break;
   }
   tl_current_run = outer;
@@ -147,40 +152,31 @@ void RunState::help_from_outside() noexcept {
   const auto roots = static_cast<std::uint32_t>(roots_count_);
   if (roots == 0 || !claim_roots()) return;
   RunState* const outer = std::exchange(tl_current_run, this);
-  run_roots(0, roots);
+  run_roots(true);
   tl_current_run = outer;
   finish_unit();  // the roots' unit, which the claim handed to this thread
 }
 
-void RunState::run_roots(std::uint32_t begin, std::uint32_t end) noexcept {
-  const auto start_root = [this](std::uint32_t root) {
-    if (graph_.node(root).runs_in_place) {
-      run_node(root);
-    } else {
-      ready(root);
-    }
-  };
-  if (sched::Engine::this_thread_worker() == nullptr) {
-    // An outside thread hands every half over at once and starts one root: it is one thread more than there are
-    // cores, and goes on helping (from its own slot) only while some worker is idle.
-    while (end - begin > 1) {
-      const std::uint32_t middle = begin + (end - begin) / 2;
-      post(GraphTaskKind::roots, middle, nullptr, end);
-      end = middle;
-    }
-    start_root(graph_.roots()[begin]);
-    return;
-  }
-  // A worker splits lazily, as run_members does: halves go back to the pool only while a worker looks for work.
+void RunState::run_roots(bool outside) noexcept {
+  graph::ClaimCursor& cursor = graph_.roots_cursor();
   const sched::Engine& engine = PoolAccess::engine(pool_);
-  while (begin != end) {
-    if (end - begin >= 2 && engine.has_idle_or_searching_worker()) {
-      const std::uint32_t middle = begin + (end - begin) / 2;
-      post(GraphTaskKind::roots, middle, nullptr, end);
-      end = middle;
+  const unsigned threads = engine.size();
+  for (bool first = true;; first = false) {
+    cursor.keep_one_queued([this] { post(GraphTaskKind::roots, 1, nullptr); });
+    // An outside thread is one thread more than there are cores: past its first root it claims only while some
+    // worker sleeps (as help_from_own_slot), and leaves the rest to the task just made sure of.
+    if (outside && !first && !engine.has_idle_worker()) return;
+    // One root at a time on an outside thread, so that it stops as soon as no worker is idle.
+    const graph::ClaimCursor::Claim claim = outside ? cursor.claim_one() : cursor.claim(threads);
+    if (claim.lo == claim.hi) return;
+    for (std::uint32_t item = claim.lo; item != claim.hi; ++item) {
+      const std::uint32_t root = graph_.roots()[item];
+      if (graph_.node(root).runs_in_place) {
+        run_node(root);
+      } else {
+        ready(root);
+      }
     }
-    start_root(graph_.roots()[begin]);
-    ++begin;
   }
 }
 
@@ -232,7 +228,7 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
       // acq_rel, and the reset: as for a single node below.
       if (join.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
       join.store(graph_.node(group.first).join_init, std::memory_order_relaxed);
-      start_group(group, in_place);
+      start_group(next & ~kJoinGroupBit, in_place);
       continue;
     }
     const CompiledNode& candidate = graph_.node(next);
@@ -250,37 +246,41 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
   return in_place;
 }
 
-void RunState::start_group(const JoinGroup& group, std::uint32_t& in_place) noexcept {
-  // Members with options go out one by one, each as its options say. The default ones become one task, not
-  // one each: a layer of small nodes cost a post and a steal per node (~500 instructions, more than a node
-  // that sums ten numbers), all paid by the one thread that finished the layer before.
-  std::uint32_t rest = kNoIndex;
+void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcept {
+  // Members with options go out one by one, each as its options say. The default ones are claimed from the
+  // group's cursor by one task at a time, not posted one each: a layer of small nodes cost a post and a steal
+  // per node (~500 instructions, more than a node that sums ten numbers), all paid by the thread that finished
+  // the layer before. This thread claims the first for itself (to run in place) if it has none yet.
+  const JoinGroup& group = graph_.join_group(index);
+  graph::ClaimCursor& cursor = graph_.group_cursor(index);
+  std::uint32_t in_place_members = 0;
   for (std::uint32_t member = group.first; member != group.end; ++member) {
-    if (!graph_.node(member).runs_in_place) {
+    if (graph_.node(member).runs_in_place) {
+      ++in_place_members;
+    } else {
       ready(member);
-    } else if (in_place == kNoIndex) {
-      in_place = member;
-    } else if (rest == kNoIndex) {
-      rest = member;
     }
   }
-  if (rest != kNoIndex) post(GraphTaskKind::members, rest, nullptr, group.end);
+  if (in_place_members == 0) return;
+  cursor.reset(group.first, group.end);
+  while (in_place == kNoIndex) {
+    const graph::ClaimCursor::Claim claim = cursor.claim_one();
+    if (claim.lo == claim.hi) break;
+    if (graph_.node(claim.lo).runs_in_place) in_place = claim.lo;
+  }
+  cursor.keep_one_queued([this, index] { post(GraphTaskKind::members, index, nullptr); });
 }
 
-void RunState::run_members(std::uint32_t begin, std::uint32_t end) noexcept {
-  const sched::Engine& engine = PoolAccess::engine(pool_);
-  while (begin != end) {
-    // Lazy splitting, as parallel_for's blocks do: half of what is left goes back to the pool only while some
-    // worker looks for work or sleeps, so busy workers run a layer in a few tasks and an idle one still gets
-    // its share (split at every member while it is idle, so a few steals spread a large group). A stale hint
-    // costs one split too many or one member's time of delay; nothing waits on it.
-    if (end - begin >= 2 && engine.has_idle_or_searching_worker()) {
-      const std::uint32_t middle = begin + (end - begin) / 2;
-      post(GraphTaskKind::members, middle, nullptr, end);
-      end = middle;
+void RunState::run_members(std::uint32_t index) noexcept {
+  graph::ClaimCursor& cursor = graph_.group_cursor(index);
+  const unsigned threads = PoolAccess::engine(pool_).size();
+  for (;;) {
+    cursor.keep_one_queued([this, index] { post(GraphTaskKind::members, index, nullptr); });
+    const graph::ClaimCursor::Claim claim = cursor.claim(threads);
+    if (claim.lo == claim.hi) return;
+    for (std::uint32_t member = claim.lo; member != claim.hi; ++member) {
+      if (graph_.node(member).runs_in_place) run_node(member);  // the others were made ready by start_group
     }
-    if (graph_.node(begin).runs_in_place) run_node(begin);  // the others were made ready by start_group
-    ++begin;
   }
 }
 
@@ -293,8 +293,7 @@ void RunState::ready(std::uint32_t node) noexcept {
   }
 }
 
-void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options,
-                    std::uint32_t end) noexcept {
+void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept {
   add_unit();
   TaskOptions task_options{};
   if (options != nullptr) {
@@ -302,7 +301,7 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
     task_options.affinity = options->affinity;
   }
   try {
-    PoolAccess::post(pool_, GraphTask(this, kind, index, end), task_options, inline_tag());
+    PoolAccess::post(pool_, GraphTask(this, kind, index), task_options, inline_tag());
   } catch (...) {
     // The pool refused it (shut down) or could not allocate: the GraphTask it was given has been destroyed
     // unrun, and its destructor already failed the run and gave the unit back (task_dropped).
@@ -314,20 +313,32 @@ void RunState::run_node_successors(std::uint32_t node) noexcept {
   if (next != kNoIndex) run_node(next);
 }
 
-void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept {
-  if (kind == GraphTaskKind::roots && index == 0) {
-    if (!claim_roots()) {
-      finish_unit();  // an outside waiter took the roots over: nothing was lost
+void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
+  std::uint32_t node = index;
+  std::uint64_t lost = 1;
+  if (kind == GraphTaskKind::roots || kind == GraphTaskKind::members) {
+    // A task of a claimed range: what it loses is whatever is still unclaimed, claimed here so that nobody runs
+    // it later. Nothing left (others claimed it all, an outside waiter among them): nothing was lost.
+    graph::ClaimCursor& cursor = kind == GraphTaskKind::roots ? graph_.roots_cursor() : graph_.group_cursor(index);
+    cursor.task_started();
+    if (kind == GraphTaskKind::roots && index == 0 && claim_roots()) finish_unit();  // the roots' own unit
+    lost = 0;
+    const graph::ClaimCursor::Claim claim = cursor.claim_rest();
+    for (std::uint32_t item = claim.lo; item != claim.hi; ++item) {
+      const std::uint32_t lost_node = kind == GraphTaskKind::roots ? graph_.roots()[item] : item;
+      // A member with options was posted on its own by start_group; every root would have started here.
+      if (kind == GraphTaskKind::members && !graph_.node(lost_node).runs_in_place) continue;
+      if (lost++ == 0) node = lost_node;
+    }
+    if (lost == 0) {
+      finish_unit();
       return;
     }
-    finish_unit();  // the roots' own unit; the task's unit goes at the end as for every kind
   }
   // The dropped task's node never finishes: the join counters after it stop part-way. relaxed: read by the
   // run's last unit, which the pending count's acq_rel orders after this.
   lost_tasks_.store(true, std::memory_order_relaxed);
-  const std::uint32_t node = kind == GraphTaskKind::executor ? graph_.limited_node(index)
-                             : kind == GraphTaskKind::roots  ? graph_.roots()[index]
-                                                             : index;
+  if (kind == GraphTaskKind::executor) node = graph_.limited_node(index);
   try {
     std::string message = "weft::TaskGraph: a task of node '";
     message += graph_.name(node);
@@ -344,13 +355,8 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32
       add_skipped(graph_.limiter(graph_.node(node).limiter).tokens);
       break;
     case GraphTaskKind::roots:
-      add_skipped(end - index);  // the roots it would have started (descendants not counted)
-      break;
     case GraphTaskKind::members:
-      // The in-place members it would have run (descendants not counted); the others were posted apart.
-      for (std::uint32_t member = index; member != end; ++member) {
-        if (graph_.node(member).runs_in_place) add_skipped(1);
-      }
+      add_skipped(lost);  // the roots or members it claimed above (their descendants not counted)
       break;
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.

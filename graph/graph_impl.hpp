@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/chunked_vector.hpp"
+#include "graph/claim_cursor.hpp"
 #include "graph/limiter.hpp"
 #include "weft/node_options.hpp"
 #include "weft/task_graph.hpp"
@@ -78,6 +79,10 @@ class GraphImpl {
   [[nodiscard]] const JoinGroup& join_group(std::uint32_t index) const noexcept { return join_groups_[index]; }
   [[nodiscard]] std::size_t join_group_count() const noexcept { return join_groups_.size(); }
   [[nodiscard]] std::atomic<std::uint32_t>& join(std::uint32_t index) noexcept { return join_[index]; }
+  // Where a run's tasks claim a join group's members, and the roots (graph/claim_cursor.hpp). One per graph:
+  // a graph runs once at a time, and each range starts at most once per run.
+  [[nodiscard]] graph::ClaimCursor& group_cursor(std::uint32_t index) noexcept { return group_cursors_[index]; }
+  [[nodiscard]] graph::ClaimCursor& roots_cursor() noexcept { return roots_cursor_; }
   [[nodiscard]] NodeBody& body(std::uint32_t index) noexcept { return bodies_[index]; }
   [[nodiscard]] const NodeOptions& options(std::uint32_t index) const noexcept;
   [[nodiscard]] graph::Limiter& limiter(std::uint32_t limiter_index) noexcept { return *limiters_[limiter_index]; }
@@ -140,6 +145,8 @@ class GraphImpl {
   std::vector<JoinGroup> join_groups_;
   std::size_t distinct_edges_ = 0;  // succ_ holds fewer entries when nodes share a join group
   std::unique_ptr<std::atomic<std::uint32_t>[]> join_;
+  std::unique_ptr<graph::ClaimCursor[]> group_cursors_;  // one per join group
+  graph::ClaimCursor roots_cursor_;
   std::vector<std::unique_ptr<graph::Limiter>> limiters_;
   std::vector<std::uint32_t> limited_nodes_;  // limiter index -> node index
   std::vector<std::uint32_t> roots_;

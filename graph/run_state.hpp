@@ -26,8 +26,8 @@ enum class GraphTaskKind : std::uint8_t {
   node,        // run a one-token node, then whatever it makes ready in place
   activation,  // push a multi-token node's tokens into its inbox (parks on a full one; a pop goes on)
   executor,    // run tokens from a multi-token node's inbox
-  roots,       // start the roots [index, end): split off halves for thieves, then start one
-  members,     // run a join group's in-place members [index, end) one after another, splitting on demand
+  roots,       // claim roots from the graph's roots cursor and start them (index 0: the run's first task)
+  members,     // claim the in-place members of join group `index` from its cursor and run them
 };
 
 class RunState {
@@ -66,8 +66,8 @@ class RunState {
   static constexpr unsigned kMaxHelpDepth = 16;
 
   // For the executor's pool tasks (GraphTask) and Subflow.
-  void run_task(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept;
-  void task_dropped(GraphTaskKind kind, std::uint32_t index, std::uint32_t end) noexcept;
+  void run_task(GraphTaskKind kind, std::uint32_t index) noexcept;
+  void task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept;
   void record_exception(std::exception_ptr error) noexcept;
   // Fails the run with weft::task_dropped(message) (a task of it was refused or dropped by the pool).
   void fail_dropped(const char* message) noexcept;
@@ -96,12 +96,14 @@ class RunState {
   [[nodiscard]] std::uint32_t finish_node(std::uint32_t node) noexcept;
   void run_node_successors(std::uint32_t node) noexcept;
   void cancel_from_inside() noexcept;
-  void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options, std::uint32_t end = 0) noexcept;
-  void run_roots(std::uint32_t begin, std::uint32_t end) noexcept;
-  // A join group's counter reached zero: makes its members with options ready, keeps one in-place member for
-  // the caller (if `in_place` is free) and posts the other in-place members as one members task.
-  void start_group(const JoinGroup& group, std::uint32_t& in_place) noexcept;
-  void run_members(std::uint32_t begin, std::uint32_t end) noexcept;
+  void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept;
+  // Claims roots and starts them until none is left (or, on an outside thread, no worker is idle).
+  void run_roots(bool outside) noexcept;
+  // Join group `index`'s counter reached zero: makes its members with options ready, claims one in-place
+  // member for the caller to run (if `in_place` is free) and queues a members task for the others.
+  void start_group(std::uint32_t index, std::uint32_t& in_place) noexcept;
+  // Claims members of join group `index` and runs them until none is left.
+  void run_members(std::uint32_t index) noexcept;
   [[nodiscard]] bool claim_roots() noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;

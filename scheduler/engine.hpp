@@ -77,10 +77,6 @@ class Engine {
   // idle rather than compete with every worker for the cores. (Counting searching workers too made the caller
   // of a compute-bound parallel_for help for a quarter of the loop, one thread more than there are cores.)
   [[nodiscard]] bool has_idle_worker() const noexcept { return parking_.sleepers() > 0; }
-  // A hint: some worker looks for work or sleeps, so work split off now would be taken up (lazy splitting).
-  [[nodiscard]] bool has_idle_or_searching_worker() const noexcept {
-    return parking_.searchers() > 0 || parking_.sleepers() > 0;
-  }
 
   // At most this many outside threads at a time get a slot in one engine; more use the shared queues.
   static constexpr unsigned kMaxSlots = 64;

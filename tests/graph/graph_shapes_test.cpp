@@ -196,6 +196,38 @@ TEST_CASE("a join group's members spread over idle workers") {
   CHECK(distinct.size() >= 3);
 }
 
+TEST_CASE("a join group's members can all be running at once: none waits behind a running sibling") {
+  // Each member waits until all four have started: only if no claimed-but-unstarted member sits behind a
+  // running one (graph/claim_cursor.hpp: whoever claims keeps one task of the group queued) can all four
+  // workers get one. A bounded wait, so that the failure is a count, not a hang.
+  const Watchdog watchdog("members at once", patience(120));
+  constexpr int kMembers = 4;
+  weft::Pool pool{weft::PoolOptions{.threads = kMembers}};
+  weft::TaskGraph g;
+  std::atomic<int> started{0}, saw_all{0};
+  const weft::Node p1 = g.add_node([] {});
+  const weft::Node p2 = g.add_node([] {});
+  for (int i = 0; i < kMembers; ++i) {
+    const weft::Node member = g.add_node([&] {
+      started.fetch_add(1);
+      const auto give_up = std::chrono::steady_clock::now() + patience(20);
+      while (started.load() < kMembers && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+      if (started.load() == kMembers) saw_all.fetch_add(1);
+    });
+    g.add_edge(p1, member);
+    g.add_edge(p2, member);
+  }
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    started.store(0);
+    saw_all.store(0);
+    weft::Run run = g.run(pool);
+    await_or_die(run, "members at once", patience(60));
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(saw_all.load() == kMembers);
+  }
+}
+
 TEST_CASE("10,000 roots started from a worker run in a handful of pool tasks when no worker is idle") {
   // As for the join group above: a worker starting the roots splits them only while some worker is idle.
   const Watchdog watchdog("roots on a busy pool", patience(60));
