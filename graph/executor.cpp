@@ -132,11 +132,12 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
       // The first task may give the roots' unit back at once: its own unit covers what it claims. If an outside
       // waiter took the roots over, this task claims beside it.
       if (index == 0 && claim_roots()) finish_unit();
-      run_roots(false);
+      // An outside waiter may run this task from its own slot (help_from_own_slot): it then claims as one.
+      run_roots(sched::Engine::this_thread_worker() == nullptr);
       break;
     case GraphTaskKind::members:
       graph_.group_cursor(index).task_started();
-      run_members(index);
+      run_members(index, sched::Engine::this_thread_worker() == nullptr);
       break;
   }
   tl_current_run = outer;
@@ -253,16 +254,18 @@ void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcep
   // the layer before. This thread claims the first for itself (to run in place) if it has none yet.
   const JoinGroup& group = graph_.join_group(index);
   graph::ClaimCursor& cursor = graph_.group_cursor(index);
-  std::uint32_t in_place_members = 0;
+  std::uint32_t first = kNoIndex;
+  std::uint32_t last = kNoIndex;
   for (std::uint32_t member = group.first; member != group.end; ++member) {
     if (graph_.node(member).runs_in_place) {
-      ++in_place_members;
+      if (first == kNoIndex) first = member;
+      last = member;
     } else {
       ready(member);
     }
   }
-  if (in_place_members == 0) return;
-  cursor.reset(group.first, group.end);
+  if (first == kNoIndex) return;
+  cursor.reset(first, last + 1);  // members with options inside it are skipped by whoever claims them
   while (in_place == kNoIndex) {
     const graph::ClaimCursor::Claim claim = cursor.claim_one();
     if (claim.lo == claim.hi) break;
@@ -271,12 +274,16 @@ void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcep
   cursor.keep_one_queued([this, index] { post(GraphTaskKind::members, index, nullptr); });
 }
 
-void RunState::run_members(std::uint32_t index) noexcept {
+void RunState::run_members(std::uint32_t index, bool outside) noexcept {
   graph::ClaimCursor& cursor = graph_.group_cursor(index);
-  const unsigned threads = PoolAccess::engine(pool_).size();
+  const sched::Engine& engine = PoolAccess::engine(pool_);
+  const unsigned threads = engine.size();
   for (;;) {
     cursor.keep_one_queued([this, index] { post(GraphTaskKind::members, index, nullptr); });
-    const graph::ClaimCursor::Claim claim = cursor.claim(threads);
+    // An outside thread (helping from its own slot) claims as it claims roots: one at a time, while a worker
+    // sleeps.
+    if (outside && !engine.has_idle_worker()) return;
+    const graph::ClaimCursor::Claim claim = outside ? cursor.claim_one() : cursor.claim(threads);
     if (claim.lo == claim.hi) return;
     for (std::uint32_t member = claim.lo; member != claim.hi; ++member) {
       if (graph_.node(member).runs_in_place) run_node(member);  // the others were made ready by start_group

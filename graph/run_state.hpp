@@ -102,8 +102,9 @@ class RunState {
   // Join group `index`'s counter reached zero: makes its members with options ready, claims one in-place
   // member for the caller to run (if `in_place` is free) and queues a members task for the others.
   void start_group(std::uint32_t index, std::uint32_t& in_place) noexcept;
-  // Claims members of join group `index` and runs them until none is left.
-  void run_members(std::uint32_t index) noexcept;
+  // Claims members of join group `index` and runs them until none is left (or, on an outside thread, no
+  // worker is idle).
+  void run_members(std::uint32_t index, bool outside) noexcept;
   [[nodiscard]] bool claim_roots() noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;
