@@ -153,7 +153,8 @@ void RunState::help_from_outside() noexcept {
   const auto roots = static_cast<std::uint32_t>(roots_count_);
   if (roots == 0 || !claim_roots()) return;
   RunState* const outer = std::exchange(tl_current_run, this);
-  run_roots(true);
+  // As one task of the pool: inside its hooks, and marked so that the pool's waits refuse to wait from here.
+  PoolAccess::engine(pool_).run_here(Priority::Normal, [this] { run_roots(true); });
   tl_current_run = outer;
   finish_unit();  // the roots' unit, which the claim handed to this thread
 }
@@ -172,7 +173,8 @@ void RunState::run_roots(bool outside) noexcept {
     if (claim.lo == claim.hi) return;
     for (std::uint32_t item = claim.lo; item != claim.hi; ++item) {
       const std::uint32_t root = graph_.roots()[item];
-      if (graph_.node(root).runs_in_place) {
+      // A claimed root waits behind a High task in the pool as run_node's successors do: posted, not run here.
+      if (graph_.node(root).runs_in_place && !engine.high_pending()) {
         run_node(root);
       } else {
         ready(root);
@@ -182,14 +184,27 @@ void RunState::run_roots(bool outside) noexcept {
 }
 
 void RunState::run_node(std::uint32_t node) noexcept {
+  const sched::Engine& engine = PoolAccess::engine(pool_);
   while (node != kNoIndex) {
     execute(node, 0);
     node = finish_node(node);
+    // A node run in place is Normal: a High task waiting in the pool goes first, as it would at a task boundary.
+    if (node != kNoIndex && engine.high_pending()) [[unlikely]] {
+      ready(node);
+      return;
+    }
   }
 }
 
 void RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
   if (cancelled()) {
+    add_skipped(1);
+    return;
+  }
+  if (PoolAccess::engine(pool_).dropping()) [[unlikely]] {
+    // A DropPending shutdown has begun: work already running in place (a chain inside one task) stops at this
+    // node boundary as the pool's queued tasks stop, and the run fails with task_dropped.
+    stop_for_drop_pending(node);
     add_skipped(1);
     return;
   }
@@ -286,7 +301,13 @@ void RunState::run_members(std::uint32_t index, bool outside) noexcept {
     const graph::ClaimCursor::Claim claim = outside ? cursor.claim_one() : cursor.claim(threads);
     if (claim.lo == claim.hi) return;
     for (std::uint32_t member = claim.lo; member != claim.hi; ++member) {
-      if (graph_.node(member).runs_in_place) run_node(member);  // the others were made ready by start_group
+      if (!graph_.node(member).runs_in_place) continue;  // made ready on their own by start_group
+      // Behind a High task in the pool, as in run_roots.
+      if (engine.high_pending()) [[unlikely]] {
+        ready(member);
+      } else {
+        run_node(member);
+      }
     }
   }
 }
@@ -317,7 +338,12 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
 
 void RunState::run_node_successors(std::uint32_t node) noexcept {
   const std::uint32_t next = finish_node(node);
-  if (next != kNoIndex) run_node(next);
+  if (next == kNoIndex) return;
+  if (PoolAccess::engine(pool_).high_pending()) [[unlikely]] {
+    ready(next);  // behind a High task in the pool, as in run_node
+  } else {
+    run_node(next);
+  }
 }
 
 void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
@@ -338,6 +364,8 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
       if (lost++ == 0) node = lost_node;
     }
     if (lost == 0) {
+      // Not user work: the pool's count of dropped tasks leaves it out.
+      sched::Engine::note_drop_was_empty();
       finish_unit();
       return;
     }
@@ -373,6 +401,17 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
     }
   }
   finish_unit();
+}
+
+void RunState::stop_for_drop_pending(std::uint32_t node) noexcept {
+  try {
+    std::string message = "weft::TaskGraph: node '";
+    message += graph_.name(node);
+    message += "' (and the nodes after it) did not run: the pool is shutting down with Shutdown::DropPending";
+    fail(std::make_exception_ptr(weft::task_dropped(message)));
+  } catch (...) {
+    fail(std::current_exception());  // out of memory building the message: still fail the run
+  }
 }
 
 void RunState::fail_dropped(const char* message) noexcept {

@@ -4,6 +4,7 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
+#include "scheduler/stack_guard.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/errors.hpp"
 #include "weft/task_graph.hpp"
@@ -27,6 +28,7 @@ RunStatus RunState::wait() {
   if (current() == this)
     throw would_deadlock(
         "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
+  if (!done()) sched::require_stack("weft::Run::wait (or TaskScope::wait)");
   help_as_outside_waiter();
   (void)wait_until(graph::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
@@ -94,6 +96,7 @@ RunStatus Run::wait() {
 
 bool Run::wait_for_ns(std::chrono::nanoseconds timeout) {
   require_valid("wait_for");
+  if (!state_->done()) sched::require_stack("weft::Run::wait_for");
   return state_->wait_until(detail::deadline_after(timeout));  // saturates one short of max() ("no deadline")
 }
 

@@ -71,6 +71,8 @@ class RunState {
   void record_exception(std::exception_ptr error) noexcept;
   // Fails the run with weft::task_dropped(message) (a task of it was refused or dropped by the pool).
   void fail_dropped(const char* message) noexcept;
+  // A DropPending shutdown began before `node` ran: fails the run with task_dropped naming the node.
+  void stop_for_drop_pending(std::uint32_t node) noexcept;
   void add_skipped(std::uint64_t count) noexcept { skipped_.fetch_add(count, std::memory_order_relaxed); }
   [[nodiscard]] bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   [[nodiscard]] Pool& pool() const noexcept { return pool_; }

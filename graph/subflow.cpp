@@ -8,6 +8,7 @@
 #include "graph/subflow_access.hpp"
 #include "graph/wait.hpp"
 #include "scheduler/pool_access.hpp"
+#include "scheduler/stack_guard.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
@@ -35,6 +36,8 @@ const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
   return tl_current_child != nullptr ? tl_current_child->run_ : nullptr;
 }
 
+void Subflow::require_stack_to_spawn() { sched::require_stack("weft::Subflow::spawn"); }
+
 void Subflow::join() {
   // The running child counts in the pending_ of each of its ancestors until it returns: joining one of them
   // from here could never end.
@@ -46,6 +49,11 @@ void Subflow::join() {
             "it would wait for; join a child's own Subflow instead");
     }
   }
+  if (pending_.load(std::memory_order_acquire) != 0) sched::require_stack("weft::Subflow::join");
+  join_children();
+}
+
+void Subflow::join_children() noexcept {
   detail::RunState* run = run_;
   // An outside thread running this node (it helps its run) does not run the children itself: they are
   // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there
@@ -75,14 +83,8 @@ void Subflow::child_dropped() noexcept {
 }
 
 void Subflow::finish_child() noexcept {
-  if (pending_.load(std::memory_order_acquire) != 0) {
-    try {
-      join();
-    } catch (...) {
-      // Joining its own Subflow cannot be refused as a deadlock, and waiting throws nothing; should it ever
-      // throw, finishing must still tell the parent.
-    }
-  }
+  // Never refused: the children hold on to this Subflow until they finish, whatever the stack left.
+  if (pending_.load(std::memory_order_acquire) != 0) join_children();
   detail::RunState* run = run_;
   parent_->child_finished();
   run->finish_unit();  // last: the run may end here

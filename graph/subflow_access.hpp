@@ -16,7 +16,7 @@ struct SubflowAccess {
   [[nodiscard]] static const RunState* current_child_run() noexcept;
   // Joins the root's children if it has any (the common case, none, costs one load).
   static void join_if_spawned(Subflow& subflow) noexcept {
-    if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join();
+    if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join_children();
   }
 };
 

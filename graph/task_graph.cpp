@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/graph_impl.hpp"
+#include "scheduler/stack_guard.hpp"
 
 namespace weft {
 namespace {
@@ -59,6 +60,9 @@ void TaskGraph::compile() {
 
 Run TaskGraph::run(Pool& pool) {
   if (!impl_) throw_moved_from("run");
+  // Refused before anything starts: a run started here would be waited for here too (by Run::wait or the
+  // Run's destructor), and that wait runs its nodes on this very stack.
+  sched::require_stack("weft::TaskGraph::run (or TaskScope::run)");
   return impl_->run(pool);
 }
 

@@ -17,6 +17,10 @@ namespace {
 
 // The worker the calling thread is (in any engine), so that a task spawned on a worker goes to its deque.
 thread_local Worker* tls_worker = nullptr;
+// The innermost RunningFrame on the calling thread, or null.
+thread_local RunningFrame* tls_running = nullptr;
+// Set by a dropped closure's destructor that had nothing left to do (Engine::note_drop_was_empty).
+thread_local bool tls_drop_was_empty = false;
 
 constexpr std::size_t kKeptErrors = 64;
 // A searching worker's looks at full speed before it starts yielding its CPU between looks.
@@ -50,6 +54,63 @@ std::string list(const std::vector<unsigned>& cpus) {
 }  // namespace
 
 Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
+
+RunningFrame::RunningFrame(const Engine& engine) noexcept : engine_(engine), outer_(tls_running) {
+  tls_running = this;
+}
+
+RunningFrame::~RunningFrame() { tls_running = outer_; }
+
+bool RunningFrame::inside(const Engine& engine) noexcept {
+  for (const RunningFrame* frame = tls_running; frame != nullptr; frame = frame->outer_) {
+    if (&frame->engine_ == &engine) return true;
+  }
+  return false;
+}
+
+unsigned Engine::worker_index_here() const noexcept {
+  return tls_worker != nullptr && &tls_worker->engine == this ? tls_worker->index : TaskEvent::not_a_worker;
+}
+
+void Engine::call_hook(small_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept {
+  if (!hook) return;
+  try {
+    hook(event);
+  } catch (...) {
+    report_error(std::current_exception());
+  }
+}
+
+void Engine::run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept {
+  const TaskEvent event{worker, task->priority};
+  if (task->is_future_state) {
+    auto* const state = static_cast<weft::detail::FutureStateBase*>(task);
+    // Only the winner of the claim runs the task, so only it runs the hooks: a waiter that ran it inline
+    // already did (run_inline), and this queued copy is then an empty shell.
+    if (state->try_claim()) {
+      call_hook(options_.on_task_start, event);
+      state->run_claimed();
+      call_hook(options_.on_task_end, event);
+    }
+    state->release();
+    return;
+  }
+  call_hook(options_.on_task_start, event);
+  run_and_release(ref, task);
+  call_hook(options_.on_task_end, event);
+}
+
+bool Engine::run_inline(weft::detail::FutureStateBase& state) noexcept {
+  // seq_cst: counted before the claim; a worker that loses the claim to us happens-after it (see try_claim),
+  // so idle() cannot see the queued copy finished without seeing this run started.
+  inline_runs_.started.fetch_add(1, std::memory_order_seq_cst);
+  const bool won = state.try_claim();
+  if (won) run_here(state.priority, [&] { state.run_claimed(); });
+  // release: idle() acquires it; everything the task did happens-before an idle() that sees it finished.
+  inline_runs_.finished.fetch_add(1, std::memory_order_release);
+  inline_run_finished();
+  return won;
+}
 
 Engine::Engine(PoolOptions options) : options_(std::move(options)), id_(slot_lease::next_engine_id()) {
   if (options_.threads > kMaxThreads)
@@ -379,7 +440,14 @@ OutsideSlot* Engine::slot_for_submission() {
 
 void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
   if (options_.max_queued != 0) release_queued_slot();
-  run_and_release(domain_.current(), task);
+  {
+    const RunningFrame frame(*this);
+    if (has_hooks()) [[unlikely]] {
+      run_hooked(domain_.current(), task, TaskEvent::not_a_worker);
+    } else {
+      run_and_release(domain_.current(), task);
+    }
+  }
   // Last, as in execute(): everything the task did is counted before it counts as finished.
   slot.finished.bump();
 }
@@ -408,21 +476,10 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
 
 void Engine::execute(Worker& self, Task* task) noexcept {
   if (options_.max_queued != 0) release_queued_slot();
-  const TaskEvent event{self.index, task->priority};
-  if (options_.on_task_start) {
-    try {
-      options_.on_task_start(event);
-    } catch (...) {
-      report_error(std::current_exception());
-    }
-  }
-  run_and_release(self.registration->ref(), task);
-  if (options_.on_task_end) {
-    try {
-      options_.on_task_end(event);
-    } catch (...) {
-      report_error(std::current_exception());
-    }
+  if (has_hooks()) [[unlikely]] {
+    run_hooked(self.registration->ref(), task, self.index);
+  } else {
+    run_and_release(self.registration->ref(), task);
   }
   self.counters.executed.bump();
   // Last: everything the task did, the tasks it spawned included, is counted before it counts as finished.
@@ -442,11 +499,15 @@ void Engine::run_and_release(TaskDomain::ThreadRef ref, Task* task) noexcept {
   destroy_task(ref, task);
 }
 
-void Engine::drop(Task* task, TaskDomain::ThreadRef ref) noexcept {
+void Engine::note_drop_was_empty() noexcept { tls_drop_was_empty = true; }
+
+std::uint64_t Engine::drop(Task* task, TaskDomain::ThreadRef ref) noexcept {
   // A closure destroyed unrun, or a future's state told so (destroy_task): either way the future, if
   // any, reports task_dropped.
+  tls_drop_was_empty = false;
   destroy_task(ref, task);
   abandoned_.fetch_add(1, std::memory_order_release);  // release: read by idle() with acquire
+  return std::exchange(tls_drop_was_empty, false) ? 0 : 1;
 }
 
 bool Engine::has_visible_work(const Worker& self) const noexcept {
@@ -665,7 +726,11 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
     parking_.notify_all();  // notify_one might wake another worker, which must not take it yet
     return;
   }
-  if (self != nullptr && task->priority == Priority::Normal) {
+  // A worker waiting deeper than kMaxWaitDepth runs only its own deque and mailbox (wait_on_worker): what it
+  // spawns from there, whatever the priority, goes to its own deque, or its wait could never reach the
+  // children it waits for (a High or Low child in the shared queues was run by nobody on one worker). Others
+  // still steal it; its priority then only orders it where it is taken from a shared queue.
+  if (self != nullptr && (task->priority == Priority::Normal || self->wait_depth >= kMaxWaitDepth)) {
     self->deque.push(task);
     signal_work();
     return;
@@ -817,24 +882,20 @@ std::uint64_t Engine::finish_shutdown() {
   // The workers are gone: this thread now owns every deque, and drops whatever was never started.
   for (auto& worker : workers_) {
     while (auto task = worker->deque.pop()) {
-      drop(*task, ref);
-      ++count;
+      count += drop(*task, ref);
     }
     while (auto task = worker->from_outside.pop()) {
-      drop(*task, ref);
-      ++count;
+      count += drop(*task, ref);
     }
     while (auto task = worker->mailbox.try_pop(ref)) {
-      drop(*task, ref);
-      ++count;
+      count += drop(*task, ref);
     }
     worker->mailbox_pending.store(0, std::memory_order_relaxed);
   }
   count += drop_slots(ref);
   for (std::size_t s = 0; s < injected_.size(); ++s) {
     while (auto task = injected_[s]->try_pop(ref)) {
-      drop(*task, ref);
-      ++count;
+      count += drop(*task, ref);
       injected_dropped_.fetch_add(1, std::memory_order_relaxed);  // stats only
     }
   }
@@ -852,20 +913,17 @@ std::uint64_t Engine::drop_pending_while_running(TaskDomain::ThreadRef ref) noex
   for (auto& worker : workers_) {
     for (auto* deque : {&worker->deque, &worker->from_outside}) {
       while (Task* task = steal_until_taken_or_empty(*deque)) {
-        drop(task, ref);
-        ++count;
+        count += drop(task, ref);
       }
     }
     while (auto task = worker->mailbox.try_pop(ref)) {
       worker->mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
-      drop(*task, ref);
-      ++count;
+      count += drop(*task, ref);
     }
   }
   for (auto& queue : injected_) {
     while (auto task = queue->try_pop(ref)) {
-      drop(*task, ref);
-      ++count;
+      count += drop(*task, ref);
       injected_dropped_.fetch_add(1, std::memory_order_relaxed);  // stats only
     }
   }
@@ -878,10 +936,7 @@ std::uint64_t Engine::drop_slots(TaskDomain::ThreadRef ref) noexcept {
   const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
   for (unsigned i = 0; i < slots; ++i) {
     OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);
-    while (Task* task = steal_until_taken_or_empty(slot.deque)) {
-      drop(task, ref);
-      ++count;
-    }
+    while (Task* task = steal_until_taken_or_empty(slot.deque)) count += drop(task, ref);
   }
   return count;
 }
@@ -937,7 +992,14 @@ void Engine::refuse_on_own_worker(const char* what) const {
     throw would_deadlock(std::string("weft::Pool::") + what + ": called from a task on worker " +
                          std::to_string(*worker) + " of the same pool, it would wait for itself");
   }
+  if (RunningFrame::inside(*this)) {
+    throw would_deadlock(std::string("weft::Pool::") + what +
+                         ": called from a task of the same pool that this thread runs itself (while waiting for "
+                         "it, or for a graph run), it would wait for itself");
+  }
 }
+
+bool Engine::inside_own_task() const noexcept { return current_worker() || RunningFrame::inside(*this); }
 
 PoolStats Engine::stats() const {
   PoolStats out;

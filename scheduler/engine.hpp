@@ -18,6 +18,7 @@
 #include "scheduler/outside_slot.hpp"
 #include "scheduler/parking.hpp"
 #include "scheduler/slot_lease.hpp"
+#include "scheduler/stack_guard.hpp"
 #include "scheduler/worker.hpp"
 #include "weft/pool.hpp"
 
@@ -32,6 +33,27 @@ struct InlineRunCounter {
 }  // namespace weft::detail
 
 namespace weft::sched {
+
+class Engine;
+
+// Marks the calling thread as running a task of `engine` while it lives; nested frames form a list. A worker is
+// inside its own engine's tasks by being its worker; frames mark the other threads that run a task themselves
+// (a waiter running the task it waits for, an outside thread running its own slot's tasks or a graph's roots),
+// so that wait_idle, shutdown and the pool's destructor refuse to wait for themselves whichever thread runs
+// the task.
+class RunningFrame {
+ public:
+  explicit RunningFrame(const Engine& engine) noexcept;
+  ~RunningFrame();
+  RunningFrame(const RunningFrame&) = delete;
+  RunningFrame& operator=(const RunningFrame&) = delete;
+  // True if some frame on the calling thread's stack is `engine`'s.
+  [[nodiscard]] static bool inside(const Engine& engine) noexcept;
+
+ private:
+  const Engine& engine_;
+  RunningFrame* const outer_;
+};
 
 class Engine {
  public:
@@ -57,6 +79,8 @@ class Engine {
 
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
+  // True if the calling thread is running one of this engine's tasks: as its worker, or itself (RunningFrame).
+  [[nodiscard]] bool inside_own_task() const noexcept;
   [[nodiscard]] PoolStats stats() const;
   [[nodiscard]] std::vector<std::exception_ptr> take_errors();
   [[nodiscard]] weft::detail::InlineRunCounter& inline_runs() noexcept { return inline_runs_; }
@@ -66,10 +90,20 @@ class Engine {
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
 
+  // Runs `work` on the calling thread as one task of this engine: inside the task hooks (TaskEvent::worker is
+  // the thread's worker index here, or TaskEvent::not_a_worker) and inside a RunningFrame. For work a thread
+  // outside the worker loop runs itself (a graph's roots taken over by the thread waiting for the run).
+  template <class Work>
+  void run_here(Priority priority, Work&& work) noexcept;
+  // A waiter (any thread, a worker of any engine included) runs a future's task of this engine itself if
+  // nobody has started it; counted in inline_runs() so that wait_idle and Drain wait for it. Returns whether
+  // this call ran it.
+  bool run_inline(weft::detail::FutureStateBase& state) noexcept;
+
   // For an outside thread (never a worker of this engine) waiting without a deadline: runs tasks from the
   // calling thread's own slot, newest first, while they are futures' tasks or tagged `owner` (Task::inline_tag),
   // until ready() holds, the newest is another's (posted tasks run on workers only), the slot is empty, or a
-  // shutdown that drops has begun. Does nothing when task hooks are set (they name a worker). Returns ready().
+  // shutdown that drops has begun. Each runs inside the task hooks (TaskEvent::not_a_worker). Returns ready().
   template <class Ready>
   bool help_from_own_slot(Ready ready, weft::detail::InlineTag owner = weft::detail::kInlineFuture) noexcept;
 
@@ -78,13 +112,29 @@ class Engine {
   // of a compute-bound parallel_for help for a quarter of the loop, one thread more than there are cores.)
   [[nodiscard]] bool has_idle_worker() const noexcept { return parking_.sleepers() > 0; }
 
+  // A High task is waiting in the shared High queue (a hint: two loads). Front-ends that run work in place,
+  // past the worker loop's priority order (a graph's in-place successor), look here first.
+  [[nodiscard]] bool high_pending() const noexcept {
+    return !injected_[static_cast<std::size_t>(Priority::High)]->empty_hint();
+  }
+  // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
+  // front-ends stop work they run in place at its next boundary (a graph's next node).
+  [[nodiscard]] bool dropping() const noexcept {
+    const State state = state_.load(std::memory_order_acquire);  // acquire: pairs with the shutdown stores
+    return state == State::dropping || state == State::stopped;
+  }
+  // Called by a closure's destructor when the pool drops it unrun and it had nothing left to do (a front-end's
+  // helper task whose work others already took): the drop is then not counted as a dropped task.
+  static void note_drop_was_empty() noexcept;
+
   // At most this many outside threads at a time get a slot in one engine; more use the shared queues.
   static constexpr unsigned kMaxSlots = 64;
 
   // THE place a worker waits (Future::get, a full queue): until ready() holds, it runs other tasks; when
-  // there are none it sleeps in short slices. Nested waits deeper than kMaxWaitDepth run only the worker's own
-  // deque (descendants of the waiting task), so that unrelated stolen work cannot grow the stack without
-  // bound. A later issue replaces the body with a fiber switch.
+  // there are none it sleeps in short slices. Nested waits deeper than kMaxWaitDepth, or short of stack
+  // (stack_guard.hpp), run only the worker's own deque and mailbox (descendants of the waiting task), so that
+  // unrelated stolen work cannot grow the stack without bound; what such a worker spawns goes to its own deque
+  // whatever its priority (route), so the wait can reach it. A later issue replaces the body with a fiber switch.
   // `sleep(slice)` blocks for at most `slice` on whatever signals ready() (a future's word, an EventCount).
   // Returns ready() (false only if the deadline passed first).
   template <class Ready, class Sleep>
@@ -107,7 +157,16 @@ class Engine {
   void run_outside(OutsideSlot& slot, Task* task) noexcept;
   void finished_outside_runs() noexcept { idle_changed_.notify_all(); }
   void execute(Worker& self, Task* task) noexcept;
-  void drop(Task* task, TaskDomain::ThreadRef ref) noexcept;
+  // Runs and releases a queued task inside the task hooks (only when some are set). A future's task that a
+  // waiter already ran inline runs no hooks here (it ran inside them there).
+  void run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
+  [[nodiscard]] bool has_hooks() const noexcept { return options_.on_task_start || options_.on_task_end; }
+  void call_hook(small_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
+  // The calling thread's index among this engine's workers, or TaskEvent::not_a_worker.
+  [[nodiscard]] unsigned worker_index_here() const noexcept;
+  // Destroys a task unrun (its future reports task_dropped); returns 1 if it counts as a dropped task, 0 if it
+  // had nothing left to do (note_drop_was_empty).
+  [[nodiscard]] std::uint64_t drop(Task* task, TaskDomain::ThreadRef ref) noexcept;
   void park(Worker& self);
   [[nodiscard]] bool has_visible_work(const Worker& self) const noexcept;
   [[nodiscard]] bool mailbox_waiting_elsewhere(const Worker& self) const noexcept;
@@ -194,9 +253,21 @@ class Engine {
   std::array<std::shared_ptr<OutsideSlot>, kMaxSlots> slot_holders_{};
 };
 
+template <class Work>
+void Engine::run_here(Priority priority, Work&& work) noexcept {
+  const RunningFrame frame(*this);
+  if (!has_hooks()) {
+    work();
+    return;
+  }
+  const TaskEvent event{worker_index_here(), priority};
+  call_hook(options_.on_task_start, event);
+  work();
+  call_hook(options_.on_task_end, event);
+}
+
 template <class Ready>
 bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner) noexcept {
-  if (options_.on_task_start || options_.on_task_end) return ready();
   OutsideSlot* slot = slot_lease::find(id_);
   if (slot == nullptr) return ready();
   bool ran = false;
@@ -227,6 +298,10 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
     Worker& worker;
     ~Leave() { --worker.wait_depth; }
   } leave{self};
+  // Deep in nested waits, or short of stack (scheduler/stack_guard.hpp): run only this worker's own deque and
+  // mailbox, whose tasks are descendants of the waiting one (or bound here), never unrelated work that could
+  // nest further.
+  const bool own_work_only = self.wait_depth > kMaxWaitDepth || stack_low();
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   unsigned fruitless = 0;
   while (!ready()) {
@@ -245,12 +320,11 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
         if (own) self.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
       }
       if (own) {
-        drop(*own, self.ref());
         // relaxed: finish_shutdown reads it after joining this worker.
-        dropped_by_waiters_.fetch_add(1, std::memory_order_relaxed);
+        dropped_by_waiters_.fetch_add(drop(*own, self.ref()), std::memory_order_relaxed);
         continue;
       }
-    } else if (self.wait_depth <= kMaxWaitDepth) {
+    } else if (!own_work_only) {
       task = find_task(self);
     } else if (auto own = self.deque.pop()) {
       task = *own;  // deep: only descendants of the waiting task, which keeps the stack bounded

@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "scheduler/engine.hpp"
+#include "scheduler/stack_guard.hpp"
 #include "src/futex.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/future_state.hpp"
@@ -31,18 +32,12 @@ void sleep_on(FutureStateBase& state, std::chrono::nanoseconds slice) noexcept {
 bool run_inline(FutureStateBase& state) noexcept {
   detail::InlineRunCounter* runs = state.inline_runs();
   if (runs == nullptr) return false;  // a task with an affinity runs only on its worker
-  // seq_cst: counted before the claim; a worker that loses the claim to us happens-after it (see
-  // run_if_unclaimed), so idle() cannot see the queued copy finished without seeing this run started.
-  runs->started.fetch_add(1, std::memory_order_seq_cst);
-  const bool ran = state.run_if_unclaimed();
-  // release: idle() acquires it; everything the task did happens-before an idle() that sees it finished.
-  runs->finished.fetch_add(1, std::memory_order_release);
-  runs->engine->inline_run_finished();
-  return ran;
+  return runs->engine->run_inline(state);
 }
 
 bool wait(FutureStateBase& state, Clock::time_point deadline) {
   if (state.ready()) return true;
+  sched::require_stack("weft::Future::get/wait");
   // A timed wait never runs the task inline: that could take longer than the timeout.
   const bool may_claim = deadline == Clock::time_point::max();
   if (sched::Worker* self = sched::Engine::this_thread_worker()) {

@@ -13,10 +13,16 @@ Pool::Pool() : Pool(PoolOptions{}) {}
 Pool::Pool(PoolOptions options) : engine_(std::make_unique<sched::Engine>(std::move(options))) {}
 
 Pool::~Pool() {
-  if (const auto worker = engine_->current_worker()) {
+  if (engine_->inside_own_task()) {
     // A destructor cannot throw, and draining from inside would wait for this very task forever.
-    std::fprintf(stderr, "weft::Pool destroyed from a task on its own worker %u: it would wait for itself\n",
-                 *worker);
+    if (const auto worker = engine_->current_worker()) {
+      std::fprintf(stderr, "weft::Pool destroyed from a task on its own worker %u: it would wait for itself\n",
+                   *worker);
+    } else {
+      std::fprintf(stderr,
+                   "weft::Pool destroyed from one of its own tasks, run by a thread waiting for it: it would wait "
+                   "for itself\n");
+    }
     std::terminate();
   }
 }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <pthread.h>
@@ -61,6 +62,34 @@ std::optional<std::string> set_current_thread_nice(int nice) {
   const auto tid = static_cast<id_t>(syscall(SYS_gettid));
   if (setpriority(PRIO_PROCESS, tid, nice) != 0) return std::string(std::strerror(errno));
   return std::nullopt;
+}
+
+namespace {
+
+struct StackBounds {
+  std::uintptr_t low = 0;  // the lowest usable address; 0 until looked up, 1 if the OS would not say
+  std::size_t size = 0;
+};
+thread_local StackBounds tls_stack;
+
+}  // namespace
+
+StackRoom current_stack_room() noexcept {
+  if (tls_stack.low == 0) {
+    pthread_attr_t attr;
+    void* base = nullptr;
+    std::size_t size = 0;
+    // For the main thread glibc derives the bounds from RLIMIT_STACK and the mapping, for other threads from
+    // how they were created; either way `base` is the lowest address, guard pages excluded.
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      if (pthread_attr_getstack(&attr, &base, &size) != 0) size = 0;
+      pthread_attr_destroy(&attr);
+    }
+    tls_stack = size != 0 ? StackBounds{reinterpret_cast<std::uintptr_t>(base), size} : StackBounds{1, 0};
+  }
+  if (tls_stack.size == 0) return {};
+  const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  return {here > tls_stack.low ? here - tls_stack.low : 0, tls_stack.size};
 }
 
 }  // namespace weft::os

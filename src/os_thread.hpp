@@ -2,6 +2,7 @@
 // Internal to weft: the scheduler calls these; users configure them through PoolOptions.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,5 +28,13 @@ bool pin_current_thread(std::span<const unsigned> cpus) noexcept;
 
 // Sets the calling thread's nice value. Returns an empty optional on success, else the OS's reason.
 [[nodiscard]] std::optional<std::string> set_current_thread_nice(int nice);
+
+// The calling thread's stack: its size, and how much of it lies below the caller's frame (the stack grows
+// down). Looked up once per thread, then two loads. Both 0 if the OS would not say.
+struct StackRoom {
+  std::size_t left = 0;
+  std::size_t size = 0;
+};
+[[nodiscard]] StackRoom current_stack_room() noexcept;
 
 }  // namespace weft::os

@@ -34,6 +34,15 @@ class would_deadlock : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// A wait, join or spawn inside tasks was nested so deep that the calling thread's stack could not serve it
+// (each wait inside a task runs the awaited work on the waiting thread's stack, so recursion through waits grows
+// it). Thrown by the call that would have nested deeper, instead of overflowing the stack; the message names the
+// call and the stack left. Inside a graph or scope it fails the run like any exception of a node.
+class nesting_too_deep : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A graph is malformed: an edge to a node of another graph or to itself, a node handle that is not one of the
 // graph's, a job of another scope. The message names the node(s).
 class invalid_graph : public std::invalid_argument {

@@ -40,7 +40,11 @@ enum class SubmitStatus : std::uint8_t {
 
 // What the task hooks are told.
 struct TaskEvent {
-  unsigned worker;    // index of the worker running the task, in [0, Pool::size())
+  // The thread running the task is not one of the pool's workers: an outside thread (or a worker of another
+  // pool) that runs the task itself while it waits for it (Future::get, Run::wait, TaskScope::run_and_wait).
+  static constexpr unsigned not_a_worker = ~0u;
+
+  unsigned worker;    // index of the worker running the task, in [0, Pool::size()), or not_a_worker
   Priority priority;  // the priority it was submitted with
 };
 
@@ -83,8 +87,11 @@ struct PoolOptions {
   // An exception thrown by on_error itself is counted and kept in the same way, never lost.
   // Called from any worker, possibly from several at once: the handler must be thread-safe.
   small_function<void(std::exception_ptr)> on_error{};
-  // Opt-in hooks around every task, run on the worker; unset they cost one predictable branch per task.
-  // Like on_error, each is one object called from every worker concurrently: it must be thread-safe.
+  // Opt-in hooks around every task, each called exactly once per task that runs, on the thread that runs it,
+  // just before and just after the task: a worker (TaskEvent::worker is its index), or a thread that runs the
+  // task itself while waiting for it (TaskEvent::not_a_worker). Not called for a task that never runs
+  // (dropped). Unset they cost one predictable branch per task. Like on_error, each is one object called from
+  // many threads at once: it must be thread-safe.
   small_function<void(const TaskEvent&)> on_task_start{};
   small_function<void(const TaskEvent&)> on_task_end{};
 };

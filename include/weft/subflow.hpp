@@ -58,16 +58,19 @@ class Subflow {
 
   // Runs f (as f() or f(child_subflow)) on the pool as a child of this execution. Throws pool_closed if the
   // pool is shutting down; a child accepted and then dropped by a DropPending shutdown fails the run with
-  // task_dropped.
+  // task_dropped. Throws weft::nesting_too_deep if children nest so deep that this thread's stack could not
+  // serve the join (see errors.hpp).
   template <class F>
     requires SubflowCallable<F>
   void spawn(F&& f) {
     detail::require_callable(f, "weft::Subflow::spawn");
+    require_stack_to_spawn();
     spawn_child(small_function<void()>(Child<std::decay_t<F>>(this, std::forward<F>(f))));
   }
 
   // Waits for every child spawned so far (and their descendants). Throws would_deadlock if called from one of
-  // those children (or their descendants): the caller is itself one of the children it would wait for.
+  // those children (or their descendants): the caller is itself one of the children it would wait for; and
+  // weft::nesting_too_deep if this thread's stack is too short for another nested wait (see errors.hpp).
   void join();
 
   // True once the run is cancelled (by Run::cancel, an exception, an Overflow::Fail): long bodies may poll it.
@@ -129,6 +132,10 @@ class Subflow {
   static Subflow* exchange_current(Subflow* next) noexcept;
 
   void spawn_child(small_function<void()>&& child);
+  static void require_stack_to_spawn();
+  // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
+  // which hold on to this Subflow until they finish.
+  void join_children() noexcept;
   // The child of this subflow finished (its body, then its own join) or was dropped unrun.
   void child_finished() noexcept;
   void child_dropped() noexcept;

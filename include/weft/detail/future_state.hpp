@@ -35,15 +35,20 @@ class FutureStateBase : public TaskHeader {
 
   // Runs the task unless someone already claimed it. Called through the queued task, and by waiters.
   bool run_if_unclaimed() noexcept {
+    if (!try_claim()) return false;
+    run_claimed();
+    return true;
+  }
+  // The two halves of run_if_unclaimed, for a caller that does something around the run (the task hooks):
+  // true if this caller won the task, which it must then run_claimed() exactly once.
+  [[nodiscard]] bool try_claim() noexcept {
     std::uint32_t expected = pending;
     // acq_rel: the winner sees the state as constructed. acquire on failure: a loser (a worker popping the
     // queued copy) then happens-after the winner's claim, and so after the winner counted its inline run
-    // (future_wait.cpp): the loser's "finished" can never be seen without that count.
-    if (!status_.compare_exchange_strong(expected, running, std::memory_order_acq_rel, std::memory_order_acquire))
-      return false;
-    publish(run_task());
-    return true;
+    // (Engine::run_inline): the loser's "finished" can never be seen without that count.
+    return status_.compare_exchange_strong(expected, running, std::memory_order_acq_rel, std::memory_order_acquire);
   }
+  void run_claimed() noexcept { publish(run_task()); }
 
   // The queued task was destroyed without running (DropPending shutdown): tell the future.
   void drop_if_unclaimed() noexcept {
