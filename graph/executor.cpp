@@ -174,7 +174,7 @@ void RunState::run_roots(bool outside) noexcept {
     for (std::uint32_t item = claim.lo; item != claim.hi; ++item) {
       const std::uint32_t root = graph_.roots()[item];
       // A claimed root waits behind a High task in the pool as run_node's successors do: posted, not run here.
-      if (graph_.node(root).runs_in_place && !engine.high_pending()) {
+      if (graph_.node(root).runs_in_place && !engine.worker_should_yield_to_high()) {
         run_node(root);
       } else {
         ready(root);
@@ -189,7 +189,7 @@ void RunState::run_node(std::uint32_t node) noexcept {
     execute(node, 0);
     node = finish_node(node);
     // A node run in place is Normal: a High task waiting in the pool goes first, as it would at a task boundary.
-    if (node != kNoIndex && engine.high_pending()) [[unlikely]] {
+    if (node != kNoIndex && engine.worker_should_yield_to_high()) [[unlikely]] {
       ready(node);
       return;
     }
@@ -303,7 +303,7 @@ void RunState::run_members(std::uint32_t index, bool outside) noexcept {
     for (std::uint32_t member = claim.lo; member != claim.hi; ++member) {
       if (!graph_.node(member).runs_in_place) continue;  // made ready on their own by start_group
       // Behind a High task in the pool, as in run_roots.
-      if (engine.high_pending()) [[unlikely]] {
+      if (engine.worker_should_yield_to_high()) [[unlikely]] {
         ready(member);
       } else {
         run_node(member);
@@ -339,7 +339,7 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
 void RunState::run_node_successors(std::uint32_t node) noexcept {
   const std::uint32_t next = finish_node(node);
   if (next == kNoIndex) return;
-  if (PoolAccess::engine(pool_).high_pending()) [[unlikely]] {
+  if (PoolAccess::engine(pool_).worker_should_yield_to_high()) [[unlikely]] {
     ready(next);  // behind a High task in the pool, as in run_node
   } else {
     run_node(next);

@@ -112,10 +112,14 @@ class Engine {
   // of a compute-bound parallel_for help for a quarter of the loop, one thread more than there are cores.)
   [[nodiscard]] bool has_idle_worker() const noexcept { return parking_.sleepers() > 0; }
 
-  // A High task is waiting in the shared High queue (a hint: two loads). Front-ends that run work in place,
-  // past the worker loop's priority order (a graph's in-place successor), look here first.
-  [[nodiscard]] bool high_pending() const noexcept {
-    return !injected_[static_cast<std::size_t>(Priority::High)]->empty_hint();
+  // The calling thread is one of this engine's workers and a High task waits in the shared High queue (a
+  // hint: two loads, then the thread-local only if the queue is not empty). A front-end that runs Normal work
+  // in place, past the worker loop's priority order (a graph's in-place successor), posts it instead, so that
+  // the worker takes the High task first. A thread outside the pool delays no High task by running in place.
+  [[nodiscard]] bool worker_should_yield_to_high() const noexcept {
+    if (injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) return false;
+    const Worker* self = this_thread_worker();
+    return self != nullptr && &self->engine == this;
   }
   // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
   // front-ends stop work they run in place at its next boundary (a graph's next node).
