@@ -124,8 +124,7 @@ class Engine {
   // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
   // front-ends stop work they run in place at its next boundary (a graph's next node).
   [[nodiscard]] bool dropping() const noexcept {
-    const State state = state_.load(std::memory_order_acquire);  // acquire: pairs with the shutdown stores
-    return state == State::dropping || state == State::stopped;
+    return stops_tasks(state_.load(std::memory_order_acquire));  // acquire: pairs with the shutdown stores
   }
   // Called by a closure's destructor when the pool drops it unrun and it had nothing left to do (a front-end's
   // helper task whose work others already took): the drop is then not counted as a dropped task.
@@ -149,6 +148,11 @@ class Engine {
 
  private:
   enum class State : std::uint8_t { running, draining, dropping, stopped };
+  // A DropPending shutdown (or shutdown_for's deadline) has begun, or the pool has stopped: no pending task
+  // starts any more.
+  [[nodiscard]] static constexpr bool stops_tasks(State state) noexcept {
+    return state == State::dropping || state == State::stopped;
+  }
 
   void worker_main(Worker& self);
   [[nodiscard]] std::string apply_thread_options(Worker& self);
@@ -184,7 +188,7 @@ class Engine {
   // is a closure task (a task that is its own block stays its submitter's).
   void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
   // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
-  // closure (wrapped in a ClosureTask here) or a task that is its own block; defined and used in engine.cpp.
+  // closure (wrapped in a ClosureTask here) or a task that is its own block; defined and used in submit.cpp.
   template <class Source>
   [[gnu::noinline]] SubmitStatus enqueue_general(Source&& source, TaskOptions options,
                                                  weft::detail::Admission admission,
@@ -278,7 +282,7 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner) noex
   while (!ready()) {
     // acquire: pairs with the shutdown stores; once dropping, pending tasks are left for the shutdown to drop.
     const State state = state_.load(std::memory_order_acquire);
-    if (state == State::dropping || state == State::stopped) break;
+    if (stops_tasks(state)) break;
     auto task = slot->deque.pop();
     if (!task) break;
     const weft::detail::InlineTag tag = (*task)->inline_tag;
@@ -311,7 +315,7 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
   while (!ready()) {
     Task* task = nullptr;
     const State state = state_.load(std::memory_order_acquire);
-    if (state == State::dropping || state == State::stopped) {
+    if (stops_tasks(state)) {
       // Dropping: start nothing more. The awaited task is either running elsewhere or dropped by the
       // shutting-down thread, which makes it ready (dropped) either way. A task this worker pushed just as the
       // shutdown's drop pass went by would stay in its own deque (or mailbox), where the shutdown looks again
@@ -319,10 +323,7 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
       // The same for outside tasks this worker took in a batch (its from_outside deque).
       std::optional<Task*> own = self.deque.pop();
       if (!own) own = self.from_outside.pop();
-      if (!own && self.mailbox_pending.load(std::memory_order_relaxed) > 0) {
-        own = self.mailbox.try_pop(self.ref());
-        if (own) self.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
-      }
+      if (!own) own = self.take_from_mailbox(self.ref());
       if (own) {
         // relaxed: finish_shutdown reads it after joining this worker.
         dropped_by_waiters_.fetch_add(drop(*own, self.ref()), std::memory_order_relaxed);
@@ -332,12 +333,9 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
       task = find_task(self);
     } else if (auto own = self.deque.pop()) {
       task = *own;  // deep: only descendants of the waiting task, which keeps the stack bounded
-    } else if (self.mailbox_pending.load(std::memory_order_relaxed) > 0) {
+    } else if (auto mine = self.take_from_mailbox(self.ref())) {
       // ... and tasks sent to this worker, which nobody else may take soon (nor a waiter inline).
-      if (auto mine = self.mailbox.try_pop(self.ref())) {
-        self.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
-        task = *mine;
-      }
+      task = *mine;
     }
     if (task != nullptr) {
       execute(self, task);

@@ -57,6 +57,20 @@ class BasicEventCount {
     return Key{epoch_.load(std::memory_order_acquire)};
   }
 
+  // Sleeps until done() holds: announce, check, then withdraw or sleep, so that a notify between the check and
+  // the sleep is never missed. Notifiers make done() true before they notify.
+  template <class Done>
+  void await(Done done) noexcept(noexcept(done())) {
+    while (!done()) {
+      const Key key = prepare_wait();
+      if (done()) {
+        cancel_wait();
+        return;
+      }
+      wait(key);
+    }
+  }
+
   // Withdraws a prepare_wait() whose check found work.
   void cancel_wait() noexcept {
     // relaxed: a stale count only costs a notifier one needless epoch bump and futex call.

@@ -1,5 +1,5 @@
 // Parking: how idle workers go to sleep and how producers wake them, with no lost wake-up and at most one
-// futex call in flight at a time (scheduler/engine.cpp drives it; tests/parking has its Relacy model).
+// futex call in flight at a time (scheduler/worker_loop.cpp drives it; tests/parking has its Relacy model).
 //
 // The protocol, for a worker:
 //

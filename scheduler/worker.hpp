@@ -66,6 +66,15 @@ class Worker {
   TaskQueue mailbox;
   // Pending mailbox tasks: lets the worker and thieves skip an empty mailbox without touching the queue.
   std::atomic<std::int64_t> mailbox_pending{0};
+
+  // Takes a task from this worker's mailbox through `ref` (the owner's, or a thief's), skipping an empty mailbox
+  // by its pending count without touching the queue. The count is a hint only: relaxed.
+  [[nodiscard]] std::optional<Task*> take_from_mailbox(TaskDomain::ThreadRef ref) {
+    if (mailbox_pending.load(std::memory_order_relaxed) <= 0) return std::nullopt;
+    auto task = mailbox.try_pop(ref);
+    if (task) mailbox_pending.fetch_sub(1, std::memory_order_relaxed);
+    return task;
+  }
   WorkerCounters counters;
 
   // Owner-only state below: touched by the worker thread alone.

@@ -1,0 +1,60 @@
+// Tasks a pool's worker loop does not run: a waiter running the future's task it waits for, an outside thread
+// running its own slot's tasks, a front-end running work in place for the pool (Engine::run_here). Each is marked
+// with a RunningFrame, so the pool's own waits refuse from inside it, and runs inside the task hooks.
+#include "scheduler/engine.hpp"
+#include "scheduler/engine_internal.hpp"
+
+namespace weft::sched {
+using namespace engine_internal;
+
+namespace {
+
+// The innermost RunningFrame on the calling thread, or null.
+thread_local RunningFrame* tls_running = nullptr;
+
+}  // namespace
+
+RunningFrame::RunningFrame(const Engine& engine) noexcept : engine_(engine), outer_(tls_running) {
+  tls_running = this;
+}
+
+RunningFrame::~RunningFrame() { tls_running = outer_; }
+
+bool RunningFrame::inside(const Engine& engine) noexcept {
+  for (const RunningFrame* frame = tls_running; frame != nullptr; frame = frame->outer_) {
+    if (&frame->engine_ == &engine) return true;
+  }
+  return false;
+}
+
+unsigned Engine::worker_index_here() const noexcept {
+  return tls_worker != nullptr && &tls_worker->engine == this ? tls_worker->index : TaskEvent::not_a_worker;
+}
+
+bool Engine::run_inline(weft::detail::FutureStateBase& state) noexcept {
+  // seq_cst: counted before the claim; a worker that loses the claim to us happens-after it (see try_claim),
+  // so idle() cannot see the queued copy finished without seeing this run started.
+  inline_runs_.started.fetch_add(1, std::memory_order_seq_cst);
+  const bool won = state.try_claim();
+  if (won) run_here(state.priority, [&] { state.run_claimed(); });
+  // release: idle() acquires it; everything the task did happens-before an idle() that sees it finished.
+  inline_runs_.finished.fetch_add(1, std::memory_order_release);
+  inline_run_finished();
+  return won;
+}
+
+void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
+  if (options_.max_queued != 0) release_queued_slot();
+  {
+    const RunningFrame frame(*this);
+    if (has_hooks()) [[unlikely]] {
+      run_hooked(domain_.current(), task, TaskEvent::not_a_worker);
+    } else {
+      run_and_release(domain_.current(), task);
+    }
+  }
+  // Last, as in execute(): everything the task did is counted before it counts as finished.
+  slot.finished.bump();
+}
+
+}  // namespace weft::sched

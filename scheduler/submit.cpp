@@ -1,0 +1,306 @@
+// Submission: where a task goes (the spawning worker's deque, an outside thread's slot, a mailbox, a shared
+// priority queue), the gate shutdown closes, and admission under PoolOptions::max_queued.
+#include <exception>
+#include <string>
+
+#include "scheduler/engine.hpp"
+#include "scheduler/engine_internal.hpp"
+
+namespace weft::sched {
+using namespace engine_internal;
+
+Worker* Engine::spawning_worker(const TaskOptions& options) const noexcept {
+  Worker* const self = tls_worker;
+  const bool plain = !options.affinity && options.priority == Priority::Normal && options_.max_queued == 0;
+  return self != nullptr && &self->engine == this && plain ? self : nullptr;
+}
+
+SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
+                             std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
+  // The common case first, in a frame of its own: the general path's frame (its gate, its error messages) and
+  // six register saves were paid on every spawn while the two shared one function (fib spends a fifth of its
+  // instructions in spawning).
+  if (Worker* const self = spawning_worker(options); self != nullptr && closure) [[likely]]
+    return spawn_on_worker(*self, std::move(closure), inline_tag);
+  return enqueue_general(std::move(closure), options, admission, deadline, inline_tag);
+}
+
+SubmitStatus Engine::enqueue(Task* task, TaskOptions options, weft::detail::Admission admission,
+                             std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
+  if (Worker* const self = spawning_worker(options)) [[likely]] return spawn_on_worker(*self, task, inline_tag);
+  return enqueue_general(task, options, admission, deadline, inline_tag);
+}
+
+namespace {
+
+// What enqueue_general and spawn_on_worker queue: a closure, wrapped here in a ClosureTask block, or a task
+// that is its own block, which only gets its routing fields.
+[[nodiscard]] bool is_empty(const small_function<void()>& closure) noexcept { return !closure; }
+[[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
+
+[[nodiscard]] Task* to_task(TaskDomain::ThreadRef ref, small_function<void()>&& closure, Priority priority,
+                            std::uint32_t affinity, weft::detail::InlineTag inline_tag) {
+  return make_task(ref, std::move(closure), priority, affinity, inline_tag);
+}
+[[nodiscard]] Task* to_task(TaskDomain::ThreadRef, Task* task, Priority priority, std::uint32_t affinity,
+                            weft::detail::InlineTag inline_tag) noexcept {
+  task->priority = priority;
+  task->affinity = affinity;
+  task->inline_tag = inline_tag;
+  return task;
+}
+
+}  // namespace
+
+template <class Source>
+SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft::detail::Admission admission,
+                                     std::chrono::steady_clock::time_point deadline,
+                                     weft::detail::InlineTag inline_tag) {
+  if (options.affinity && *options.affinity >= size())
+    throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
+                         ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
+                         ")");
+  if (is_empty(source)) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
+  // Only here: the fast path of enqueue() takes Normal tasks alone, so an out-of-range value always comes here.
+  if (options.priority > Priority::Low)
+    throw invalid_option("weft::TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
+                         ": not a weft::Priority (High, Normal or Low)");
+  // A worker of this pool here has a task with a priority, an affinity or max_queued: enqueue() took the rest.
+  Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
+
+  // An outside thread's Normal task without affinity goes into the thread's own slot (when it can have one).
+  OutsideSlot* const slot = self == nullptr && !options.affinity && options.priority == Priority::Normal
+                                ? slot_for_submission()
+                                : nullptr;
+
+  // External submitters pass a gate that shutdown closes and then waits to drain: the shared count gate_ for
+  // those without a slot, the slot's own `entering` flag for the others (one store instead of two RMWs).
+  struct GatePass {
+    std::atomic<std::uint64_t>* gate = nullptr;
+    std::atomic<bool>* entering = nullptr;
+    ~GatePass() {
+      if (gate != nullptr) gate->fetch_sub(2, std::memory_order_release);  // release: shutdown acquires
+      // release: begin_shutdown acquires it, so our push happens-before its final drop pass.
+      if (entering != nullptr) entering->store(false, std::memory_order_release);
+    }
+  } pass;
+  if (self != nullptr) {
+    const State state = state_.load(std::memory_order_acquire);
+    if (stops_tasks(state)) return SubmitStatus::closed;
+  } else if (slot != nullptr) {
+    // Dekker with begin_shutdown, all four operations seq_cst: we raise our flag then look at the closed bit;
+    // shutdown sets the bit then looks at every flag. In the single order S one of us sees the other: either
+    // we see the bit and refuse, or shutdown sees our flag and waits until we are out.
+    slot->entering.store(true, std::memory_order_seq_cst);
+    pass.entering = &slot->entering;
+    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0) return SubmitStatus::closed;
+  } else {
+    // acq_rel: pairs with the fetch_or in begin_shutdown; seeing the closed bit means shutdown has begun.
+    if ((gate_.fetch_add(2, std::memory_order_acq_rel) & 1) != 0) {
+      gate_.fetch_sub(2, std::memory_order_release);
+      return SubmitStatus::closed;
+    }
+    pass.gate = &gate_;
+  }
+
+  if (options_.max_queued != 0) {
+    const SubmitStatus admitted = admit(self, admission, deadline);
+    if (admitted != SubmitStatus::accepted) return admitted;
+  }
+
+  const auto affinity = options.affinity ? *options.affinity : Task::kNoAffinity;
+  Task* task = nullptr;
+  // One look-up of the calling thread's registration per submission (a thread-local table for outsiders).
+  const TaskDomain::ThreadRef ref = self != nullptr ? self->ref() : domain_.current();
+  try {
+    task = to_task(ref, std::forward<Source>(source), options.priority, affinity, inline_tag);
+  } catch (...) {
+    if (options_.max_queued != 0) release_queued_slot();
+    throw;
+  }
+  if (slot != nullptr) {
+    // Counted as submitted before it can run (see below); the owner's plain increment, release.
+    slot->submitted.bump();
+    try {
+      slot->deque.push(task);
+    } catch (...) {
+      abandon_unqueued(ref, task);  // growth failed: the task was never queued
+      throw;
+    }
+    signal_work();
+    return SubmitStatus::accepted;
+  }
+  // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
+  if (self != nullptr) {
+    self->counters.spawned.bump();
+  } else {
+    external_submitted_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+  }
+  try {
+    route(self, ref, task);
+  } catch (...) {
+    abandon_unqueued(ref, task);  // only allocation can fail here, before the task was queued
+    throw;
+  }
+  return SubmitStatus::accepted;
+}
+
+template <class Source>
+SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag) {
+  // acquire: as in enqueue; once dropping, a worker's new task would only be dropped again.
+  const State state = state_.load(std::memory_order_acquire);
+  if (stops_tasks(state)) return SubmitStatus::closed;
+  const TaskDomain::ThreadRef ref = self.ref();
+  Task* task = to_task(ref, std::forward<Source>(source), Priority::Normal, Task::kNoAffinity, inline_tag);
+  self.counters.spawned.bump();  // before it can run: idle() never sees it finished but not submitted
+  try {
+    self.deque.push(task);
+  } catch (...) {
+    abandon_unqueued(ref, task);  // growth failed: the task was never queued
+    throw;
+  }
+  signal_work();
+  return SubmitStatus::accepted;
+}
+
+void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
+  // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
+  // wait_idle that may be waiting for it. A task that is its own block goes back to its submitter, which is
+  // told by the exception that follows and drops it (Pool::submit_impl).
+  if (!task->is_future_state) destroy_task(ref, task);
+  abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+  idle_changed_.notify_all();
+  if (options_.max_queued != 0) release_queued_slot();
+}
+
+void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
+  if (task->affinity != Task::kNoAffinity) {
+    Worker& target = *workers_[task->affinity];
+    // Counted before the push, so that a parking worker that misses the push still sees the count.
+    target.mailbox_pending.fetch_add(1, std::memory_order_relaxed);
+    try {
+      target.mailbox.push(ref, task);
+    } catch (...) {
+      target.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // else that worker could never park
+      throw;
+    }
+    parking_.notify_all();  // notify_one might wake another worker, which must not take it yet
+    return;
+  }
+  // A worker waiting deeper than kMaxWaitDepth runs only its own deque and mailbox (wait_on_worker): what it
+  // spawns from there, whatever the priority, goes to its own deque, or its wait could never reach the
+  // children it waits for (a High or Low child in the shared queues was run by nobody on one worker). Others
+  // still steal it; its priority then only orders it where it is taken from a shared queue.
+  if (self != nullptr && (task->priority == Priority::Normal || self->wait_depth >= kMaxWaitDepth)) {
+    self->deque.push(task);
+    signal_work();
+    return;
+  }
+  const std::size_t s = slot(task->priority);
+  // Counted for stats only; relaxed, and on a line only submitters write, so workers never contend on it.
+  injected_total_[s].value.fetch_add(1, std::memory_order_relaxed);
+  try {
+    injected_[s]->push(ref, task);
+  } catch (...) {
+    injected_total_[s].value.fetch_sub(1, std::memory_order_relaxed);  // never queued: else stats().queued stays up
+    throw;
+  }
+  signal_work();
+}
+
+void Engine::signal_work() noexcept { parking_.notify(); }
+
+OutsideSlot* Engine::slot_for_submission() {
+  if (OutsideSlot* slot = slot_lease::find(id_)) return slot;
+  // First submission from this thread (or its slot was never granted): adopt a slot whose owner exited, else
+  // make one. acquire on the count: see Engine::slots_.
+  unsigned count = slot_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < count; ++i) {
+    OutsideSlot* slot = slots_[i].load(std::memory_order_relaxed);
+    bool expected = false;
+    // acquire: the previous owner's deque and counter writes (released when it exited) are visible to us.
+    if (slot->owned.load(std::memory_order_relaxed) ||
+        !slot->owned.compare_exchange_strong(expected, true, std::memory_order_acquire, std::memory_order_relaxed))
+      continue;
+    const std::lock_guard lock(slots_mutex_);
+    return slot_lease::remember(id_, slot_holders_[i]) ? slot : nullptr;
+  }
+  const std::lock_guard lock(slots_mutex_);
+  count = slot_count_.load(std::memory_order_relaxed);  // relaxed: only written under this mutex
+  if (count >= kMaxSlots) return nullptr;
+  std::shared_ptr<OutsideSlot> made;
+  try {
+    made = std::make_shared<OutsideSlot>();
+  } catch (...) {
+    return nullptr;  // no memory for a slot: the shared queues still work
+  }
+  OutsideSlot* slot = made.get();
+  slot_holders_[count] = made;
+  slots_[count].store(slot, std::memory_order_relaxed);  // relaxed: published by the release store below
+  // release: a reader that acquires the new count sees the slot constructed and its pointer stored. seq_cst
+  // for begin_shutdown's scan of the `entering` flags (see there).
+  slot_count_.store(count + 1, std::memory_order_seq_cst);
+  return slot_lease::remember(id_, std::move(made)) ? slot : nullptr;
+}
+
+bool Engine::closed_to(const Worker* self) const noexcept {
+  if (self != nullptr) {
+    const State state = state_.load(std::memory_order_acquire);
+    return stops_tasks(state);
+  }
+  return (gate_.load(std::memory_order_acquire) & 1) != 0;
+}
+
+SubmitStatus Engine::admit(Worker* self, weft::detail::Admission admission, std::chrono::steady_clock::time_point deadline) {
+  const std::size_t limit = options_.max_queued;
+  const bool timed = admission == weft::detail::Admission::until;
+  for (;;) {
+    std::size_t queued = queued_.load(std::memory_order_relaxed);
+    while (queued < limit) {
+      // relaxed: the count only bounds memory; the task itself is ordered by the queue it goes into.
+      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_relaxed)) return SubmitStatus::accepted;
+    }
+    if (closed_to(self)) return SubmitStatus::closed;
+    if (admission == weft::detail::Admission::try_once) return SubmitStatus::full;
+    if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::full;
+    if (self != nullptr && !timed && self->wait_depth >= kMaxWaitDepth) {
+      // This worker already waits kMaxWaitDepth deep: its wait could run only its own deque, never the queued
+      // tasks whose start makes room, and once every worker is here no task starts again (outside
+      // submitters take each freed slot first). Admit over the limit rather than deadlock; the overshoot
+      // lasts until the task starts. relaxed: as above.
+      queued_.fetch_add(1, std::memory_order_relaxed);
+      return SubmitStatus::accepted;
+    }
+    const auto room = [&] { return queued_.load(std::memory_order_relaxed) < limit || closed_to(self); };
+    if (self != nullptr) {
+      // A worker must not simply block: the room it waits for is made by workers running tasks.
+      wait_on_worker(*self, room, timed ? deadline : std::chrono::steady_clock::time_point::max(),
+                     [&](std::chrono::nanoseconds slice) {
+                       const auto key = room_available_.prepare_wait();
+                       if (room()) {
+                         room_available_.cancel_wait();
+                         return;
+                       }
+                       (void)room_available_.wait_for(key, slice);
+                     });
+      continue;
+    }
+    const auto key = room_available_.prepare_wait();
+    if (room()) {
+      room_available_.cancel_wait();
+      continue;
+    }
+    if (timed) {
+      (void)room_available_.wait_for(key, deadline - std::chrono::steady_clock::now());
+    } else {
+      room_available_.wait(key);
+    }
+  }
+}
+
+void Engine::release_queued_slot() noexcept {
+  queued_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see admit()
+  room_available_.notify_one();
+}
+
+}  // namespace weft::sched
