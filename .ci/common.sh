@@ -2,7 +2,7 @@
 # Sourced, not run.
 
 WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-WEFT_PACKAGES=(meson ninja-build g++ pkg-config cmake libboost-dev libboost-context-dev doctest-dev
+WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboost-context-dev doctest-dev
   libbenchmark-dev libtbb-dev relacy-dev)
 
 weft_install_dependencies() {

@@ -1,0 +1,51 @@
+// A program outside weft's build: compiled against an installed weft (pkg-config) by install_test.sh, with
+// compilers other than the one that built the library. It touches the Pool, a Future and a TaskGraph so that the
+// link needs code from each part of the library, and exits non-zero if any result is wrong.
+#include <weft/pool.hpp>
+#include <weft/task_graph.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
+
+int main() {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+
+  weft::Future<int> doubled = pool.submit([](int a) { return a * 2; }, 21);
+  if (int v = doubled.get(); v != 42) {
+    std::fprintf(stderr, "consumer: Future::get gave %d, expected 42\n", v);
+    return 1;
+  }
+
+  std::atomic<int> order{0};
+  int first_seen = -1;
+  int second_seen = -1;
+  weft::TaskGraph graph;
+  auto first = graph.add_node([&] { first_seen = order.fetch_add(1); });
+  auto second = graph.add_node([&] { second_seen = order.fetch_add(1); });
+  graph.add_edge(first, second);
+  graph.run(pool).wait();
+  if (first_seen != 0 || second_seen != 1) {
+    std::fprintf(stderr, "consumer: graph ran its nodes as %d, %d; expected 0, 1\n", first_seen, second_seen);
+    return 1;
+  }
+
+  // An exception crosses from a worker back to the caller through the library's code.
+  weft::TaskGraph failing;
+  (void)failing.add_node([] { throw std::runtime_error("planted"); });
+  try {
+    failing.run(pool).wait();
+    std::fprintf(stderr, "consumer: Run::wait did not rethrow the node's exception\n");
+    return 1;
+  } catch (const std::runtime_error& e) {
+    if (std::string_view(e.what()) != "planted") {
+      std::fprintf(stderr, "consumer: Run::wait rethrew '%s', expected 'planted'\n", e.what());
+      return 1;
+    }
+  }
+
+  pool.wait_idle();
+  std::puts("consumer: ok");
+  return 0;
+}
