@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/pool/pool_test_support.hpp"
 #include "weft/errors.hpp"
@@ -199,4 +200,50 @@ TEST_CASE("the task hooks surround every task on the thread that runs it, a wait
     // which count once for the waiter that took them over and once for the roots task (whoever runs it).
     CHECK(log.starts.load() == static_cast<int>(workers) + 2 + 100 + 2);
   });
+}
+
+// The claim a waiter and a worker race for (FutureStateBase::try_claim): whoever wins runs the task inside the
+// hooks, the loser's queued copy runs none. Outside threads submit and get at once, at High (claimed inline or
+// by a worker) and Normal (popped from the thread's slot or stolen), and workers do the same inside tasks.
+TEST_CASE("stress: with hooks set, every future's task runs exactly once inside exactly one hook pair") {
+  using weft::test::kAddressSanitizer;
+  using weft::test::kThreadSanitizer;
+  const std::uint64_t per_thread =
+      weft::test::stress_count(kThreadSanitizer ? 1'000 : kAddressSanitizer ? 3'000 : 20'000);
+  for (const unsigned workers : {1u, 2u, 4u}) {
+    const Watchdog watchdog(named("hooked futures stress", workers), patience(120));
+    HookLog log;
+    weft::PoolOptions options{.threads = workers};
+    log.install(options, workers);
+    weft::Pool pool{std::move(options)};
+    constexpr unsigned kThreads = 3;
+    weft::test::RunCounts runs(kThreads * per_thread * 2);
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (std::uint64_t i = 0; i < per_thread; ++i) {
+          const std::size_t id = (t * per_thread + i) * 2;
+          const weft::Priority priority = i % 2 == 0 ? weft::Priority::High : weft::Priority::Normal;
+          pool.submit_with(weft::TaskOptions{.priority = priority}, [&, id] {
+                log.task_ran();
+                runs.ran(id);
+                // And a future waited for on a worker (or inline again, when this runs on the outside thread).
+                pool.submit([&, id] {
+                      log.task_ran();
+                      runs.ran(id + 1);
+                    })
+                    .get();
+              })
+              .get();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    pool.wait_idle();
+    weft::test::check_exactly_once(runs);
+    CHECK(log.tasks_outside_hooks.load() == 0);
+    CHECK(log.bad_worker.load() == 0);
+    CHECK(log.starts.load() == log.ends.load());
+    CHECK(log.starts.load() == static_cast<int>(runs.size()));
+  }
 }
