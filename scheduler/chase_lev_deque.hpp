@@ -1,8 +1,10 @@
 // Chase–Lev work-stealing deque: one owner pushes and pops at the bottom, any number of thieves steal at the
 // top. Memory orders follow Lê, Pop, Cohen, Zappa Nardelli, "Correct and Efficient Work-Stealing for Weak
-// Memory Models" (PPoPP 2013), with the fixes in ../shared/notes/lockfree.md: push reloads the array after
-// growing, indices are signed 64-bit, slots are initialised atomics. When M::fences_invisible (TSan), the
-// standalone fences are replaced by the equivalent ordered operations on the atomics themselves.
+// Memory Models" (PPoPP 2013), with three fixes found since: push reloads the array after growing (the paper
+// does not; found by CDSChecker, OOPSLA 2013), indices are signed 64-bit (with unsigned ones a pop on an empty
+// deque reads garbage), and slots are initialised atomics (a thief reads a slot before its CAS). When
+// M::fences_invisible (TSan), the standalone fences are replaced by the equivalent ordered operations on the
+// atomics themselves.
 //
 // Reclamation of arrays replaced by growth: a thief announces itself in `thieves_` before it loads the array
 // pointer and withdraws after its last slot read. The owner frees retired arrays at its next push/pop that

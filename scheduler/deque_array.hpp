@@ -4,7 +4,7 @@
 // Slots are atomics, and every slot is initialised: a thief reads slot `top` before its CAS on top decides
 // whether the read counted, so it may read a slot the owner is overwriting one lap later, or (after a
 // growth) a slot the copy did not fill. Either way its CAS fails and the value is discarded, but the read
-// itself must be neither a data race nor a read of an uninitialised object (../shared/notes/lockfree.md).
+// itself must be neither a data race nor a read of an uninitialised object.
 #pragma once
 
 #include <atomic>

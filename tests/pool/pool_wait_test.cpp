@@ -107,7 +107,7 @@ TEST_CASE("a chain of nested submit + get thousands deep completes on default wo
   // Each level needs a few stack frames wherever it runs (a sequential recursion of this depth needs them
   // too); the chain must neither deadlock when levels hop between workers nor pile unrelated work on top.
   // Default 8 MiB stacks: 5000 levels (measured ~350 bytes each plain, ~480 under TSan: the test prints it).
-  // ASan's redzones make a level ~5.6 KB (5584 bytes in session 9, up from ~3.4 KB when this was written):
+  // ASan's redzones make a level ~5.6 KB (5584 bytes measured; ~3.4 KB when this test was written):
   // 1000 levels there (5.6 MB), still far beyond kMaxWaitDepth. 1500 had crept to 8.38 MB, and 16 bytes more
   // per level (a spawn-path change) overflowed the stack inside ASan's unwinder.
   static constexpr unsigned kDepth = kAddressSanitizer ? 1000 : 5000;
