@@ -309,7 +309,8 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
   // Deep in nested waits, or short of stack (scheduler/stack_guard.hpp): run only this worker's own deque and
   // mailbox, whose tasks are descendants of the waiting one (or bound here), never unrelated work that could
   // nest further.
-  const bool own_work_only = self.wait_depth > kMaxWaitDepth || stack_low();
+  // (A few waits deep at most, the calls that nest check the stack themselves: stack_guard.hpp.)
+  const bool own_work_only = self.wait_depth > kMaxWaitDepth || (self.wait_depth > 4 && stack_low());
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   unsigned fruitless = 0;
   while (!ready()) {

@@ -6,7 +6,7 @@
 #include "src/os_thread.hpp"
 #include "weft/errors.hpp"
 
-namespace weft::sched {
+namespace weft::sched::stack_guard_detail {
 namespace {
 
 [[nodiscard]] std::size_t reserve_for(std::size_t stack_size) noexcept {
@@ -15,20 +15,22 @@ namespace {
 
 }  // namespace
 
-bool stack_low() noexcept {
-  const os::StackRoom room = os::current_stack_room();
-  return room.size != 0 && room.left < reserve_for(room.size);
+std::uintptr_t look_up_limit() noexcept {
+  const os::StackBounds bounds = os::current_stack_bounds();
+  tls_limit = bounds.size == 0 ? 1 : bounds.low + reserve_for(bounds.size);
+  return tls_limit;
 }
 
-void require_stack(const char* call) {
-  const os::StackRoom room = os::current_stack_room();
-  if (room.size == 0 || room.left >= reserve_for(room.size)) return;
+void throw_too_deep(const char* call) {
+  const os::StackBounds bounds = os::current_stack_bounds();
+  const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  const std::size_t left = here > bounds.low ? here - bounds.low : 0;
   throw nesting_too_deep(std::string(call) + ": nested too deep for this thread's stack: " +
-                         std::to_string(room.left / 1024) + " KiB of its " + std::to_string(room.size / 1024) +
-                         " KiB left, below the " + std::to_string(reserve_for(room.size) / 1024) +
+                         std::to_string(left / 1024) + " KiB of its " + std::to_string(bounds.size / 1024) +
+                         " KiB left, below the " + std::to_string(reserve_for(bounds.size) / 1024) +
                          " KiB that weft keeps free for the work a wait runs (each wait inside a task runs the "
                          "awaited work on the waiting thread's stack): nest fewer waits, joins or spawns inside "
                          "one another, or give the thread a larger stack");
 }
 
-}  // namespace weft::sched
+}  // namespace weft::sched::stack_guard_detail

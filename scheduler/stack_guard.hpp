@@ -6,16 +6,32 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace weft::sched {
 
 // Stack kept free below a wait for the work it runs: a quarter of the thread's stack, at most this.
 inline constexpr std::size_t kStackReserve = 256 * 1024;
 
+namespace stack_guard_detail {
+// The lowest address the calling thread's frames may reach before the reserve: 0 until looked up (once per
+// thread), 1 if the OS would not say (then nothing is ever refused). An inline variable with a constant
+// initializer, so the check on every wait is one thread-local load and a compare, inlined without LTO.
+inline thread_local std::uintptr_t tls_limit = 0;
+[[nodiscard]] std::uintptr_t look_up_limit() noexcept;
+[[noreturn]] void throw_too_deep(const char* call);
+}  // namespace stack_guard_detail
+
 // True if the calling thread has less stack left than its reserve.
-[[nodiscard]] bool stack_low() noexcept;
+[[nodiscard]] inline bool stack_low() noexcept {
+  std::uintptr_t limit = stack_guard_detail::tls_limit;
+  if (limit == 0) [[unlikely]] limit = stack_guard_detail::look_up_limit();
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < limit;
+}
 
 // Throws weft::nesting_too_deep naming `call` (e.g. "weft::Future::get") if stack_low().
-void require_stack(const char* call);
+inline void require_stack(const char* call) {
+  if (stack_low()) [[unlikely]] stack_guard_detail::throw_too_deep(call);
+}
 
 }  // namespace weft::sched

@@ -66,16 +66,13 @@ std::optional<std::string> set_current_thread_nice(int nice) {
 
 namespace {
 
-struct StackBounds {
-  std::uintptr_t low = 0;  // the lowest usable address; 0 until looked up, 1 if the OS would not say
-  std::size_t size = 0;
-};
 thread_local StackBounds tls_stack;
+thread_local bool tls_stack_known = false;
 
 }  // namespace
 
-StackRoom current_stack_room() noexcept {
-  if (tls_stack.low == 0) {
+StackBounds current_stack_bounds() noexcept {
+  if (!tls_stack_known) {
     pthread_attr_t attr;
     void* base = nullptr;
     std::size_t size = 0;
@@ -85,11 +82,10 @@ StackRoom current_stack_room() noexcept {
       if (pthread_attr_getstack(&attr, &base, &size) != 0) size = 0;
       pthread_attr_destroy(&attr);
     }
-    tls_stack = size != 0 ? StackBounds{reinterpret_cast<std::uintptr_t>(base), size} : StackBounds{1, 0};
+    tls_stack = size != 0 ? StackBounds{reinterpret_cast<std::uintptr_t>(base), size} : StackBounds{};
+    tls_stack_known = true;
   }
-  if (tls_stack.size == 0) return {};
-  const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  return {here > tls_stack.low ? here - tls_stack.low : 0, tls_stack.size};
+  return tls_stack;
 }
 
 }  // namespace weft::os

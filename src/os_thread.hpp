@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,12 +30,12 @@ bool pin_current_thread(std::span<const unsigned> cpus) noexcept;
 // Sets the calling thread's nice value. Returns an empty optional on success, else the OS's reason.
 [[nodiscard]] std::optional<std::string> set_current_thread_nice(int nice);
 
-// The calling thread's stack: its size, and how much of it lies below the caller's frame (the stack grows
-// down). Looked up once per thread, then two loads. Both 0 if the OS would not say.
-struct StackRoom {
-  std::size_t left = 0;
+// The calling thread's stack: its lowest usable address (the stack grows down towards it) and its size. Asks
+// the OS once per thread and remembers. Both 0 if the OS would not say.
+struct StackBounds {
+  std::uintptr_t low = 0;
   std::size_t size = 0;
 };
-[[nodiscard]] StackRoom current_stack_room() noexcept;
+[[nodiscard]] StackBounds current_stack_bounds() noexcept;
 
 }  // namespace weft::os
