@@ -83,6 +83,9 @@ class Engine {
   [[nodiscard]] bool inside_own_task() const noexcept;
   [[nodiscard]] PoolStats stats() const;
   [[nodiscard]] std::vector<std::exception_ptr> take_errors();
+  // The task domain's counters (task blocks and queue nodes: how many came from the system, what is retired),
+  // for tests that check the memory stays bounded. Exact only while no thread submits or runs tasks.
+  [[nodiscard]] TaskDomain::Stats domain_stats() const { return domain_.stats(); }
   [[nodiscard]] weft::detail::InlineRunCounter& inline_runs() noexcept { return inline_runs_; }
   // An inline run finished: whoever waits for idle should look again.
   void inline_run_finished() noexcept { idle_changed_.notify_all(); }

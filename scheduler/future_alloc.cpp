@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <new>
 
+#include "scheduler/future_alloc.hpp"
 #include "scheduler/node_pool.hpp"
 #include "weft/detail/future_state.hpp"
 
@@ -70,6 +71,12 @@ void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noex
     return;
   }
   deallocate_without_cache(p, bytes, align);
+}
+
+std::uint64_t future_state_blocks_held() noexcept {
+  // Frees first: a block counted as freed was allocated before, so the difference never wraps below zero.
+  const std::uint64_t frees = shared_pool().system_frees();
+  return shared_pool().system_allocations() - frees;
 }
 
 }  // namespace weft::detail

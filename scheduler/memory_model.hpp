@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <concepts>
+#include <mutex>
 #include <utility>
 
 namespace weft::sched {
@@ -31,6 +32,8 @@ struct StdMemoryModel {
   using atomic = std::atomic<T>;
   template <class T>
   using var = PlainVar<T>;
+  // For the rare slow path that serialises (NodePool::take_batch): Relacy must see it as a lock too.
+  using mutex = std::mutex;
 
   // Under ThreadSanitizer the fence still orders the hardware, but TSan derives no happens-before from it
   // (g++ 12 warns -Wtsan). That is fine where a fence only orders atomics against each other (the Dekker
@@ -66,6 +69,7 @@ template <class M>
 concept MemoryModel = requires {
   typename M::template atomic<int>;
   typename M::template var<int>;
+  typename M::mutex;
   { M::thread_fence(std::memory_order_seq_cst) };
   { M::fences_invisible } -> std::convertible_to<bool>;
 };

@@ -1,15 +1,28 @@
 // Recycling of fixed-size node blocks so a steady stream of push/pop never calls malloc.
 //
 // Two levels: a per-thread NodeCache (plain lists, no atomics: only its owner touches it) in front of a
-// shared NodePool (one lock-free stack per size class). The shared stacks are ABA-safe by construction:
-// blocks are pushed with a CAS (a push never reads the old top's fields, so an A-B-A top is harmless) and
-// taken only all at once with exchange(nullptr), never with the read-next-then-CAS pop that suffers ABA.
+// shared NodePool (one stack of batches per size class). A cache gives blocks back a batch at a time (at most
+// NodeCache::kCapacity blocks, linked through `next`) and refills one batch at a time, so what a thread holds
+// is bounded by a constant whatever the others do: the pool's memory is the peak of blocks in use plus that
+// constant per live thread. (Each refill used to take the whole shared stack: with several submitters, the
+// first took every free block and the others, finding the stack empty, went to malloc, so the memory grew by
+// the others' backlog on every round of new threads; a submitter that had drawn a million blocks kept them.)
+//
+// The shared stack is a Treiber stack of batches: any thread pushes a batch with a CAS that never reads the
+// old top's fields, and taking a batch is serialised by a mutex per stack. Only a taker removes batches, so
+// while one holds the mutex the top it read stays on the stack, its `next_batch` link cannot change, and the
+// classic pop's ABA (the top taken, reused and pushed back between the read of its link and the CAS) cannot
+// happen: a CAS that fails only saw pushes. The mutex is taken once per batch, never on the per-block paths.
+//
+// Model-test mutants (defined only by tests/queue/node_pool_model.cpp, never in the library):
+// WEFT_MODEL_MUTANT_POOL_UNLOCKED_TAKE, WEFT_MODEL_MUTANT_POOL_RELAXED_PUSH.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <new>
 #include <utility>
 
@@ -28,13 +41,15 @@ inline constexpr std::size_t kUnpooled = kPoolClasses;
   return (bytes + kPoolGranule - 1) / kPoolGranule - 1;
 }
 
-// A free block, linked through `next` on a thread's lists and in the chains of the shared stacks. `ahead` is a
-// prefetch hint only, never dereferenced: in a chain handed to the shared pool, the block kPrefetchAhead
-// links further along that chain, or null. A stale hint (that block was reused since) costs one useless
-// prefetch; a prefetch of any address is harmless.
+// A free block, linked through `next` on a thread's lists and within a batch (a batch's last block has a null
+// `next`). `next_batch` is meaningful in a batch's first block only, while the batch is on a shared stack: the
+// first block of the batch pushed before it, or null. `ahead` is a prefetch hint only, never dereferenced: the
+// block kPrefetchAhead links further along the same batch, or null. A stale hint (that block was reused since)
+// costs one useless prefetch; a prefetch of any address is harmless.
 struct FreeBlock {
   FreeBlock* next;
   FreeBlock* ahead;
+  FreeBlock* next_batch;
 };
 
 // How far ahead a thread that takes blocks freed by others fetches them (see NodeCache::allocate).
@@ -50,7 +65,7 @@ class NodePool {
   NodePool(const NodePool&) = delete;
   NodePool& operator=(const NodePool&) = delete;
   ~NodePool() {
-    for (auto& s : shared_) release_chain(s.top.load(std::memory_order_relaxed));  // no user is left
+    for (auto& s : shared_) release_batches(s.top.load(std::memory_order_relaxed));  // no user is left
   }
 
   [[nodiscard]] bool recycles() const noexcept { return recycle_; }
@@ -82,25 +97,46 @@ class NodePool {
       free_to_system(p, cls, align);
       return;
     }
-    auto* b = ::new (p) FreeBlock{nullptr, nullptr};
-    push_chain(cls, b, b);
+    push_batch(cls, ::new (p) FreeBlock{nullptr, nullptr, nullptr});
   }
 
-  // Pushes the chain first..last (linked through FreeBlock::next) onto the shared stack of class cls.
-  void push_chain(std::size_t cls, FreeBlock* first, FreeBlock* last) noexcept {
-    FreeBlock* top = shared_[cls].top.load(std::memory_order_relaxed);  // only a guess for the CAS
+  // Pushes the batch that starts at `first` (linked through FreeBlock::next, the last block's `next` null)
+  // onto the shared stack of class cls. Lock-free: reads nothing but the top pointer.
+  void push_batch(std::size_t cls, FreeBlock* first) noexcept {
+    SharedStack& stack = shared_[cls];
+    FreeBlock* top = stack.top.load(std::memory_order_relaxed);  // only a guess for the CAS
     do {
-      last->next = top;
-      // release: the taker's acquire exchange must see the chain's links (and the blocks' last writes).
-    } while (!shared_[cls].top.compare_exchange_weak(top, first, std::memory_order_release,
-                                                      std::memory_order_relaxed));
-  }
-  // Takes every block of class cls at once (nullptr if none).
-  [[nodiscard]] FreeBlock* take_all(std::size_t cls) noexcept {
-    // acquire: pairs with push_chain's release so the links and the blocks' prior use happen-before our reuse.
-    return shared_[cls].top.exchange(nullptr, std::memory_order_acquire);
+      first->next_batch = top;
+      // release: the taker's acquire must see the batch's links (and the blocks' last writes).
+    } while (!stack.top.compare_exchange_weak(top, first, kPushOrder, std::memory_order_relaxed));
   }
 
+  // Takes the newest batch of class cls (nullptr if the stack is empty): a null-terminated chain.
+  [[nodiscard]] FreeBlock* take_batch(std::size_t cls) noexcept {
+    SharedStack& stack = shared_[cls];
+    // The only remover: the top read below stays on the stack, with the same next_batch, until our CAS.
+#ifndef WEFT_MODEL_MUTANT_POOL_UNLOCKED_TAKE
+    const std::lock_guard<typename M::mutex> lock(stack.takers);
+#endif
+    // acquire: pairs with push_batch's release, so the batch's links and its blocks' prior use happen-before
+    // our reads and our reuse. On failure too: the top seen then is the next one dereferenced.
+    FreeBlock* top = stack.top.load(std::memory_order_acquire);
+    while (top != nullptr) {
+      FreeBlock* const below = top->next_batch;
+      if (stack.top.compare_exchange_weak(top, below, std::memory_order_acquire, std::memory_order_acquire)) break;
+    }
+    return top;
+  }
+
+  // Frees every block of the batches from `first` on (linked through next_batch) to the system.
+  void release_batches(FreeBlock* first) noexcept {
+    while (first != nullptr) {
+      FreeBlock* const below = first->next_batch;
+      release_chain(first);
+      first = below;
+    }
+  }
+  // Frees the chain from `b` on (linked through next) to the system.
   void release_chain(FreeBlock* b) noexcept {
     while (b != nullptr) {
       FreeBlock* next = b->next;
@@ -110,8 +146,14 @@ class NodePool {
   }
 
  private:
+#ifdef WEFT_MODEL_MUTANT_POOL_RELAXED_PUSH
+  static constexpr auto kPushOrder = std::memory_order_relaxed;
+#else
+  static constexpr auto kPushOrder = std::memory_order_release;
+#endif
   struct alignas(kCacheLine) SharedStack {
     typename M::template atomic<FreeBlock*> top;
+    typename M::mutex takers;  // held by take_batch only: pushes never wait for it
   };
   std::array<SharedStack, kPoolClasses> shared_;
   bool recycle_;
@@ -121,12 +163,12 @@ class NodePool {
 
 // One thread's cache in front of a NodePool. Not thread-safe: owned by one thread record.
 //
-// Two lists per class. `freed` holds what this thread gave back, newest first, with its tail known: at
-// kCapacity blocks it goes to the shared pool whole, in O(1). `taken` holds what the last refill took from the
-// shared pool (all of it, in one exchange), handed out before asking the pool again. Allocation prefers
-// `freed` (recently touched, likely cached). No operation walks a list, except drain() and free_all() at a
-// thread's or domain's end: the old single list spilled by walking 128 cold blocks, and after a large refill
-// did so on every free (a submitter that had taken a million blocks paid ~40 us per free in the next workload).
+// Two lists per class. `freed` holds what this thread gave back, newest first: at kCapacity blocks it goes to
+// the shared pool whole, as one batch, in O(1). `taken` holds the rest of the batch the last refill took from the
+// shared pool, handed out before asking the pool again. Allocation prefers `freed` (recently touched, likely
+// cached). So a cache holds fewer than kCapacity freed blocks and at most one batch (kCapacity) taken per class:
+// the constant per thread in the pool's bound. No operation walks a cold list, except free_all() at a domain's
+// end: the old single list spilled by walking 128 cold blocks, and after a large refill did so on every free.
 template <MemoryModel M>
 class NodeCache {
  public:
@@ -134,6 +176,10 @@ class NodeCache {
   NodeCache(const NodeCache&) = delete;
   NodeCache& operator=(const NodeCache&) = delete;
   ~NodeCache() { free_all(); }
+
+  // Blocks per batch: the most a spill gives and a refill takes at once. A cache holds fewer than kCapacity
+  // freed and at most kCapacity taken blocks per class.
+  static constexpr std::size_t kCapacity = 128;
 
   // A block of at least `bytes` bytes aligned to `align`: from this cache, else the shared pool, else malloc.
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t align) {
@@ -143,7 +189,7 @@ class NodeCache {
     Freed& freed = freed_[cls];
     if (FreeBlock* b = freed.head; b != nullptr) {
       freed.head = b->next;
-      if (--freed.count == 0) freed.tail = nullptr;
+      --freed.count;
       return b;
     }
     return allocate_taken(cls, bytes, align);
@@ -157,26 +203,16 @@ class NodeCache {
       return;
     }
     Freed& freed = freed_[cls];
-    auto* b = ::new (p) FreeBlock{freed.head, nullptr};
-    if (freed.head == nullptr) freed.tail = b;
-    freed.head = b;
+    freed.head = ::new (p) FreeBlock{freed.head, nullptr, nullptr};
     if (++freed.count == kCapacity) spill(cls);
   }
 
-  // Hands every cached block to the shared pool (a thread leaving the domain).
+  // Hands every cached block to the shared pool (a thread leaving the domain): at most two batches per class.
   void drain() noexcept {
     for (std::size_t cls = 0; cls < kPoolClasses; ++cls) {
-      Freed& freed = freed_[cls];
-      if (freed.head != nullptr) {
-        link_ahead(freed.head);
-        pool_->push_chain(cls, freed.head, freed.tail);
-      }
-      freed = Freed{};
-      if (FreeBlock* first = std::exchange(taken_[cls], nullptr); first != nullptr) {
-        FreeBlock* last = first;
-        while (last->next != nullptr) last = last->next;
-        pool_->push_chain(cls, first, last);
-      }
+      if (freed_[cls].head != nullptr) spill(cls);
+      // What is left of a taken batch is a batch itself (null-terminated; its hints point within it).
+      if (FreeBlock* rest = std::exchange(taken_[cls], nullptr); rest != nullptr) pool_->push_batch(cls, rest);
     }
   }
   // Frees every cached block to the system (the domain is being destroyed).
@@ -189,11 +225,10 @@ class NodeCache {
   }
 
  private:
-  static constexpr std::size_t kCapacity = 128;
-
   // Out of line, so that allocate() and deallocate() stay small enough to inline with no register saves.
   [[gnu::noinline]] void* allocate_taken(std::size_t cls, std::size_t bytes, std::size_t align) {
-    if (taken_[cls] == nullptr) taken_[cls] = pool_->take_all(cls);
+    // One batch, never the whole stack: what a thread holds stays bounded while others find blocks too.
+    if (taken_[cls] == nullptr) taken_[cls] = pool_->take_batch(cls);
     if (FreeBlock* b = taken_[cls]; b != nullptr) {
       taken_[cls] = b->next;
       // Taken blocks were last written by the threads that freed them (a submitter's blocks come back from
@@ -209,21 +244,21 @@ class NodeCache {
     return pool_->allocate_from_system(bytes, align);
   }
 
-  // The freed list is full: it goes to the shared pool whole.
+  // The freed list is full (or the thread leaves): it goes to the shared pool whole, as one batch.
   [[gnu::noinline]] void spill(std::size_t cls) noexcept {
     Freed& freed = freed_[cls];
     link_ahead(freed.head);
-    pool_->push_chain(cls, freed.head, freed.tail);
+    pool_->push_batch(cls, freed.head);
     freed = Freed{};
   }
 
+  // Newest first; the oldest block's `next` is null, so the list is a batch as it stands.
   struct Freed {
     FreeBlock* head = nullptr;
-    FreeBlock* tail = nullptr;
     std::size_t count = 0;
   };
 
-  // Sets every `ahead` hint of a chain about to go to the shared pool. Its blocks were freed by this thread
+  // Sets every `ahead` hint of a batch about to go to the shared pool. Its blocks were freed by this thread
   // lately, so the walk stays in this core's cache; doing it here rather than at each free keeps the hints
   // off the path of a thread that reuses its own blocks (a recursive spawn's worker lost ~5% to it).
   static void link_ahead(FreeBlock* first) noexcept {

@@ -106,11 +106,24 @@ class RelacyVar {
   rl::var<T> var_;
 };
 
+// A std::mutex that Relacy schedules around (a real one would block the one OS thread Relacy runs on).
+class RelacyMutex {
+  using Loc = std::source_location;
+
+ public:
+  void lock(Loc at = Loc::current()) { mutex_.lock(where(at)); }
+  void unlock(Loc at = Loc::current()) { mutex_.unlock(where(at)); }
+
+ private:
+  rl::mutex mutex_;
+};
+
 struct RelacyMemoryModel {
   template <class T>
   using atomic = RelacyAtomic<T>;
   template <class T>
   using var = RelacyVar<T>;
+  using mutex = RelacyMutex;
 
   static void thread_fence(std::memory_order order, std::source_location at = std::source_location::current()) {
     rl::atomic_thread_fence(to_relacy(order), where(at));

@@ -12,13 +12,13 @@ namespace {
 
 using namespace weft::test;
 
-// Blocks freed by a worker stay in its cache (up to 255 per size class) until it spills half to the shared pool,
-// and an outside submitter, which never frees, always draws from the shared pool: the memory in circulation is
-// the backlog plus what the caches hold. Steady state therefore means a bounded backlog (batches of kBatch
-// tasks, each batch waited for). Even then, when the work shifts between workers, blocks pile up in caches
-// that held fewer before, the shared pool runs dry and the submitter takes fresh blocks from malloc, until
-// every cache has reached its high-water mark. Those late warm-up allocations are bounded by the caches'
-// capacity: (threads) x (size classes in use: tasks, queue nodes) x 255 blocks.
+// Blocks freed by a worker stay in its cache (fewer than 128 freed plus at most one taken batch of 128 per size
+// class: at most 255) until it hands its freed list to the shared pool, and an outside submitter, which never frees,
+// always draws from the shared pool: the memory in circulation is the backlog plus what the caches hold. Steady state
+// therefore means a bounded backlog (batches of kBatch tasks, each batch waited for). Even then, when the work shifts
+// between workers, blocks pile up in caches that held fewer before, the shared pool runs dry and the submitter takes
+// fresh blocks from malloc, until every cache has reached its high-water mark. Those late warm-up allocations are
+// bounded by the caches' capacity: (threads) x (size classes in use: tasks, queue nodes) x 255 blocks.
 [[nodiscard]] std::uint64_t cache_capacity(unsigned workers) { return (workers + 1) * 2 * 255; }
 constexpr std::uint64_t kBatch = 1000;
 constexpr int kBatchesPerRound = kThreadSanitizer ? 5 : 20;  // TSan: the same pattern, a quarter of it

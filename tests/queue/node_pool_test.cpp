@@ -1,15 +1,18 @@
 // NodePool and NodeCache (scheduler/node_pool.hpp): blocks are recycled instead of malloc'd, never handed out
-// twice while live, cache-line aligned, and given back whole when a thread's cache drains.
+// twice while live, cache-line aligned, and given back whole when a thread's cache drains; a refill takes one
+// batch, so the blocks from the system stay bounded by the peak in use while threads come and go.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <latch>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "scheduler/node_pool.hpp"
+#include "tests/support/stress.hpp"
 
 namespace {
 
@@ -74,6 +77,69 @@ TEST_CASE("a cache that took a large refill still frees without losing or duplic
     }
   }
   CHECK(pool.system_allocations() == system);
+}
+
+TEST_CASE("a refill takes one batch, so a second cache still finds the shared pool's other blocks") {
+  // A refill used to take the whole shared stack: the first cache to refill kept every free block, and the
+  // next one went to the system although the pool held ten batches.
+  constexpr std::size_t kBatches = 10;
+  Pool pool(true);
+  Cache a(pool);
+  Cache b(pool);
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i < kBatches * Cache::kCapacity; ++i) blocks.push_back(a.allocate(kBlock, 8));
+  {
+    Cache freer(pool);
+    for (void* p : blocks) freer.deallocate(p, kBlock, 8);
+    freer.drain();
+  }
+  const auto system = pool.system_allocations();
+  std::set<void*> live;
+  live.insert(a.allocate(kBlock, 8));  // a takes one batch
+  for (std::size_t i = 0; i < (kBatches - 1) * Cache::kCapacity; ++i) {
+    REQUIRE(live.insert(b.allocate(kBlock, 8)).second);
+  }
+  CHECK(pool.system_allocations() == system);
+  CHECK(live.size() == (kBatches - 1) * Cache::kCapacity + 1);
+  for (void* p : live) b.deallocate(p, kBlock, 8);
+}
+
+TEST_CASE("rounds of new threads: blocks from the system stay bounded by the peak in use") {
+  // Each round, new threads each allocate kPerThread blocks and exit once all have; a long-lived thread (here: this
+  // one, as a worker that runs the tasks would) frees them all. At most kThreads * kPerThread blocks are in use at
+  // once, and each cache holds at most two batches per class, so the pool never needs more than that from the system,
+  // however many rounds run. With whole-stack refills, the first thread of a round kept every free block and the
+  // others took (kThreads - 1) * kPerThread new ones from the system, every round.
+  constexpr std::size_t kThreads = 4;
+  constexpr std::size_t kPerThread = 2000;
+  const auto rounds = static_cast<int>(weft::test::stress_count(30));
+  Pool pool(true);
+  Cache runner(pool);
+  const std::uint64_t bound = kThreads * kPerThread + (kThreads + 1) * 2 * Cache::kCapacity;
+  std::uint64_t most = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::vector<void*>> made(kThreads);
+    std::vector<std::thread> threads;
+    std::latch allocated(kThreads);  // all of a round's threads hold their caches at once, whatever the timing
+    for (std::size_t t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&pool, &allocated, &mine = made[t]] {
+        Cache cache(pool);
+        for (std::size_t i = 0; i < kPerThread; ++i) mine.push_back(cache.allocate(kBlock, 8));
+        allocated.arrive_and_wait();
+        cache.drain();  // what a thread leaving the domain does
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    std::set<void*> distinct;
+    for (const auto& mine : made) distinct.insert(mine.begin(), mine.end());
+    REQUIRE(distinct.size() == kThreads * kPerThread);  // never one block handed out twice
+    for (void* p : distinct) runner.deallocate(p, kBlock, 8);
+    most = std::max(most, pool.system_allocations());
+    INFO("round " << round);
+    REQUIRE(pool.system_allocations() <= bound);
+  }
+  MESSAGE("system blocks after " << rounds << " rounds: " << most << " (peak in use " << kThreads * kPerThread
+                                 << ", bound " << bound << ")");
 }
 
 TEST_CASE("stress: blocks passed between threads are never handed out twice while live") {
