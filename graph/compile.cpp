@@ -2,9 +2,12 @@
 // counting sort by source, then duplicates removed per node unless the edges were added in an order that rules them
 // out), consecutive nodes with the same (two or more) predecessors share one join counter (a join group), join
 // counters get their start values, and nodes with more than one token get their Limiter. Linear in nodes + edges.
+// Out of memory throws weft::out_of_memory naming the call (compile, or the run that compiles first) and, for a
+// node's inbox, the node.
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -45,7 +48,59 @@ std::vector<JoinGroup> find_join_groups(const Edges& edges, const std::vector<Co
 
 }  // namespace
 
-void GraphImpl::lay_out() {
+void GraphImpl::lay_out(const char* call) {
+  try {
+    lay_out_unchecked(call);
+  } catch (const out_of_memory&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    std::string message = call;
+    message += ": out of memory laying out the graph (";
+    message += std::to_string(bodies_.size());
+    message += " nodes, ";
+    message += std::to_string(edges_.size());
+    message += " edges)";
+    throw out_of_memory(message);
+  }
+}
+
+void GraphImpl::make_limiters(std::vector<CompiledNode>& compiled,
+                              std::vector<std::unique_ptr<graph::Limiter>>& limiters,
+                              std::vector<std::uint32_t>& limited_nodes, std::uint64_t& max_affinity_plus_one,
+                              const char* call) const {
+  const std::size_t n = bodies_.size();
+  for (std::size_t i = 0; !options_.empty() && i < n; ++i) {
+    if (options_index_[i] == kNoIndex) continue;
+    const NodeOptions& options = options_[options_index_[i]];
+    if (options.affinity)
+      max_affinity_plus_one = std::max(max_affinity_plus_one, std::uint64_t{*options.affinity} + 1);
+    if (options.tokens > 1) {
+      std::unique_ptr<graph::Limiter> limiter;
+      try {
+        limiter = std::make_unique<graph::Limiter>(options);
+      } catch (const std::bad_alloc&) {
+        const std::size_t slots = graph::Limiter::inbox_slots(options);
+        std::string message = call;
+        message += ": out of memory allocating the inbox of node '";
+        message += name(static_cast<std::uint32_t>(i));
+        message += "' (";
+        message += std::to_string(slots);
+        message += " slots of 16 bytes, for capacity ";
+        message += options.capacity == kUnbounded ? std::string("unbounded") : std::to_string(options.capacity);
+        message += " and tokens ";
+        message += std::to_string(options.tokens);
+        message += ")";
+        throw out_of_memory(message);
+      }
+      compiled[i].limiter = static_cast<std::uint32_t>(limiters.size());
+      limiters.push_back(std::move(limiter));
+      limited_nodes.push_back(static_cast<std::uint32_t>(i));
+    }
+    compiled[i].runs_in_place = options.tokens == 1 && options.priority == Priority::Normal && !options.affinity;
+  }
+}
+
+void GraphImpl::lay_out_unchecked(const char* call) {
   const std::size_t n = bodies_.size();
   std::vector<CompiledNode> compiled(n);
   // Successor lists by counting sort on the source node, shifted by one so that no cursor array is needed:
@@ -153,7 +208,7 @@ void GraphImpl::lay_out() {
       succ_ = std::move(targets);  // throw_cycle walks the edges; the layout stays invalid
       compiled_ = std::move(compiled);
       compiled_nodes_ = std::numeric_limits<std::size_t>::max();
-      throw_cycle(indegree);
+      throw_cycle(indegree, call);
     }
   }
 
@@ -161,17 +216,7 @@ void GraphImpl::lay_out() {
   std::vector<std::unique_ptr<graph::Limiter>> limiters;
   std::vector<std::uint32_t> limited_nodes;
   std::uint64_t max_affinity_plus_one = 0;
-  for (std::size_t i = 0; !options_.empty() && i < n; ++i) {
-    if (options_index_[i] == kNoIndex) continue;
-    const NodeOptions& options = options_[options_index_[i]];
-    if (options.affinity) max_affinity_plus_one = std::max(max_affinity_plus_one, std::uint64_t{*options.affinity} + 1);
-    if (options.tokens > 1) {
-      compiled[i].limiter = static_cast<std::uint32_t>(limiters.size());
-      limiters.push_back(std::make_unique<graph::Limiter>(options));
-      limited_nodes.push_back(static_cast<std::uint32_t>(i));
-    }
-    compiled[i].runs_in_place = options.tokens == 1 && options.priority == Priority::Normal && !options.affinity;
-  }
+  make_limiters(compiled, limiters, limited_nodes, max_affinity_plus_one, call);
 
   std::unique_ptr<graph::ClaimCursor[]> group_cursors;
   if (!groups.empty()) group_cursors = std::make_unique<graph::ClaimCursor[]>(groups.size());
@@ -190,7 +235,7 @@ void GraphImpl::lay_out() {
   compiled_edges_ = edges_.size();
 }
 
-void GraphImpl::throw_cycle(const std::vector<std::uint32_t>& indegree_left) const {
+void GraphImpl::throw_cycle(const std::vector<std::uint32_t>& indegree_left, const char* call) const {
   // Every node left over has a predecessor that is left over too: walking predecessors must revisit a node,
   // and the walk from that node back to itself is a cycle.
   const std::size_t n = bodies_.size();
@@ -213,7 +258,8 @@ void GraphImpl::throw_cycle(const std::vector<std::uint32_t>& indegree_left) con
   std::vector<std::uint32_t> cycle(walk.begin() + seen_at[at], walk.end());
   std::reverse(cycle.begin(), cycle.end());
   std::vector<std::string> names;
-  std::string message = "weft::TaskGraph: the graph has a cycle: ";
+  std::string message = call;
+  message += ": the graph has a cycle: ";
   for (const std::uint32_t node : cycle) {
     names.push_back(name(node));
     message += names.back();

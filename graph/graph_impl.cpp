@@ -8,6 +8,7 @@
 #include <string>
 
 #include "graph/run_state.hpp"
+#include "scheduler/stack_guard.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
@@ -22,13 +23,17 @@ std::atomic<std::uint64_t> next_graph_id{1};
          options.overflow == Overflow::Block && options.tokens == 1;
 }
 
-[[noreturn]] void throw_option(const std::string& node, const char* option, const std::string& value,
-                               const char* rule) {
-  std::string message = "weft::NodeOptions::";
+// "<call>: NodeOptions::<option> = <value> for <noun> '<name>': <rule>".
+[[noreturn]] void throw_option(const Caller& caller, const std::string& node, const char* option,
+                               const std::string& value, const std::string& rule) {
+  std::string message = caller.call;
+  message += ": NodeOptions::";
   message += option;
   message += " = ";
   message += value;
-  message += " for node '";
+  message += " for ";
+  message += caller.noun;
+  message += " '";
   message += node;
   message += "': ";
   message += rule;
@@ -54,13 +59,6 @@ void GraphImpl::wait_for_run_end() noexcept {
   current_->wait_quietly();
 }
 
-void GraphImpl::throw_self_edge(std::uint32_t index) const {
-  std::string message = "weft::TaskGraph::add_edge: an edge from node '";
-  message += name(index);
-  message += "' to itself";
-  throw invalid_graph(message);
-}
-
 void GraphImpl::throw_busy(const char* what) const {
   std::string message = "weft::TaskGraph::";
   message += what;
@@ -68,52 +66,68 @@ void GraphImpl::throw_busy(const char* what) const {
   throw graph_busy(message);
 }
 
-void GraphImpl::throw_not_own(Node node, const char* what) const {
-  std::string problem;
-  if (!node.valid()) {
-    problem = "is not a node of any graph (default-constructed)";
-  } else if (node.graph_ != id_) {
-    problem = "belongs to another graph";
-  } else {
-    problem = "is past this graph's nodes";
-  }
+std::string GraphImpl::describe_foreign(Node node) const {
+  // A handle of another graph carries only its index there: this graph cannot know the node's name.
+  if (!node.valid()) return "an empty weft::Node (default-constructed), of no graph";
+  std::string text = "node " + std::to_string(node.index());
+  if (node.graph_ != id_) return text + " of another graph";
+  return text + ", past this graph's " + std::to_string(bodies_.size()) + " nodes";
+}
+
+void GraphImpl::throw_bad_edge(Node from, Node to, const char* what, const std::size_t* position) const {
   std::string message = "weft::TaskGraph::";
   message += what;
-  message += ": node ";
-  message += std::to_string(node.index());
-  message += ' ';
-  message += problem;
+  message += "(from, to): ";
+  const std::string to_param = position == nullptr ? "`to`" : "`to[" + std::to_string(*position) + "]`";
+  if (!owns(from) || !owns(to)) {
+    // The first bad end, described; the other end by name if it is one of ours, so the edge can be found.
+    const bool from_bad = !owns(from);
+    message += from_bad ? "`from`" : to_param;
+    message += " is ";
+    message += describe_foreign(from_bad ? from : to);
+    message += ", not a node of this graph";
+    if (from_bad && owns(to)) message += " (" + to_param + " is '" + name(to.index()) + "')";
+    if (!from_bad) message += " (`from` is '" + name(from.index()) + "')";
+  } else {
+    message += "an edge from node '";
+    message += name(from.index());
+    message += "' to itself";
+    if (position != nullptr) message += " (" + to_param + ")";
+  }
   throw invalid_graph(message);
 }
 
-void GraphImpl::validate(const NodeOptions& options, std::uint32_t index) const {
+void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const Caller& caller) const {
   const std::string node = options.name.empty() ? "node " + std::to_string(index) : options.name;
-  if (options.concurrency == 0) throw_option(node, "concurrency", "0", "must be at least 1 (or weft::kUnlimited)");
-  if (options.capacity == 0) throw_option(node, "capacity", "0", "must be at least 1 (or weft::kUnbounded)");
-  if (options.tokens == 0) throw_option(node, "tokens", "0", "must be at least 1");
+  if (options.concurrency == 0)
+    throw_option(caller, node, "concurrency", "0", "must be at least 1 (or weft::kUnlimited)");
+  if (options.capacity == 0) throw_option(caller, node, "capacity", "0", "must be at least 1 (or weft::kUnbounded)");
+  if (options.tokens == 0) throw_option(caller, node, "tokens", "0", "must be at least 1");
   if (options.priority > Priority::Low)
-    throw_option(node, "priority", std::to_string(static_cast<unsigned>(options.priority)),
+    throw_option(caller, node, "priority", std::to_string(static_cast<unsigned>(options.priority)),
                  "not a weft::Priority (High, Normal or Low)");
   if (options.overflow > Overflow::Fail)
-    throw_option(node, "overflow", std::to_string(static_cast<unsigned>(options.overflow)),
+    throw_option(caller, node, "overflow", std::to_string(static_cast<unsigned>(options.overflow)),
                  "not a weft::Overflow (Block, Drop or Fail)");
-  // A bounded inbox is allocated with min(capacity, tokens) slots, and holds at most max_capacity(); an
-  // unbounded one with a few thousand at most (graph/limiter.hpp), whatever the tokens.
-  constexpr std::size_t most = graph::BoundedQueue<std::uint64_t>::max_capacity();
-  if (options.tokens > most && options.capacity != kUnbounded && options.capacity > most) {
-    const std::string rule = "at most " + std::to_string(most) + " when tokens is larger too";
-    throw_option(node, "capacity", std::to_string(options.capacity), rule.c_str());
+  // An inbox that can overflow holds exactly `capacity` tokens, allocated at compile time; any other takes a
+  // few thousand slots at most, whatever its capacity (graph/limiter.hpp).
+  if (graph::Limiter::may_overflow(options) && options.capacity > kMaxInboxCapacity) {
+    std::string rule = "at most weft::kMaxInboxCapacity = " + std::to_string(kMaxInboxCapacity);
+    rule += options.overflow == Overflow::Drop ? " under Overflow::Drop" : " under Overflow::Fail";
+    rule += " when tokens (" + std::to_string(options.tokens) + ") exceed it: such an inbox holds that many";
+    rule += " tokens, 16 bytes each (use Overflow::Block, or a smaller capacity)";
+    throw_option(caller, node, "capacity", std::to_string(options.capacity), rule);
   }
 }
 
-Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options) {
+Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller) {
   require_idle("add_node");
-  if (!body) throw std::invalid_argument("weft::TaskGraph::add_node: the callable is empty (a null function)");
+  if (!body) throw std::invalid_argument(std::string(caller.call) + ": the callable is empty (a null function)");
   if (bodies_.size() >= kMaxNodes) [[unlikely]]
-    throw_too_many("add_node", bodies_.size() + 1, "nodes", kMaxNodes);
+    throw_too_many(caller.call, bodies_.size() + 1, "nodes", kMaxNodes);
   const auto index = static_cast<std::uint32_t>(bodies_.size());
   const bool plain = has_default_options(options);
-  if (!plain) validate(options, index);
+  if (!plain) validate(options, index, caller);
   if (!plain) {
     options_.push_back(std::move(options));
     try {
@@ -132,10 +146,7 @@ Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options) {
 
 void GraphImpl::add_edge(Node from, Node to) {
   require_idle("add_edge");
-  require_own(from, "add_edge");
-  require_own(to, "add_edge");
-  if (from.index() == to.index()) [[unlikely]]
-    throw_self_edge(from.index());
+  require_edge(from, to, "add_edge", nullptr);
   // The growth path is a tail call out of line: inlined, its calls made this (otherwise leaf) function save
   // six registers on every edge.
   if (edges_.size() == edges_.capacity()) [[unlikely]]
@@ -143,16 +154,32 @@ void GraphImpl::add_edge(Node from, Node to) {
   record_edge(from.index(), to.index());
 }
 
+void GraphImpl::add_edges(Node from, std::initializer_list<Node> to) {
+  require_idle("add_edges");
+  std::size_t position = 0;
+  for (const Node node : to) {
+    require_edge(from, node, "add_edges", &position);
+    ++position;
+  }
+  if (to.size() > kMaxEdges - edges_.size())
+    throw_too_many("weft::TaskGraph::add_edges", edges_.size() + to.size(), "edges", kMaxEdges);
+  if (edges_.capacity() - edges_.size() < to.size()) {
+    const std::size_t grown = std::max({edges_.size() + to.size(), std::size_t{16}, 2 * edges_.capacity()});
+    edges_.reserve(std::min(kMaxEdges, grown));
+  }
+  for (const Node node : to) record_edge(from.index(), node.index());
+}
+
 void GraphImpl::add_edge_growing(std::uint32_t from, std::uint32_t to) {
   // The layout indexes edges with 32 bits: growth stops at kMaxEdges, so only this path needs the check.
-  if (edges_.size() >= kMaxEdges) throw_too_many("add_edge", edges_.size() + 1, "edges", kMaxEdges);
+  if (edges_.size() >= kMaxEdges)
+    throw_too_many("weft::TaskGraph::add_edge", edges_.size() + 1, "edges", kMaxEdges);
   edges_.reserve(std::min(kMaxEdges, std::max<std::size_t>(16, 2 * edges_.capacity())));
   record_edge(from, to);
 }
 
-void GraphImpl::throw_too_many(const char* what, std::size_t count, const char* items, std::size_t limit) {
-  std::string message = "weft::TaskGraph::";
-  message += what;
+void GraphImpl::throw_too_many(const std::string& call, std::size_t count, const char* items, std::size_t limit) {
+  std::string message = call;
   message += ": ";
   message += std::to_string(count);
   message += ' ';
@@ -165,8 +192,8 @@ void GraphImpl::throw_too_many(const char* what, std::size_t count, const char* 
 void GraphImpl::reserve(std::size_t nodes, std::size_t edges) {
   require_idle("reserve");
   // Both checked before anything is reserved: a refused call changes nothing.
-  if (nodes > kMaxNodes) throw_too_many("reserve", nodes, "nodes", kMaxNodes);
-  if (edges > kMaxEdges) throw_too_many("reserve", edges, "edges", kMaxEdges);
+  if (nodes > kMaxNodes) throw_too_many("weft::TaskGraph::reserve", nodes, "nodes", kMaxNodes);
+  if (edges > kMaxEdges) throw_too_many("weft::TaskGraph::reserve", edges, "edges", kMaxEdges);
   bodies_.reserve(nodes);
   options_index_.reserve(nodes);
   edges_.reserve(edges);
@@ -184,7 +211,9 @@ std::string GraphImpl::name(std::uint32_t index) const {
 }
 
 std::string GraphImpl::name(Node node) const {
-  require_own(node, "name");
+  if (!owns(node)) [[unlikely]]
+    throw invalid_graph("weft::TaskGraph::name(node): `node` is " + describe_foreign(node) +
+                        ", not a node of this graph");
   return name(node.index());
 }
 
@@ -199,16 +228,19 @@ std::size_t GraphImpl::edge_count() {
 
 void GraphImpl::compile() {
   require_idle("compile");
-  if (!compiled_valid()) lay_out();
+  if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
-Run GraphImpl::run(Pool& pool) {
+Run GraphImpl::run(Pool& pool, const Caller& caller) {
+  // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
+  // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
+  sched::require_stack(caller.call);
   // acq_rel: claims the graph; pairs with run_ended()'s release, so this run sees everything the last one did.
   if (running_.exchange(true, std::memory_order_acq_rel))
-    throw graph_busy("weft::TaskGraph::run: a run of this graph is in flight; wait for it to end first");
+    throw graph_busy(std::string(caller.call) + ": a run of this graph is in flight; wait for it to end first");
   std::shared_ptr<RunState> state;
   try {
-    if (!compiled_valid()) lay_out();
+    if (!compiled_valid()) lay_out(caller.call);
     if (max_affinity_plus_one_ > pool.size()) {
       for (std::uint32_t i = 0; i < size(); ++i) {
         const NodeOptions& options = this->options(i);
@@ -216,7 +248,7 @@ Run GraphImpl::run(Pool& pool) {
           std::string rule = "the pool has ";
           rule += std::to_string(pool.size());
           rule += " workers";
-          throw_option(name(i), "affinity", std::to_string(*options.affinity), rule.c_str());
+          throw_option(caller, name(i), "affinity", std::to_string(*options.affinity), rule);
         }
       }
     }
@@ -228,7 +260,7 @@ Run GraphImpl::run(Pool& pool) {
   }
   current_ = state;
   if (!state->start(state))
-    throw pool_closed("weft::TaskGraph::run: the pool is shut down (or shutting down); the run did not start");
+    throw pool_closed(std::string(caller.call) + ": the pool is shut down (or shutting down); the run did not start");
   return Run(std::move(state));
 }
 

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <iosfwd>
 #include <limits>
 #include <memory>
@@ -57,12 +58,15 @@ class GraphImpl {
   GraphImpl(const GraphImpl&) = delete;
   GraphImpl& operator=(const GraphImpl&) = delete;
 
-  Node add_node(NodeBody&& body, NodeOptions&& options);
+  // `caller` names the public call in errors (TaskGraph's own, or TaskScope's, parallel_for's).
+  Node add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller);
   void add_edge(Node from, Node to);
+  // Every edge is checked before any is added: a refused call changes nothing.
+  void add_edges(Node from, std::initializer_list<Node> to);
   void reserve(std::size_t nodes, std::size_t edges);
   void dump(std::ostream& out) const;
   void compile();
-  Run run(Pool& pool);
+  Run run(Pool& pool, const Caller& caller);
   // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
   void wait_for_run_end() noexcept;
 
@@ -105,13 +109,18 @@ class GraphImpl {
     if (running()) [[unlikely]]
       throw_busy(what);
   }
-  void require_own(Node node, const char* what) const {
-    if (node.graph_ != id_ || node.index() >= bodies_.size()) [[unlikely]]
-      throw_not_own(node, what);
+  [[nodiscard]] bool owns(Node node) const noexcept { return node.graph_ == id_ && node.index() < bodies_.size(); }
+  // An edge from `from` to `to` is one this graph may hold. `position`: the index of `to` in add_edges' list
+  // (null for add_edge), so that the error says which end, and which element, was wrong.
+  void require_edge(Node from, Node to, const char* what, const std::size_t* position) const {
+    if (!owns(from) || !owns(to) || from.index() == to.index()) [[unlikely]]
+      throw_bad_edge(from, to, what, position);
   }
   [[noreturn, gnu::cold, gnu::noinline]] void throw_busy(const char* what) const;
-  [[noreturn, gnu::cold, gnu::noinline]] void throw_not_own(Node node, const char* what) const;
-  [[noreturn, gnu::cold, gnu::noinline]] void throw_self_edge(std::uint32_t index) const;
+  // Describes a node handle this graph does not own: "node 3 of another graph", "an empty weft::Node ...".
+  [[nodiscard]] std::string describe_foreign(Node node) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_bad_edge(Node from, Node to, const char* what,
+                                                             const std::size_t* position) const;
   // Appends a checked edge; the caller made sure it fits without allocating (so no growth code is emitted).
   void record_edge(std::uint32_t from, std::uint32_t to) noexcept {
     if (edges_.size() == edges_.capacity()) __builtin_unreachable();
@@ -122,12 +131,19 @@ class GraphImpl {
     return compiled_nodes_ == bodies_.size() && compiled_edges_ == edges_.size();
   }
   [[gnu::noinline]] void add_edge_growing(std::uint32_t from, std::uint32_t to);
-  // std::length_error: "weft::TaskGraph::<what>: <count> <items>; a graph holds at most <limit>".
-  [[noreturn, gnu::cold, gnu::noinline]] static void throw_too_many(const char* what, std::size_t count,
+  // std::length_error: "<call>: <count> <items>; a graph holds at most <limit>".
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_too_many(const std::string& call, std::size_t count,
                                                                     const char* items, std::size_t limit);
-  void validate(const NodeOptions& options, std::uint32_t index) const;
-  void lay_out();
-  [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left) const;
+  void validate(const NodeOptions& options, std::uint32_t index, const Caller& caller) const;
+  // Compiles; errors (a cycle, out of memory) name `call`: compile() or the run() that compiles first.
+  void lay_out(const char* call);
+  void lay_out_unchecked(const char* call);
+  // The limiters of the nodes with tokens > 1. Throws weft::out_of_memory naming `call` and the node whose
+  // inbox could not be allocated.
+  void make_limiters(std::vector<CompiledNode>& compiled, std::vector<std::unique_ptr<graph::Limiter>>& limiters,
+                     std::vector<std::uint32_t>& limited_nodes, std::uint64_t& max_affinity_plus_one,
+                     const char* call) const;
+  [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left, const char* call) const;
 
   const std::uint64_t id_;
   // As built. Options are stored only for nodes that have some non-default one (options_index_).

@@ -6,7 +6,8 @@
 #include <string>
 
 #include "graph/graph_impl.hpp"
-#include "scheduler/stack_guard.hpp"
+#include "graph/run_state.hpp"
+#include "weft/errors.hpp"
 
 namespace weft {
 namespace {
@@ -28,9 +29,9 @@ TaskGraph& TaskGraph::operator=(TaskGraph&& other) {
   return *this;
 }
 
-Node TaskGraph::add_node_body(detail::NodeBody&& body, NodeOptions&& options) {
+Node TaskGraph::add_node_body(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller) {
   if (!impl_) throw_moved_from("add_node");
-  return impl_->add_node(std::move(body), std::move(options));
+  return impl_->add_node(std::move(body), std::move(options), caller);
 }
 
 void TaskGraph::add_edge(Node from, Node to) {
@@ -40,7 +41,7 @@ void TaskGraph::add_edge(Node from, Node to) {
 
 void TaskGraph::add_edges(Node from, std::initializer_list<Node> to) {
   if (!impl_) throw_moved_from("add_edges");
-  for (const Node node : to) impl_->add_edge(from, node);
+  impl_->add_edges(from, to);
 }
 
 void TaskGraph::dump(std::ostream& out) const {
@@ -60,10 +61,7 @@ void TaskGraph::compile() {
 
 Run TaskGraph::run(Pool& pool) {
   if (!impl_) throw_moved_from("run");
-  // Refused before anything starts: a run started here would be waited for here too (by Run::wait or the
-  // Run's destructor), and that wait runs its nodes on this very stack.
-  sched::require_stack("weft::TaskGraph::run (or TaskScope::run)");
-  return impl_->run(pool);
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"});
 }
 
 std::size_t TaskGraph::size() const noexcept { return impl_ ? impl_->size() : 0; }
@@ -80,4 +78,23 @@ std::string TaskGraph::name(Node node) const {
 
 bool TaskGraph::running() const noexcept { return impl_ && impl_->running(); }
 
+namespace detail {
+
+Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller) {
+  if (!graph.impl_) throw_moved_from("run");
+  return graph.impl_->run(pool, caller);
+}
+
+RunStatus GraphAccess::wait(Run& run, const Caller& caller) {
+  if (run.state_ != nullptr && run.state_->is_caller_inside()) {
+    std::string message = caller.call;
+    message += ": called from inside one of the run's own ";
+    message += caller.noun;
+    message += "s (or a subflow child of one); the run cannot end while it waits";
+    throw would_deadlock(message);
+  }
+  return run.wait();
+}
+
+}  // namespace detail
 }  // namespace weft

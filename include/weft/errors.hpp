@@ -1,6 +1,8 @@
 // The exceptions weft throws. Each message names what was wrong: the option, the value, the task.
 #pragma once
 
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -78,6 +80,18 @@ class inbox_full : public std::runtime_error {
 class job_cancelled : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// An allocation weft made for something it can name failed: what() names the call and what the memory was for
+// (e.g. the inbox of a node, when a graph is compiled). A std::bad_alloc, so handlers of that catch it too.
+class out_of_memory : public std::bad_alloc {
+ public:
+  explicit out_of_memory(std::string message)
+      : message_(std::make_shared<const std::string>(std::move(message))) {}
+  [[nodiscard]] const char* what() const noexcept override { return message_->c_str(); }
+
+ private:
+  std::shared_ptr<const std::string> message_;  // shared: copying the exception never allocates or throws
 };
 
 }  // namespace weft

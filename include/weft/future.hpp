@@ -62,7 +62,7 @@ class [[nodiscard]] Future {
   // Blocks until ready (see the contract for what the waiting thread does meanwhile).
   void wait() const {
     require_valid("wait");
-    if (!state_->ready()) detail::wait_until_ready(*state_);
+    wait_valid();
   }
 
   // Waits at most `timeout`; returns ready().
@@ -75,7 +75,8 @@ class [[nodiscard]] Future {
 
   // Waits, then returns the value or rethrows the task's exception. Leaves the future invalid.
   T get() {
-    wait();
+    require_valid("get");
+    wait_valid();
     Holder holder{std::exchange(state_, nullptr)};
     switch (holder.state->status()) {
       case detail::FutureStateBase::has_exception:
@@ -100,6 +101,9 @@ class [[nodiscard]] Future {
     if (state_ == nullptr)
       throw std::logic_error(std::string("weft::Future::") + what +
                              ": the future has no state (default-constructed, moved from, or get() already called)");
+  }
+  void wait_valid() const {
+    if (!state_->ready()) detail::wait_until_ready(*state_);
   }
   void reset() noexcept {
     if (state_ != nullptr) std::exchange(state_, nullptr)->release();

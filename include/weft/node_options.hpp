@@ -11,11 +11,12 @@
 
 namespace weft {
 
-// What a node's bounded inbox does with a token that finds it full.
+// What a node's bounded inbox does with a token that finds it full. Only an inbox smaller than one activation's
+// tokens (capacity < tokens) can ever be full: any other never drops or fails a token, whatever this says.
 enum class Overflow : std::uint8_t {
   Block,  // the token waits for room: its producer parks, and the next execution to start goes on with it.
           // Nothing is lost, and no thread is held waiting
-  Drop,   // the token is dropped and counted (RunStats::dropped, NodeRunStats::dropped)
+  Drop,   // the token is dropped and counted (RunStats::dropped, and per node RunStats::dropped_by_node)
   Fail,   // the run is cancelled; Run::wait() throws weft::inbox_full naming the node
 };
 
@@ -23,15 +24,26 @@ enum class Overflow : std::uint8_t {
 inline constexpr unsigned kUnlimited = std::numeric_limits<unsigned>::max();
 // No bound on a node's inbox.
 inline constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
+// The largest capacity of an inbox that can overflow (Overflow::Drop or Fail with capacity < tokens): such an
+// inbox really holds `capacity` tokens, 16 bytes each, allocated when the graph is compiled (16 MiB at this
+// limit), since when it is full is what Drop and Fail act on. Any other inbox holds at most 4096 (see below),
+// so its capacity may be anything.
+inline constexpr std::size_t kMaxInboxCapacity = std::size_t{1} << 20;
 
 // Options of one node. Every member has a default, so designated initializers naming only some compile cleanly:
 //   weft::NodeOptions{.concurrency = 2, .capacity = 64, .overflow = weft::Overflow::Block}
-// Out-of-range values (concurrency 0, capacity 0, tokens 0, an inbox past 2^32 tokens, an affinity past the
-// pool's workers) throw weft::invalid_option naming the node, the option and the value: when the node is added,
-// or for affinity when the graph is run on a pool. The inbox is allocated when the graph is compiled, with
-// min(capacity, tokens) slots of 16 bytes; an unbounded one (the default) with min(4096, tokens), its tokens
-// waiting for room past that as under Block, so a node of a billion tokens takes 64 KiB, not 16 GB. An
-// unbounded inbox never drops or fails a token, whatever `overflow` says.
+// Out-of-range values (concurrency 0, capacity 0, tokens 0, an inbox that can overflow with a capacity above
+// kMaxInboxCapacity, an affinity past the pool's workers) throw weft::invalid_option naming the call, the node,
+// the option, the value and the limit: when the node is added, or for affinity when the graph is run on a pool.
+//
+// Memory: a node with tokens > 1 gets its inbox when the graph is compiled, 16 bytes per slot:
+// - an inbox that can overflow (Drop or Fail, capacity < tokens): exactly `capacity` slots;
+// - any other (Block, unbounded, or capacity >= tokens, which never overflows): min(capacity, tokens, 4096)
+//   slots. Past them the producer parks, which holds no thread and changes nothing observable: under Block the
+//   capacity only bounds how many tokens wait. It costs a little time per token once the inbox is full.
+// So a node of 2^32 tokens and capacity 2^32 takes 64 KiB, not 64 GiB, and a node of few tokens takes little
+// whatever its capacity. If the allocation fails anyway, compile() (or the run() that compiles) throws
+// weft::out_of_memory naming the call and the node.
 //
 // A node runs `tokens` times each time it is activated (once per run, when all its predecessors have finished).
 // Its tokens pass through its inbox, a bounded queue of at most `capacity` tokens waiting to start, and at most

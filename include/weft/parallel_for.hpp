@@ -38,7 +38,8 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
         static_cast<void>(run_split(body, sf, n, grain, kUnlimited, complete));
       },
       NodeOptions{.name = "parallel_for"});
-  graph.run(pool).wait();
+  // Errors of the run (pool_closed) name weft::parallel_for, the call the user made.
+  GraphAccess::run(graph, pool, Caller{"weft::parallel_for"}).wait();
 }
 }  // namespace detail
 
@@ -66,16 +67,19 @@ template <std::integral I, std::integral J, class F>
 void parallel_for(Pool& pool, I first, J last, F&& f, std::size_t grain = 0) {
   detail::require_callable(f, "weft::parallel_for");
   using C = std::common_type_t<I, J>;
-  const C lo = detail::common_index<I, J>(first, "first");
-  const C hi = detail::common_index<J, I>(last, "last");
+  const C lo = detail::common_index<I, J>(first, "first", "weft::parallel_for");
+  const C hi = detail::common_index<J, I>(last, "last", "weft::parallel_for");
   // f by reference: the loop ends before this frame does, so the user's callable is never copied.
   const detail::IndexRange<C, const std::remove_reference_t<F>&> body(lo, f);
   detail::run_blocking_for(pool, body, detail::index_count(lo, hi), grain);
 }
 
 // Runs f(*it) for every it in [first, last) (random-access iterators) on `pool`, and returns when all have run.
-// Same contract as the integer form; f may instead take two iterators, f(b, e), once per chunk. A reversed
-// range (last before first) is not empty here but refused: std::invalid_argument naming the call.
+// Same contract as the integer form; f may instead take two iterators, f(b, e), once per chunk. f gets the
+// elements, never their indices: an f of one fixed signature taking an integer of another type than the
+// elements (f(std::size_t) over a std::vector<int>: meant for indices, it would get each element converted)
+// does not compile, with a static_assert saying what to write. A reversed range (last before first) is not
+// empty here but refused: std::invalid_argument naming the call.
 //
 // Example:
 //   std::vector<int> v(1000, 1);

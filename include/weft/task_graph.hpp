@@ -28,6 +28,15 @@ class TaskGraph;
 
 namespace detail {
 class GraphImpl;  // graph/graph_impl.hpp: nodes, edges, the compiled layout
+struct GraphAccess;
+
+// Whose call a graph operation serves, so that its errors name the public call the user made and what that
+// call's nodes are: TaskGraph's own ("weft::TaskGraph::add_node", "node"), or a layer built on TaskGraph
+// ("weft::TaskScope::then", "job"; "weft::parallel_for").
+struct Caller {
+  const char* call;
+  const char* noun = "node";
+};
 
 // What a node body is called with: the execution's Subflow and the token index.
 struct NodeCall {
@@ -135,6 +144,7 @@ class [[nodiscard]] Run {
 
  private:
   friend class detail::GraphImpl;
+  friend struct detail::GraphAccess;
   explicit Run(std::shared_ptr<detail::RunState> state) noexcept : state_(std::move(state)) {}
   bool wait_for_ns(std::chrono::nanoseconds timeout);
   void require_valid(const char* what) const;
@@ -151,8 +161,9 @@ class [[nodiscard]] Run {
 //   the limits of its NodeOptions. Nodes without predecessors start when the run starts.
 // - One run at a time: run() while a run is in flight, or add_node/add_edge/compile then, throw weft::graph_busy.
 //   When the run is over the graph may be changed or run again.
-// - Bad input throws: an edge from or to a node of another graph or no graph, a self-edge (weft::invalid_graph);
-//   an option out of range (weft::invalid_option, naming the node and option).
+// - Bad input throws, naming the call: an edge from or to a node of another graph or no graph, or a self-edge
+//   (weft::invalid_graph, saying which end and naming the node: by name if it is this graph's, else by the
+//   index it carries); an option out of range (weft::invalid_option, naming the node, option and value).
 // - The destructor waits for a run in flight. Movable (not while running); a moved-from graph may only be
 //   destroyed or assigned.
 //
@@ -181,17 +192,19 @@ class TaskGraph {
     // A callable that can be empty (a std::function, a function pointer) is refused now, not when it runs.
     detail::require_callable(f, "weft::TaskGraph::add_node");
     return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
-                         std::move(options));
+                         std::move(options), detail::Caller{"weft::TaskGraph::add_node"});
   }
   // `to` runs after `from`. Adding the same edge twice is allowed and counts once.
   void add_edge(Node from, Node to);
-  // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});
+  // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});  A bad node anywhere in the list
+  // throws as add_edge does, naming its position, and adds none of the edges.
   void add_edges(Node from, std::initializer_list<Node> to);
   // Room for this many nodes and edges in all, so that building a large graph does not reallocate. A graph
   // holds at most 2^32 - 1 nodes and 2^32 - 2 edges: more (here, or by add_node or add_edge) throws
   // std::length_error naming the count and the limit, and changes nothing.
   void reserve(std::size_t nodes, std::size_t edges = 0);
-  // Checks and lays out the graph now (else the first run does).
+  // Checks and lays out the graph now (else the first run does). Allocates each multi-token node's inbox
+  // (see NodeOptions); out of memory throws weft::out_of_memory naming the node whose inbox it was.
   void compile();
   // Starts a run on `pool`. Throws graph_busy if a run is in flight, cycle_error, invalid_option (an affinity
   // past the pool's workers), pool_closed.
@@ -205,9 +218,26 @@ class TaskGraph {
   void dump(std::ostream& out) const;
 
  private:
-  Node add_node_body(detail::NodeBody&& body, NodeOptions&& options);
+  friend struct detail::GraphAccess;
+  Node add_node_body(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
 
   std::unique_ptr<detail::GraphImpl> impl_;
 };
+
+namespace detail {
+// For weft's own layers over TaskGraph (TaskScope, parallel_for): the same operations, with errors that name
+// the layer's public call (`caller`) instead of TaskGraph's.
+struct GraphAccess {
+  template <class F>
+  static Node add_node(TaskGraph& graph, const Caller& caller, F&& f, NodeOptions options) {
+    return graph.add_node_body(NodeBody(NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))), std::move(options),
+                               caller);
+  }
+  static Run run(TaskGraph& graph, Pool& pool, const Caller& caller);
+  // Run::wait(), except that a call from inside the run (one of its nodes or their subflow children), which
+  // could never return, throws weft::would_deadlock naming caller.call.
+  static RunStatus wait(Run& run, const Caller& caller);
+};
+}  // namespace detail
 
 }  // namespace weft

@@ -35,8 +35,9 @@ namespace weft {
 //   afterwards each throws weft::graph_busy. A job depends on the jobs it is given and starts when all of them
 //   finished; a Job of another scope, or an empty one, as a dependency throws weft::invalid_graph naming it.
 // - Every job function takes weft::NodeOptions (name, priority, affinity, concurrency; bad values throw
-//   weft::invalid_option naming the job). A job runs once: NodeOptions::tokens other than 1 is refused.
-//   For a parallel_for, `concurrency` bounds the chunks executing at once.
+//   weft::invalid_option naming the call, e.g. weft::TaskScope::then, and the job). A job runs once:
+//   NodeOptions::tokens other than 1 is refused. For a parallel_for, `concurrency` bounds the chunks executing
+//   at once. A callable of the wrong shape does not compile, with a static_assert saying what it must take.
 // - run() starts the run (a second run() throws graph_busy: the scope is one-shot); wait() blocks until it is
 //   over (on a pool worker it runs other tasks meanwhile) and rethrows the first exception of any job, which
 //   cancelled the run: jobs not started by then are skipped (their get() throws weft::job_cancelled).
@@ -51,7 +52,7 @@ namespace weft {
 //   auto a = scope.submit([] { return 21; });
 //   auto b = scope.then(a, [](int x) { return x * 2; });
 //   auto d = scope.parallel_for(v.begin(), v.end(), [](int& x) { x *= 2; });
-//   scope.when_all({a, b}, [](std::vector<int> values) { /* 21, 42 */ });
+//   scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; /* 21 + 42 */ });
 //   scope.run_and_wait();  // rethrows the first exception
 //   int r = b.get();       // 42
 class TaskScope {
@@ -70,99 +71,141 @@ class TaskScope {
   TaskScope& operator=(const TaskScope&) = delete;
 
   // A job running f() (or f(Subflow&), to spawn child work its completion waits for); Job<R> carries f's result.
+  // Another f does not compile, with a static_assert saying so.
   // Example: auto a = scope.submit([] { return 21; });
   template <class F>
-    requires detail::JobCallable<F>
   Job<detail::job_result_t<F>> submit(F&& f, NodeOptions options = {}) {
-    detail::require_callable(f, "weft::TaskScope::submit");
-    using R = detail::job_result_t<F>;
-    using D = std::decay_t<F>;
-    return add_job<R>("submit", {}, std::move(options),
-                      [f = D(std::forward<F>(f))](detail::JobState<R>& state, Subflow& sf) mutable {
-                        state.execute([&]() -> R {
-                          if constexpr (std::is_invocable_v<D&, Subflow&>) {
-                            return f(sf);
-                          } else {
-                            return f();
-                          }
+    static_assert(detail::JobCallable<F>,
+                  "weft::TaskScope::submit(f): f must take nothing, or weft::Subflow& to spawn child work; to run "
+                  "after other jobs and take their values, use then(job, f) or when_all(jobs, f)");
+    if constexpr (detail::JobCallable<F>) {  // else only the static_assert's message, no errors after it
+      detail::require_callable(f, "weft::TaskScope::submit");
+      using R = detail::job_result_t<F>;
+      using D = std::decay_t<F>;
+      return add_job<R>("weft::TaskScope::submit", {}, std::move(options),
+                        [f = D(std::forward<F>(f))](detail::JobState<R>& state, Subflow& sf) mutable {
+                          state.execute([&]() -> R {
+                            if constexpr (std::is_invocable_v<D&, Subflow&>) {
+                              return f(sf);
+                            } else {
+                              return f();
+                            }
+                          });
                         });
-                      });
+    } else {
+      return {};
+    }
   }
 
-  // A job running after `job`: f(job's value as const T&) if f takes it, else f().
+  // A job running after `job`: f(job's value as const T&) if f takes it, else f(). Another f does not compile,
+  // with a static_assert saying so.
   // Example: auto b = scope.then(a, [](int x) { return x * 2; });  scope.then(b, [] { log("b done"); });
   template <class T, class F, class Traits = detail::then_traits<std::decay_t<F>, T>>
-    requires Traits::callable
   Job<typename Traits::result> then(const Job<T>& job, F&& f, NodeOptions options = {}) {
-    detail::require_callable(f, "weft::TaskScope::then");
-    using R = typename Traits::result;
-    const AnyJob deps[] = {job};
-    return add_job<R>("then", deps, std::move(options),
-                      [pred = job.state_, f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state,
-                                                                                    Subflow&) mutable {
-                        if constexpr (Traits::by_value) {
-                          if (!pred->has_value()) return;  // see detail::all_have_values
-                          state.execute([&]() -> R { return f(pred->value()); });
-                        } else {
-                          state.execute([&]() -> R { return f(); });
-                        }
-                      });
+    static_assert(Traits::callable,
+                  "weft::TaskScope::then(job, f): f must take the job's value (as const T& for a Job<T>) or "
+                  "nothing (always nothing for a Job<void>)");
+    if constexpr (Traits::callable) {
+      detail::require_callable(f, "weft::TaskScope::then");
+      using R = typename Traits::result;
+      const AnyJob deps[] = {job};
+      return add_job<R>("weft::TaskScope::then", deps, std::move(options),
+                        [pred = job.state_, f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state,
+                                                                                      Subflow&) mutable {
+                          if constexpr (Traits::by_value) {
+                            if (!pred->has_value()) return;  // see detail::all_have_values
+                            state.execute([&]() -> R { return f(pred->value()); });
+                          } else {
+                            state.execute([&]() -> R { return f(); });
+                          }
+                        });
+    } else {
+      return {};
+    }
   }
 
   // A job running after every job in `jobs`, all Job<T>: f(std::vector<T>) gets their values in order, or f().
+  // A braced list or a vector holds any number of jobs, so f cannot take one argument per job here: for that
+  // (and for jobs of different types) pass a std::tuple, below. Another f does not compile, with a
+  // static_assert saying so.
   // Example: scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; });
   template <class T, class F, class Traits = detail::when_all_traits<std::decay_t<F>, T>>
-    requires Traits::callable
   Job<typename Traits::result> when_all(std::initializer_list<Job<T>> jobs, F&& f, NodeOptions options = {}) {
-    return when_all_same<T, Traits>(std::span<const Job<T>>(jobs.begin(), jobs.size()), std::forward<F>(f),
-                                    std::move(options));
+    static_assert(Traits::callable,
+                  "weft::TaskScope::when_all(jobs, f) over Job<T>s of one type (a braced list or a std::vector): "
+                  "f must take std::vector<T> (their values, in order) or nothing. To take one argument per job, or "
+                  "jobs of different types, pass a tuple: "
+                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
+    if constexpr (Traits::callable) {
+      return when_all_same<T, Traits>(std::span<const Job<T>>(jobs.begin(), jobs.size()), std::forward<F>(f),
+                                      std::move(options));
+    } else {
+      return {};
+    }
   }
   template <class T, class F, class Traits = detail::when_all_traits<std::decay_t<F>, T>>
-    requires Traits::callable
   Job<typename Traits::result> when_all(const std::vector<Job<T>>& jobs, F&& f, NodeOptions options = {}) {
-    return when_all_same<T, Traits>(std::span<const Job<T>>(jobs), std::forward<F>(f), std::move(options));
+    static_assert(Traits::callable,
+                  "weft::TaskScope::when_all(jobs, f) over Job<T>s of one type (a braced list or a std::vector): "
+                  "f must take std::vector<T> (their values, in order) or nothing. To take one argument per job, or "
+                  "jobs of different types, pass a tuple: "
+                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
+    if constexpr (Traits::callable) {
+      return when_all_same<T, Traits>(std::span<const Job<T>>(jobs), std::forward<F>(f), std::move(options));
+    } else {
+      return {};
+    }
   }
 
   // A job running f() after every job in `jobs`, whatever their result types (parallel_for jobs included).
+  // f takes nothing: to take the values, pass a std::tuple (below). Another f does not compile, with a
+  // static_assert saying so.
   // Example: scope.when_all({a, s, d}, [] { /* all three finished */ });
   template <class F>
-    requires std::invocable<std::decay_t<F>&>
-  Job<std::invoke_result_t<std::decay_t<F>&>> when_all(std::initializer_list<AnyJob> jobs, F&& f,
-                                                        NodeOptions options = {}) {
-    return when_all_any(std::span<const AnyJob>(jobs.begin(), jobs.size()), std::forward<F>(f), std::move(options));
+  Job<typename detail::plain_result<std::decay_t<F>>::type> when_all(std::initializer_list<AnyJob> jobs, F&& f,
+                                                                     NodeOptions options = {}) {
+    static_assert(std::invocable<std::decay_t<F>&>,
+                  "weft::TaskScope::when_all(jobs, f) over jobs of different result types (or AnyJobs): f must take "
+                  "nothing. To take their values, pass a tuple: "
+                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
+    if constexpr (std::invocable<std::decay_t<F>&>) {
+      return when_all_any(std::span<const AnyJob>(jobs.begin(), jobs.size()), std::forward<F>(f),
+                          std::move(options));
+    } else {
+      return {};
+    }
   }
   template <class F>
-    requires std::invocable<std::decay_t<F>&>
-  Job<std::invoke_result_t<std::decay_t<F>&>> when_all(const std::vector<AnyJob>& jobs, F&& f,
-                                                        NodeOptions options = {}) {
-    return when_all_any(std::span<const AnyJob>(jobs), std::forward<F>(f), std::move(options));
+  Job<typename detail::plain_result<std::decay_t<F>>::type> when_all(const std::vector<AnyJob>& jobs, F&& f,
+                                                                     NodeOptions options = {}) {
+    static_assert(std::invocable<std::decay_t<F>&>,
+                  "weft::TaskScope::when_all(jobs, f) over jobs of different result types (or AnyJobs): f must take "
+                  "nothing. To take their values, pass a tuple: "
+                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
+    if constexpr (std::invocable<std::decay_t<F>&>) {
+      return when_all_any(std::span<const AnyJob>(jobs), std::forward<F>(f), std::move(options));
+    } else {
+      return {};
+    }
   }
 
   // A job running after the jobs of a tuple of Jobs of any types: f(const T1&, const T2&, ...) gets the values
-  // of the non-void ones in order (Job<void> contributes no argument), or f() takes none.
-  // Example: scope.when_all(std::tuple{a, s}, [](int x, const std::string& y) { /* ... */ });
+  // of the non-void ones in order (Job<void> contributes no argument), or f() takes none. Another f does not
+  // compile, with a static_assert saying so.
+  // Example:
+  //   scope.when_all(std::tuple{a, s}, [](int x, const std::string& y) { return x + static_cast<int>(y.size()); });
   template <class... Js, class F,
             class Traits = detail::apply_traits<std::decay_t<F>, detail::values_tuple_t<detail::job_value_t<Js>...>>>
-    requires(detail::is_job_v<Js> && ...) && Traits::callable
+    requires(detail::is_job_v<Js> && ...)
   Job<typename Traits::result> when_all(const std::tuple<Js...>& jobs, F&& f, NodeOptions options = {}) {
-    detail::require_callable(f, "weft::TaskScope::when_all");
-    using R = typename Traits::result;
-    const auto deps = std::apply([](const auto&... j) { return std::vector<AnyJob>{AnyJob(j)...}; }, jobs);
-    auto preds = std::apply([](const auto&... j) { return std::tuple{j.state_...}; }, jobs);
-    return add_job<R>("when_all", deps, std::move(options),
-                      [preds = std::move(preds), f = std::decay_t<F>(std::forward<F>(f))](
-                          detail::JobState<R>& state, Subflow&) mutable {
-                        if constexpr (Traits::by_value) {
-                          if (!std::apply([](const auto&... s) { return detail::all_have_values(s...); }, preds)) return;
-                          state.execute([&]() -> R {
-                            return std::apply(f, std::apply([](const auto&... s) {
-                                                return std::tuple_cat(detail::value_refs(*s)...);
-                                              }, preds));
-                          });
-                        } else {
-                          state.execute([&]() -> R { return f(); });
-                        }
-                      });
+    static_assert(Traits::callable,
+                  "weft::TaskScope::when_all(std::tuple{jobs...}, f): f must take the values of the jobs that have "
+                  "one, in order (const T1&, const T2&, ...; a Job<void> adds no argument), or nothing");
+    if constexpr (Traits::callable) {
+      return when_all_tuple<Traits>(jobs, std::forward<F>(f), std::move(options));
+    } else {
+      return {};
+    }
   }
 
   // A job running f(i) for every i in [first, last) (or f(lo, hi) per chunk), split over the pool; see
@@ -172,15 +215,17 @@ class TaskScope {
   template <std::integral I, std::integral J, class F>
     requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
   Job<void> parallel_for(I first, J last, F&& f, NodeOptions options = {}, std::size_t grain = 0) {
-    return parallel_for_after(std::span<const AnyJob>(), first, last, std::forward<F>(f), std::move(options), grain);
+    return index_for_job("weft::TaskScope::parallel_for", std::span<const AnyJob>(), first, last, std::forward<F>(f),
+                         std::move(options), grain);
   }
-  // The same over random-access iterators: f(*it) per element, or f(b, e) per chunk.
+  // The same over random-access iterators: f(*it) per element, or f(b, e) per chunk. f gets elements, never
+  // indices: an f taking an integer of another type than the elements does not compile (see weft::parallel_for).
   // Example: auto d = scope.parallel_for(v.begin(), v.end(), [](int& x) { x *= 2; });
   template <std::random_access_iterator It, class F>
     requires ElementBody<std::decay_t<F>, It>
   Job<void> parallel_for(It first, It last, F&& f, NodeOptions options = {}, std::size_t grain = 0) {
-    return parallel_for_after(std::span<const AnyJob>(), std::move(first), std::move(last), std::forward<F>(f),
-                              std::move(options), grain);
+    return element_for_job("weft::TaskScope::parallel_for", std::span<const AnyJob>(), std::move(first),
+                           std::move(last), std::forward<F>(f), std::move(options), grain);
   }
 
   // parallel_for starting after every job in `deps`.
@@ -189,21 +234,15 @@ class TaskScope {
     requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
   Job<void> parallel_for_after(std::span<const AnyJob> deps, I first, J last, F&& f, NodeOptions options = {},
                                std::size_t grain = 0) {
-    detail::require_callable(f, "weft::TaskScope::parallel_for");
-    using C = std::common_type_t<I, J>;
-    const C lo = detail::common_index<I, J>(first, "first");
-    const C hi = detail::common_index<J, I>(last, "last");
-    return add_for_job(deps, detail::IndexRange<C, std::decay_t<F>>(lo, std::forward<F>(f)),
-                       detail::index_count(lo, hi), std::move(options), grain);
+    return index_for_job("weft::TaskScope::parallel_for_after", deps, first, last, std::forward<F>(f),
+                         std::move(options), grain);
   }
   template <std::random_access_iterator It, class F>
     requires ElementBody<std::decay_t<F>, It>
   Job<void> parallel_for_after(std::span<const AnyJob> deps, It first, It last, F&& f, NodeOptions options = {},
                                std::size_t grain = 0) {
-    detail::require_callable(f, "weft::TaskScope::parallel_for");
-    const std::size_t n = detail::element_count(first, last, "weft::TaskScope::parallel_for");
-    return add_for_job(deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
-                       std::move(options), grain);
+    return element_for_job("weft::TaskScope::parallel_for_after", deps, std::move(first), std::move(last),
+                           std::forward<F>(f), std::move(options), grain);
   }
   // Braced dependency lists: scope.parallel_for_after({a, b}, 0, n, f).
   template <class... Args>
@@ -238,14 +277,36 @@ class TaskScope {
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
 
  private:
+  template <std::integral I, std::integral J, class F>
+  Job<void> index_for_job(const char* who, std::span<const AnyJob> deps, I first, J last, F&& f, NodeOptions options,
+                          std::size_t grain) {
+    detail::require_callable(f, who);
+    using C = std::common_type_t<I, J>;
+    const C lo = detail::common_index<I, J>(first, "first", who);
+    const C hi = detail::common_index<J, I>(last, "last", who);
+    return add_for_job(who, deps, detail::IndexRange<C, std::decay_t<F>>(lo, std::forward<F>(f)),
+                       detail::index_count(lo, hi), std::move(options), grain);
+  }
+  template <std::random_access_iterator It, class F>
+  Job<void> element_for_job(const char* who, std::span<const AnyJob> deps, It first, It last, F&& f,
+                            NodeOptions options, std::size_t grain) {
+    detail::require_callable(f, who);
+    const std::size_t n = detail::element_count(first, last, who);
+    return add_for_job(who, deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
+                       std::move(options), grain);
+  }
   template <class T, class Traits, class F>
   Job<typename Traits::result> when_all_same(std::span<const Job<T>> jobs, F&& f, NodeOptions options);
+  template <class Traits, class... Js, class F>
+  Job<typename Traits::result> when_all_tuple(const std::tuple<Js...>& jobs, F&& f, NodeOptions options);
   template <class F>
-  Job<std::invoke_result_t<std::decay_t<F>&>> when_all_any(std::span<const AnyJob> jobs, F&& f, NodeOptions options);
+  Job<typename detail::plain_result<std::decay_t<F>>::type> when_all_any(std::span<const AnyJob> jobs, F&& f,
+                                                                        NodeOptions options);
   template <class Body>
-  Job<void> add_for_job(std::span<const AnyJob> deps, Body body, std::size_t n, NodeOptions options,
+  Job<void> add_for_job(const char* who, std::span<const AnyJob> deps, Body body, std::size_t n, NodeOptions options,
                         std::size_t grain);
-  // Adds one node whose body is make(state, subflow), after `deps`; the heart of every job function.
+  // Adds one node whose body is make(state, subflow), after `deps`; the heart of every job function. `who` is
+  // the public call ("weft::TaskScope::then"), which every error names.
   template <class R, class Make>
   Job<R> add_job(const char* who, std::span<const AnyJob> deps, NodeOptions options, Make make);
 

@@ -67,12 +67,14 @@ TEST_CASE("a cycle throws cycle_error naming its nodes, from compile() and from 
     FAIL("compile() accepted a cycle");
   } catch (const weft::cycle_error& e) {
     check_cycle(e, edges, {"alpha", "beta", "gamma"});
+    CHECK(contains(e.what(), "weft::TaskGraph::compile: the graph has a cycle"));  // the call that found it
   }
   try {
     weft::Run run = g.run(pool);
     FAIL("run() accepted a cycle");
   } catch (const weft::cycle_error& e) {
     check_cycle(e, edges, {"alpha", "beta", "gamma"});
+    CHECK(contains(e.what(), "weft::TaskGraph::run: the graph has a cycle"));
   }
   CHECK_FALSE(g.running());
   CHECK(ran.load() == 0);
@@ -155,14 +157,50 @@ TEST_CASE("edges to nodes of another graph, of no graph, or to the node itself t
   } catch (const weft::invalid_graph& e) {
     CHECK(contains(e.what(), "home"));
   }
-  try {
-    g.add_edge(b, foreign);
-  } catch (const weft::invalid_graph& e) {
-    CHECK(contains(e.what(), "node 0"));  // the foreign node, by the index it carries
-  }
   CHECK(g.edge_count() == 0);  // nothing half-added
   CHECK(other.edge_count() == 0);
   g.compile();
+}
+
+TEST_CASE("a refused edge names the call, which end was wrong, that node, and the other end by name") {
+  weft::TaskGraph g, other;
+  auto home = g.add_node([] {}, weft::NodeOptions{.name = "home"});
+  auto b = g.add_node([] {});
+  auto c = g.add_node([] {}, weft::NodeOptions{.name = "cee"});
+  (void)other.add_node([] {});
+  auto foreign = other.add_node([] {}, weft::NodeOptions{.name = "foreign"});
+  // The foreign node carries only its index in its own graph (1): this graph cannot know its name.
+  CHECK_THROWS_WITH_AS(g.add_edge(home, foreign),
+                       "weft::TaskGraph::add_edge(from, to): `to` is node 1 of another graph, not a node of this "
+                       "graph (`from` is 'home')",
+                       weft::invalid_graph);
+  CHECK_THROWS_WITH_AS(g.add_edge(foreign, b),
+                       "weft::TaskGraph::add_edge(from, to): `from` is node 1 of another graph, not a node of this "
+                       "graph (`to` is 'node 1')",
+                       weft::invalid_graph);
+  CHECK_THROWS_WITH_AS(g.add_edge(weft::Node{}, home),
+                       doctest::Contains("`from` is an empty weft::Node (default-constructed), of no graph"),
+                       weft::invalid_graph);
+  CHECK_THROWS_WITH_AS(g.add_edge(home, weft::Node{}), doctest::Contains("`to` is an empty weft::Node"),
+                       weft::invalid_graph);
+  CHECK_THROWS_WITH_AS(g.add_edge(c, c), "weft::TaskGraph::add_edge(from, to): an edge from node 'cee' to itself",
+                       weft::invalid_graph);
+  // add_edges names itself and the element of the list; a refused list adds none of its edges.
+  CHECK_THROWS_WITH_AS(g.add_edges(home, {b, c, foreign}),
+                       "weft::TaskGraph::add_edges(from, to): `to[2]` is node 1 of another graph, not a node of "
+                       "this graph (`from` is 'home')",
+                       weft::invalid_graph);
+  CHECK_THROWS_WITH_AS(g.add_edges(c, {home, c}),
+                       "weft::TaskGraph::add_edges(from, to): an edge from node 'cee' to itself (`to[1]`)",
+                       weft::invalid_graph);
+  CHECK_THROWS_WITH_AS(g.add_edges(foreign, {home}), doctest::Contains("`from` is node 1 of another graph"),
+                       weft::invalid_graph);
+  CHECK(g.edge_count() == 0);
+  CHECK_THROWS_WITH_AS((void)g.name(foreign),
+                       "weft::TaskGraph::name(node): `node` is node 1 of another graph, not a node of this graph",
+                       weft::invalid_graph);
+  g.add_edges(home, {b, c});
+  CHECK(g.edge_count() == 2);
 }
 
 TEST_CASE("reserving room for more edges than a graph can hold throws length_error, naming the limit") {
@@ -226,6 +264,7 @@ TEST_CASE("options out of range throw invalid_option naming the node, the option
       CHECK(contains(e.what(), "bad-node"));
       CHECK(contains(e.what(), bad.option));
       CHECK(contains(e.what(), "0"));
+      CHECK(contains(e.what(), std::string("weft::TaskGraph::add_node: NodeOptions::") + bad.option + " = 0"));
     }
     CHECK(g.size() == 1);  // the bad node was not added
     // Unnamed: the node is called by the index it would have had.
@@ -256,6 +295,7 @@ TEST_CASE("an affinity past the pool's workers throws invalid_option from run();
       CHECK(contains(e.what(), "pinned"));
       CHECK(contains(e.what(), "affinity"));
       CHECK(contains(e.what(), "4"));
+      CHECK(contains(e.what(), "weft::TaskGraph::run: NodeOptions::affinity = 4 for node 'pinned'"));
     }
     CHECK_FALSE(g.running());
     CHECK(ran.load() == 0);  // refused before anything started
@@ -291,22 +331,32 @@ TEST_CASE("a priority or overflow outside its enum is refused when the node is a
   CHECK(g.size() == 0);
 }
 
-TEST_CASE("an inbox past its limit (capacity and tokens both above 2^32) is refused when the node is added") {
+TEST_CASE("an inbox that can overflow (Drop or Fail, capacity < tokens) above kMaxInboxCapacity is refused") {
+  constexpr std::size_t limit = weft::kMaxInboxCapacity;
   const std::size_t huge = std::size_t{1} << 33;
-  weft::TaskGraph g;
-  try {
-    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "wide", .capacity = huge, .tokens = huge});
-    FAIL("add_node accepted an inbox of 2^33 tokens");
-  } catch (const weft::invalid_option& e) {
-    CHECK(contains(e.what(), "wide"));
-    CHECK(contains(e.what(), "capacity"));
-    CHECK(contains(e.what(), std::to_string(huge)));
+  for (const weft::Overflow overflow : {weft::Overflow::Drop, weft::Overflow::Fail}) {
+    INFO("overflow " << static_cast<int>(overflow));
+    weft::TaskGraph g;
+    try {
+      (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "wide", .capacity = limit + 1,
+                                                             .overflow = overflow, .tokens = huge});
+      FAIL("add_node accepted an overflowing inbox past kMaxInboxCapacity");
+    } catch (const weft::invalid_option& e) {
+      INFO(e.what());
+      CHECK(contains(e.what(), "weft::TaskGraph::add_node: NodeOptions::capacity = " + std::to_string(limit + 1) +
+                                   " for node 'wide'"));
+      CHECK(contains(e.what(), "at most weft::kMaxInboxCapacity = " + std::to_string(limit)));
+      CHECK(contains(e.what(), std::to_string(huge)));  // the tokens it was compared with
+    }
+    CHECK(g.size() == 0);
+    // Within the limit, or an inbox as large as an activation (it never overflows), or Block: accepted, and
+    // compiled without allocating for the capacity (graph_out_of_memory_test measures it).
+    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = limit, .overflow = overflow, .tokens = huge});
+    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = huge, .overflow = overflow, .tokens = huge});
+    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = huge, .overflow = overflow, .tokens = 3});
+    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = huge - 1, .tokens = huge});
+    CHECK(g.size() == 4);
   }
-  CHECK(g.size() == 0);
-  // Either one within the limit is fine: the inbox takes the smaller.
-  (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = 4, .tokens = huge});
-  (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = huge, .tokens = 3});
-  CHECK(g.size() == 2);
 }
 
 TEST_CASE("changing, compiling or running a graph while it runs throws graph_busy; afterwards all work") {

@@ -299,6 +299,27 @@ TEST_CASE("Overflow::Fail cancels the run with inbox_full naming the node; witho
   });
 }
 
+TEST_CASE("an inbox given fewer slots than its capacity only parks: every token runs once, none dropped") {
+  // Capacity 2^40 and 20,000 tokens: the inbox takes 4096 slots (graph/limiter.hpp), and the producer parks
+  // past them whatever `overflow` says, since an inbox that holds a whole activation can never overflow.
+  const Watchdog watchdog("inbox smaller than its capacity", patience(120));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  const std::size_t tokens = 20'000;
+  for (const weft::Overflow overflow : {weft::Overflow::Block, weft::Overflow::Drop, weft::Overflow::Fail}) {
+    INFO("overflow " << static_cast<int>(overflow));
+    weft::TaskGraph g;
+    TokenCounts counts(tokens);
+    (void)g.add_node([&](std::size_t token) { counts.ran(token); },
+                     weft::NodeOptions{.name = "vast", .capacity = std::size_t{1} << 40, .overflow = overflow,
+                                       .tokens = tokens});
+    weft::Run run = g.run(pool);
+    await_or_die(run, "inbox smaller than its capacity", patience(120));
+    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(counts.with(1) == tokens);
+    CHECK(run.stats().dropped == 0);
+  }
+}
+
 TEST_CASE("priority: on one busy worker, every High node starts before any Low node") {
   const Watchdog watchdog("priority", patience(30));
   weft::Pool pool{weft::PoolOptions{.threads = 1}};

@@ -26,7 +26,7 @@ class Layout {
   explicit Layout(std::size_t nodes) {
     for (std::size_t i = 0; i < nodes; ++i) {
       nodes_.push_back(graph_.add_node(weft::detail::NodeBody(weft::detail::NodeBodyAdapter<Noop>(Noop{})),
-                                       weft::NodeOptions{}));
+                                       weft::NodeOptions{}, weft::detail::Caller{"weft::TaskGraph::add_node"}));
     }
   }
   Layout& edge(std::size_t from, std::size_t to) {

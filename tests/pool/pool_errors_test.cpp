@@ -195,6 +195,22 @@ TEST_CASE("invalid Future use throws std::logic_error") {
   }
 }
 
+TEST_CASE("each invalid Future call names itself: get, wait, wait_for, ready") {
+  const Watchdog watchdog("invalid Future calls named", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  auto f = pool.submit([] { return 1; });
+  CHECK(f.get() == 1);
+  // get() waits first, but the call the user made is get: the message must not say wait.
+  CHECK_THROWS_WITH_AS((void)f.get(), doctest::Contains("weft::Future::get: the future has no state"),
+                       std::logic_error);
+  CHECK_THROWS_WITH_AS(f.wait(), doctest::Contains("weft::Future::wait: "), std::logic_error);
+  CHECK_THROWS_WITH_AS((void)f.wait_for(std::chrono::milliseconds(1)),
+                       doctest::Contains("weft::Future::wait_for: "), std::logic_error);
+  CHECK_THROWS_WITH_AS((void)f.ready(), doctest::Contains("weft::Future::ready: "), std::logic_error);
+  weft::Future<void> empty;
+  CHECK_THROWS_WITH_AS(empty.get(), doctest::Contains("weft::Future::get: "), std::logic_error);
+}
+
 TEST_CASE("wait_idle and shutdown from inside a task throw would_deadlock") {
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("would_deadlock", workers), patience(30));

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -58,6 +60,35 @@ TEST_CASE("mixed integer types and chunk bodies") {
     }, 333);
     CHECK(covered.load() == 100100);
   });
+}
+
+void add_to_element(int& x) { x += 1; }
+
+TEST_CASE("over iterators f gets the elements: of their own type, generic, a function; integers of their type") {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  std::vector<int> v(1000, 1);
+  weft::parallel_for(pool, v.begin(), v.end(), add_to_element);
+  weft::parallel_for(pool, v.begin(), v.end(), &add_to_element);
+  weft::parallel_for(pool, v.begin(), v.end(), [](auto& x) { x += 1; });
+  std::atomic<long> sum{0};
+  weft::parallel_for(pool, v.begin(), v.end(), [&](int x) { sum.fetch_add(x); });           // by value
+  weft::parallel_for(pool, v.cbegin(), v.cend(), [&](const int& x) { sum.fetch_add(x); });  // by const&
+  CHECK(sum.load() == 2 * 4 * 1000);
+  // Elements that are themselves std::size_t, taken as std::size_t: the elements, as the body says.
+  std::vector<std::size_t> picks(100, 7);
+  std::atomic<std::size_t> picked{0};
+  weft::parallel_for(pool, picks.begin(), picks.end(), [&](std::size_t p) { picked.fetch_add(p); });
+  CHECK(picked.load() == 700);
+  // The same in a scope, and a body of another class type the elements convert to.
+  weft::TaskScope scope{pool};
+  std::vector<std::string> words(50, "weft");
+  std::atomic<std::size_t> letters{0};
+  scope.parallel_for(words.begin(), words.end(), [&](std::string_view w) { letters.fetch_add(w.size()); });
+  scope.parallel_for(picks.begin(), picks.end(), [&](const std::size_t& p) { picked.fetch_add(p); });
+  scope.run_and_wait();
+  CHECK(letters.load() == 200);
+  CHECK(picked.load() == 1400);
+  CHECK(std::count(v.begin(), v.end(), 4) == 1000);
 }
 
 TEST_CASE("nested: inside pool tasks, inside scope jobs, and inside another parallel_for") {

@@ -141,7 +141,7 @@ TEST_CASE("an empty callable (null function pointer, empty std::function) is ref
   refused([&] { (void)scope.parallel_for(0, 10, null_index); }, "weft::TaskScope::parallel_for");
   refused([&] { (void)scope.parallel_for(v.begin(), v.end(), std::function<void(int&)>{}); },
           "weft::TaskScope::parallel_for");
-  refused([&] { (void)scope.parallel_for_after(deps, 0, 10, empty_of_int); }, "weft::TaskScope::parallel_for");
+  refused([&] { (void)scope.parallel_for_after(deps, 0, 10, empty_of_int); }, "weft::TaskScope::parallel_for_after");
   CHECK(scope.size() == 2);  // only the two accepted jobs were added
   scope.run_and_wait();
   CHECK(a.get() == 1);
@@ -209,6 +209,99 @@ TEST_CASE("bad options throw invalid_option naming the job") {
                        doctest::Contains("first = -1"), weft::invalid_option);
   CHECK(scope.size() == 0);
   scope.run_and_wait();
+}
+
+TEST_CASE("option errors name the scope's call and the job, not the TaskGraph underneath") {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskScope scope{pool};
+  auto a = scope.submit([] { return 1; });
+  std::vector<int> v(8, 1);
+  CHECK_THROWS_WITH_AS(
+      scope.submit([] {}, weft::NodeOptions{.name = "x", .concurrency = 0}),
+      "weft::TaskScope::submit: NodeOptions::concurrency = 0 for job 'x': must be at least 1 (or weft::kUnlimited)",
+      weft::invalid_option);
+  CHECK_THROWS_WITH_AS(scope.then(a, [](int) {}, weft::NodeOptions{.concurrency = 0}),
+                       doctest::Contains("weft::TaskScope::then: NodeOptions::concurrency = 0 for job 'job 1'"),
+                       weft::invalid_option);
+  CHECK_THROWS_WITH_AS(
+      scope.when_all({a}, [] {}, weft::NodeOptions{.name = "all", .priority = static_cast<weft::Priority>(9)}),
+      doctest::Contains("weft::TaskScope::when_all: NodeOptions::priority = 9 for job 'all'"), weft::invalid_option);
+  CHECK_THROWS_WITH_AS(
+      scope.parallel_for(0, 10, [](int) {}, weft::NodeOptions{.name = "loop", .concurrency = 0}),
+      doctest::Contains("weft::TaskScope::parallel_for: NodeOptions::concurrency = 0 for job 'loop'"),
+      weft::invalid_option);
+  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, v.begin(), v.end(), [](int&) {},
+                                                weft::NodeOptions{.name = "after", .capacity = 0}),
+                       doctest::Contains("weft::TaskScope::parallel_for_after: NodeOptions::capacity = 0 for job"),
+                       weft::invalid_option);
+  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, 0, 10, [](int) {}, weft::NodeOptions{.tokens = 3}),
+                       doctest::Contains("weft::TaskScope::parallel_for_after: job 'job 1': NodeOptions::tokens = 3"),
+                       weft::invalid_option);
+  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, v.end(), v.begin(), [](int&) {}),
+                       doctest::Contains("weft::TaskScope::parallel_for_after: the iterator range is reversed"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(scope.parallel_for(-1, std::size_t{10}, [](std::size_t) {}),
+                       doctest::Contains("weft::TaskScope::parallel_for: first = -1"), weft::invalid_option);
+  CHECK(scope.size() == 1);
+  scope.run_and_wait();
+  CHECK_THROWS_WITH_AS(scope.then(a, [](int) {}), doctest::Contains("weft::TaskScope::then: the scope has already"),
+                       weft::graph_busy);
+  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, 0, 3, [](int) {}),
+                       doctest::Contains("weft::TaskScope::parallel_for_after: the scope has already"),
+                       weft::graph_busy);
+}
+
+TEST_CASE("run() and wait() errors name TaskScope's calls: an affinity, a shut-down pool, a wait from a job") {
+  const Watchdog watchdog("scope run/wait errors", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  {
+    weft::TaskScope scope{pool};
+    (void)scope.submit([] {}, weft::NodeOptions{.name = "pinned", .affinity = 7});
+    CHECK_THROWS_WITH_AS(scope.run(),
+                         "weft::TaskScope::run: NodeOptions::affinity = 7 for job 'pinned': the pool has 2 workers",
+                         weft::invalid_option);
+  }
+  {
+    // A job that waits for its own scope would wait for itself.
+    weft::TaskScope scope{pool};
+    std::atomic<bool> run_returned{false};
+    std::string seen;
+    (void)scope.submit([&] {
+      while (!run_returned.load()) std::this_thread::yield();  // the scope is marked running once run() returns
+      try {
+        (void)scope.wait();
+      } catch (const weft::would_deadlock& e) {
+        seen = e.what();
+      }
+    });
+    scope.run();
+    run_returned.store(true);
+    CHECK(scope.wait() == weft::RunStatus::completed);
+    CHECK(seen == "weft::TaskScope::wait: called from inside one of the run's own jobs (or a subflow child of one); "
+                  "the run cannot end while it waits");
+  }
+  weft::Pool closed{weft::PoolOptions{.threads = 1}};
+  (void)closed.shutdown();
+  weft::TaskScope scope{closed};
+  (void)scope.submit([] {});
+  CHECK_THROWS_WITH_AS(scope.run(), doctest::Contains("weft::TaskScope::run: the pool is shut down"),
+                       weft::pool_closed);
+  std::vector<int> v(100, 1);
+  CHECK_THROWS_WITH_AS(weft::parallel_for(closed, 0, 100, [](int) {}),
+                       doctest::Contains("weft::parallel_for: the pool is shut down"), weft::pool_closed);
+  CHECK_THROWS_WITH_AS(weft::parallel_for(closed, v.begin(), v.end(), [](int&) {}),
+                       doctest::Contains("weft::parallel_for: the pool is shut down"), weft::pool_closed);
+}
+
+TEST_CASE("AnyJob::get names AnyJob, not Job") {
+  weft::Pool pool{weft::PoolOptions{.threads = 1}};
+  weft::TaskScope scope{pool};
+  auto a = scope.submit([] { return 1; }, weft::NodeOptions{.name = "early"});
+  const weft::AnyJob any = a;
+  CHECK_THROWS_WITH_AS(any.get(), doctest::Contains("weft::AnyJob::get: job 'early' has not run"), std::logic_error);
+  CHECK_THROWS_WITH_AS(a.get(), doctest::Contains("weft::Job::get: job 'early' has not run"), std::logic_error);
+  scope.run_and_wait();
+  any.get();
 }
 
 TEST_CASE("an affinity past the pool's workers: run() throws, the jobs read as cancelled") {

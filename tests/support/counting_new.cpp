@@ -12,6 +12,7 @@
 namespace {
 
 constinit thread_local std::size_t allocations = 0;
+constinit thread_local std::size_t largest = 0;
 // Allocations to let pass before one fails; kNoFailure when none is set up.
 constexpr std::size_t kNoFailure = static_cast<std::size_t>(-1);
 constinit thread_local std::size_t fail_countdown = kNoFailure;
@@ -20,6 +21,7 @@ std::atomic<std::uint64_t> counted{0};
 
 void* allocate(std::size_t size, std::size_t alignment) {
   ++allocations;
+  if (size > largest) largest = size;
   // relaxed: a statistic read after the counted threads have been waited for (which orders their increments).
   if (counting.load(std::memory_order_relaxed)) counted.fetch_add(1, std::memory_order_relaxed);
   if (fail_countdown != kNoFailure) {
@@ -46,6 +48,10 @@ namespace weft::test {
 
 std::size_t allocations_on_this_thread() noexcept { return allocations; }
 
+std::size_t largest_allocation_on_this_thread() noexcept { return largest; }
+
+void reset_largest_allocation_on_this_thread() noexcept { largest = 0; }
+
 void fail_next_allocation_on_this_thread() noexcept { fail_countdown = 0; }
 
 void fail_allocation_after_on_this_thread(std::size_t skip) noexcept { fail_countdown = skip; }
@@ -62,12 +68,21 @@ void reset_allocation_count() noexcept { counted.store(0, std::memory_order_seq_
 
 }  // namespace weft::test
 
-// The array and nothrow forms of the standard library call these, so they are counted too.
+// The standard library's nothrow forms call these, so they are counted too. So do its array forms, but a
+// sanitizer runtime replaces those itself (then `new T[n]` would bypass the count): they are replaced here too.
 void* operator new(std::size_t size) { return allocate(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__); }
 void* operator new(std::size_t size, std::align_val_t alignment) {
+  return allocate(size, static_cast<std::size_t>(alignment));
+}
+void* operator new[](std::size_t size) { return allocate(size, __STDCPP_DEFAULT_NEW_ALIGNMENT__); }
+void* operator new[](std::size_t size, std::align_val_t alignment) {
   return allocate(size, static_cast<std::size_t>(alignment));
 }
 void operator delete(void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
 void operator delete(void* memory, std::align_val_t) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t, std::align_val_t) noexcept { std::free(memory); }
+void operator delete[](void* memory) noexcept { std::free(memory); }
+void operator delete[](void* memory, std::size_t) noexcept { std::free(memory); }
+void operator delete[](void* memory, std::align_val_t) noexcept { std::free(memory); }
+void operator delete[](void* memory, std::size_t, std::align_val_t) noexcept { std::free(memory); }

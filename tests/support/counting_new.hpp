@@ -11,6 +11,11 @@ namespace weft::test {
 // Calls to any replaceable operator new made by the calling thread since it started.
 [[nodiscard]] std::size_t allocations_on_this_thread() noexcept;
 
+// The largest size asked of operator new by the calling thread since it started or last called
+// reset_largest_allocation_on_this_thread() (an attempt counts even if it then fails).
+[[nodiscard]] std::size_t largest_allocation_on_this_thread() noexcept;
+void reset_largest_allocation_on_this_thread() noexcept;
+
 // Makes the calling thread's next operator new throw std::bad_alloc (it still counts as an allocation attempt).
 void fail_next_allocation_on_this_thread() noexcept;
 

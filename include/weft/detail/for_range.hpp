@@ -20,7 +20,9 @@ namespace weft {
 template <class F, class I>
 concept IndexBody = std::integral<I> && (std::invocable<const F&, I> || std::invocable<const F&, I, I>);
 
-// Over random-access iterators [first, last): f(*it) per element, or f(b, e) per chunk of iterators.
+// Over random-access iterators [first, last): f(*it) per element, or f(b, e) per chunk of iterators. An f
+// taking an integer of another type than the elements satisfies this (the element converts), but is refused
+// by a static_assert (detail::takes_integer_not_element).
 template <class F, class It>
 concept ElementBody = std::random_access_iterator<It> &&
                       (std::invocable<const F&, std::iter_reference_t<It>> || std::invocable<const F&, It, It>);
@@ -30,10 +32,11 @@ namespace detail {
 // The index type of parallel_for(first, last) when first and last have different integer types (0 and a
 // size_t, say): their common type, with both values checked to fit in it.
 template <std::integral I, std::integral J>
-[[nodiscard]] std::common_type_t<I, J> common_index(I value, const char* which) {
+[[nodiscard]] std::common_type_t<I, J> common_index(I value, const char* which, const char* call) {
   using C = std::common_type_t<I, J>;
   if (!std::in_range<C>(value)) {
-    std::string message = "weft::parallel_for: ";
+    std::string message = call;
+    message += ": ";
     message += which;
     message += " = ";
     message += std::to_string(value);
@@ -77,8 +80,89 @@ class IndexRange {
   F f_;
 };
 
+// The type of the one parameter of a callable with one fixed signature: a function (pointer), or a class with
+// exactly one operator() that is not a template (a lambda that is not generic, a std::function). no_parameter
+// for anything else (a generic lambda, an overload set, more than one parameter): such an f takes what it is
+// given on purpose.
+struct no_parameter {};
+template <class M>
+struct call_operator_parameter {
+  using type = no_parameter;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A)> {
+  using type = A;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A) const> {
+  using type = A;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A) noexcept> {
+  using type = A;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A) const noexcept> {
+  using type = A;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A)&> {
+  using type = A;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A) const&> {
+  using type = A;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A) & noexcept> {
+  using type = A;
+};
+template <class R, class C, class A>
+struct call_operator_parameter<R (C::*)(A) const & noexcept> {
+  using type = A;
+};
+
+template <class F>
+struct sole_parameter {
+  using type = no_parameter;
+};
+template <class F>
+  requires requires { &F::operator(); }
+struct sole_parameter<F> : call_operator_parameter<decltype(&F::operator())> {};
+template <class R, class A>
+struct sole_parameter<R (*)(A)> {
+  using type = A;
+};
+template <class R, class A>
+struct sole_parameter<R (*)(A) noexcept> {
+  using type = A;
+};
+
+// True if f, called per element of [first, last), takes an integer of another type than the elements: then
+// each element would reach f converted, which is what a body written for indices (f(std::size_t i) over
+// v.begin(), v.end()) silently gets. Refused rather than guessed: such an f must take the element type (or be
+// generic), and an index loop is parallel_for(0, v.size(), f). An f taking the elements' own integer type
+// (std::size_t over a vector of std::size_t) is accepted: it gets the elements, as it says.
+template <class F, class It>
+inline constexpr bool takes_integer_not_element = [] {
+  using P = typename sole_parameter<std::decay_t<F>>::type;
+  if constexpr (std::is_same_v<P, no_parameter>) {
+    return false;
+  } else {
+    using D = std::remove_cvref_t<P>;
+    return std::integral<D> && !std::same_as<D, std::iter_value_t<It>> &&
+           !std::same_as<D, std::remove_cvref_t<std::iter_reference_t<It>>>;
+  }
+}();
+
 template <std::random_access_iterator It, class F>
 class ElementRange {
+  static_assert(!takes_integer_not_element<F, It>,
+                "weft::parallel_for(first, last, f) over iterators calls f with each element, never its index, "
+                "and this f takes an integer of another type than the elements (so each element would arrive "
+                "converted). Take the element (auto&, T&, const T& or T for elements of type T), or loop over "
+                "indices: parallel_for(std::size_t{0}, v.size(), [&](std::size_t i) { ... })");
+
  public:
   ElementRange(It first, F f) : first_(std::move(first)), f_(std::move(f)) {}
 

@@ -44,7 +44,7 @@ class Job {
 
   std::conditional_t<std::is_void_v<T>, void, std::add_lvalue_reference_t<const T>> get() const {
     require_valid("get");
-    state_->require_value("get");
+    state_->require_value("weft::Job::get");
     if constexpr (!std::is_void_v<T>) return state_->value();
   }
 
@@ -87,7 +87,7 @@ class AnyJob {
   // As Job<T>::get(), without the value: returns if the job finished, else throws what Job::get() would.
   void get() const {
     if (state_ == nullptr) throw std::logic_error("weft::AnyJob::get: empty job (default-constructed)");
-    state_->require_value("get");
+    state_->require_value("weft::AnyJob::get");
   }
 
  private:

@@ -60,14 +60,15 @@ class JobStateBase {
   }
 
   // Returns if the job has a value; else throws what Job::get() promises: the job's own exception,
-  // job_cancelled (the run is over and the job never ran), or std::logic_error (asked too early).
-  void require_value(const char* who) const {
+  // job_cancelled (the run is over and the job never ran), or std::logic_error (asked too early). `call` is
+  // the public call the errors name ("weft::Job::get", "weft::AnyJob::get").
+  void require_value(const char* call) const {
     if (check_status()) return;
     // acquire: pairs with the scope's release of `finished`, after which every status is final...
     const ScopePhase phase = scope_->phase.load(std::memory_order_acquire);
     // ...so this second look is the last word once the phase says finished.
     if (check_status()) return;
-    std::string message = std::string("weft::Job::") + who + ": job '" + name_ + "' ";
+    std::string message = std::string(call) + ": job '" + name_ + "' ";
     if (phase == ScopePhase::finished) {
       message += "did not run: its scope's run was cancelled or failed before the job started";
       throw job_cancelled(message);

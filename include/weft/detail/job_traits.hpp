@@ -19,6 +19,15 @@ class Job;
 
 namespace detail {
 
+// How TaskScope refuses a callable of the wrong shape: every job function accepts any F (no constraint on its
+// shape), its result type stays well-formed whatever F is (void when F cannot be called as required), and a
+// static_assert in its body says what F must take and what to write instead. A constraint would only say
+// "Traits::callable evaluated to 'false'" after a page of candidates.
+
+// f()'s result; void (never used: the static_assert fails first) when f() does not compile.
+template <class F>
+using plain_result = std::conditional_t<std::is_invocable_v<F&>, std::invoke_result<F&>, std::type_identity<void>>;
+
 // submit(f): f() or f(Subflow&) (a job that spawns child work its completion waits for).
 template <class F>
 concept JobCallable = std::invocable<std::decay_t<F>&> || std::invocable<std::decay_t<F>&, Subflow&>;
@@ -26,12 +35,7 @@ concept JobCallable = std::invocable<std::decay_t<F>&> || std::invocable<std::de
 template <class F>
 using job_result_t =
     typename std::conditional_t<std::is_invocable_v<std::decay_t<F>&, Subflow&>,
-                                std::invoke_result<std::decay_t<F>&, Subflow&>, std::invoke_result<std::decay_t<F>&>>::type;
-
-// f()'s result; void (never used: the overload's constraint fails first) when f() does not compile, so that
-// the traits below stay well-formed for every F and a wrong callable only removes the overload.
-template <class F>
-using plain_result = std::conditional_t<std::is_invocable_v<F&>, std::invoke_result<F&>, std::type_identity<void>>;
+                                std::invoke_result<std::decay_t<F>&, Subflow&>, plain_result<std::decay_t<F>>>::type;
 
 // then(job, f): f(const T&) gets the value; f() runs after. For Job<void>, only f().
 template <class F, class T>

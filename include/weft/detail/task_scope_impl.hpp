@@ -5,6 +5,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -19,8 +20,7 @@ Job<R> TaskScope::add_job(const char* who, std::span<const AnyJob> deps, NodeOpt
   for (std::size_t i = 0; i < deps.size(); ++i) check_dependency(deps[i], i, who);
   std::string name = job_name(options);
   if (options.tokens != 1) {
-    std::string message = "weft::TaskScope::";
-    message += who;
+    std::string message = who;
     message += ": job '" + name + "': NodeOptions::tokens = " + std::to_string(options.tokens);
     message += " is not allowed: a job runs exactly once (tokens must be 1; use parallel_for for repeated work)";
     throw invalid_option(message);
@@ -28,8 +28,9 @@ Job<R> TaskScope::add_job(const char* who, std::span<const AnyJob> deps, NodeOpt
   if (options.name.empty()) options.name = name;  // so that the graph's own errors name the job the same way
   auto state = std::make_shared<detail::JobState<R>>(shared_);
   // Every dependency was checked above, so add_edge cannot fail half-way and leave a node without its edges.
-  const Node node = graph_.add_node(
-      [state, make = std::move(make)](Subflow& sf) mutable { make(*state, sf); }, std::move(options));
+  const Node node = detail::GraphAccess::add_node(
+      graph_, detail::Caller{who, "job"}, [state, make = std::move(make)](Subflow& sf) mutable { make(*state, sf); },
+      std::move(options));
   for (const AnyJob& dep : deps) graph_.add_edge(dep.state_->node(), node);
   state->bind(node, std::move(name));
   Job<R> job;
@@ -47,7 +48,7 @@ Job<typename Traits::result> TaskScope::when_all_same(std::span<const Job<T>> jo
     preds.reserve(jobs.size());
     for (const Job<T>& job : jobs) preds.push_back(job.state_);
   }
-  return add_job<R>("when_all", deps, std::move(options),
+  return add_job<R>("weft::TaskScope::when_all", deps, std::move(options),
                     [preds = std::move(preds), f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state,
                                                                                         Subflow&) mutable {
                       if constexpr (Traits::by_value) {
@@ -64,22 +65,45 @@ Job<typename Traits::result> TaskScope::when_all_same(std::span<const Job<T>> jo
                     });
 }
 
+template <class Traits, class... Js, class F>
+Job<typename Traits::result> TaskScope::when_all_tuple(const std::tuple<Js...>& jobs, F&& f, NodeOptions options) {
+  detail::require_callable(f, "weft::TaskScope::when_all");
+  using R = typename Traits::result;
+  const auto deps = std::apply([](const auto&... j) { return std::vector<AnyJob>{AnyJob(j)...}; }, jobs);
+  auto preds = std::apply([](const auto&... j) { return std::tuple{j.state_...}; }, jobs);
+  return add_job<R>("weft::TaskScope::when_all", deps, std::move(options),
+                    [preds = std::move(preds), f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state,
+                                                                                        Subflow&) mutable {
+                      if constexpr (Traits::by_value) {
+                        const auto all_have_values = [](const auto&... s) { return detail::all_have_values(s...); };
+                        if (!std::apply(all_have_values, preds)) return;
+                        state.execute([&]() -> R {
+                          return std::apply(f, std::apply([](const auto&... s) {
+                                              return std::tuple_cat(detail::value_refs(*s)...);
+                                            }, preds));
+                        });
+                      } else {
+                        state.execute([&]() -> R { return f(); });
+                      }
+                    });
+}
+
 template <class F>
-Job<std::invoke_result_t<std::decay_t<F>&>> TaskScope::when_all_any(std::span<const AnyJob> jobs, F&& f,
-                                                                    NodeOptions options) {
+Job<typename detail::plain_result<std::decay_t<F>>::type> TaskScope::when_all_any(std::span<const AnyJob> jobs,
+                                                                                  F&& f, NodeOptions options) {
   detail::require_callable(f, "weft::TaskScope::when_all");
   using R = std::invoke_result_t<std::decay_t<F>&>;
-  return add_job<R>("when_all", jobs, std::move(options),
+  return add_job<R>("weft::TaskScope::when_all", jobs, std::move(options),
                     [f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state, Subflow&) mutable {
                       state.execute([&]() -> R { return f(); });
                     });
 }
 
 template <class Body>
-Job<void> TaskScope::add_for_job(std::span<const AnyJob> deps, Body body, std::size_t n, NodeOptions options,
-                                 std::size_t grain) {
+Job<void> TaskScope::add_for_job(const char* who, std::span<const AnyJob> deps, Body body, std::size_t n,
+                                 NodeOptions options, std::size_t grain) {
   const unsigned concurrency = options.concurrency;
-  return add_job<void>("parallel_for", deps, std::move(options),
+  return add_job<void>(who, deps, std::move(options),
                        [body = std::move(body), n, grain, concurrency](detail::JobState<void>& state, Subflow& sf) {
                          try {
                            bool complete = false;
@@ -99,15 +123,13 @@ Job<void> TaskScope::add_for_job(std::span<const AnyJob> deps, Body body, std::s
 
 inline void TaskScope::require_building(const char* who) const {
   if (shared_->phase.load(std::memory_order_relaxed) == detail::ScopePhase::building) return;
-  std::string message = "weft::TaskScope::";
-  message += who;
+  std::string message = who;
   message += ": the scope has already been run; a TaskScope is one-shot: add every job before run()";
   throw graph_busy(message);
 }
 
 inline void TaskScope::check_dependency(const AnyJob& dep, std::size_t position, const char* who) const {
-  std::string message = "weft::TaskScope::";
-  message += who;
+  std::string message = who;
   if (!dep.valid()) {
     message += ": dependency #" + std::to_string(position) + " is an empty Job (default-constructed)";
     throw invalid_graph(message);
@@ -133,7 +155,7 @@ inline void TaskScope::run() {
   }
   if (graph_.size() != 0) {
     try {
-      run_ = graph_.run(*pool_);
+      run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"});
     } catch (...) {
       start_error_ = std::current_exception();
       mark(detail::ScopePhase::finished);
@@ -158,7 +180,7 @@ inline RunStatus TaskScope::wait() {
     TaskScope& scope;
     ~Finish() { scope.mark(detail::ScopePhase::finished); }
   } finish{*this};
-  return run_.wait();
+  return detail::GraphAccess::wait(run_, detail::Caller{"weft::TaskScope::wait", "job"});
 }
 
 }  // namespace weft

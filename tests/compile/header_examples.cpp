@@ -1,0 +1,146 @@
+// The Example blocks of the public headers (include/weft/*.hpp, and weft/detail/job.hpp, which documents Job
+// and AnyJob), copied verbatim, each in a function that declares what the example takes as given (a pool, a
+// vector, n). Compiled by check_compile.py with -Wall -Wextra -Wpedantic -Werror, so that an example a user
+// pastes compiles cleanly: no unused parameter in its lambdas. A variable an example leaves unused is used
+// after it, as the code that follows it would. When a header's example changes, change it here too.
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "weft/future.hpp"
+#include "weft/node_options.hpp"
+#include "weft/parallel_for.hpp"
+#include "weft/pool.hpp"
+#include "weft/small_function.hpp"
+#include "weft/subflow.hpp"
+#include "weft/task_graph.hpp"
+#include "weft/task_scope.hpp"
+
+namespace examples {
+
+void log(const char* what) { (void)what; }
+
+void future_hpp() {
+  weft::Pool pool;
+  weft::Future<int> answer = pool.submit([](int a) { return a * 2; }, 21);
+  int v = answer.get();  // 42
+  (void)v;
+}
+
+void pool_hpp() {
+  weft::Pool pool{weft::PoolOptions{.threads = 4}};
+  pool.post([] { /* fire and forget */ });
+  weft::Future<int> f = pool.submit([](int a) { return a * 2; }, 21);
+  int v = f.get();   // 42; rethrows the task's exception
+  pool.wait_idle();  // every accepted task has finished
+  (void)v;
+}
+
+void parallel_for_hpp_indices(std::size_t n) {
+  weft::Pool pool;
+  std::vector<double> y(n);
+  weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { y[i] = std::sqrt(double(i)); });
+}
+
+void parallel_for_hpp_elements(weft::Pool& pool) {
+  std::vector<int> v(1000, 1);
+  weft::parallel_for(pool, v.begin(), v.end(), [](int& x) { x *= 2; });
+}
+
+void small_function_hpp() {
+  auto buffer = std::make_unique<std::vector<int>>(1000);
+  weft::small_function<std::size_t(int)> task = [b = std::move(buffer)](int v) {
+    b->push_back(v);
+    return b->size();
+  };  // inline: a unique_ptr fits in 128 bytes
+  auto queued = std::move(task);  // noexcept, no allocation; task is now empty
+  std::size_t n = queued(7);      // 1001
+  weft::small_function_inline_only<void()> checked = [] {};  // a too-big capture here would not compile
+  (void)n;
+}
+
+long sum(long lo, long hi) { return (lo + hi) * (hi - lo + 1) / 2; }
+
+void subflow_hpp(weft::TaskGraph& graph, long lo, long mid, long hi) {
+  long left = 0;
+  long right = 0;
+  long total = 0;
+  graph.add_node([&](weft::Subflow& sf) {
+    sf.spawn([&] { left = sum(lo, mid); });
+    right = sum(mid, hi);
+    sf.join();
+    total = left + right;
+  });
+}
+
+void node_options_hpp() {
+  const auto options = weft::NodeOptions{.concurrency = 2, .capacity = 64, .overflow = weft::Overflow::Block};
+  (void)options;
+}
+
+void task_graph_hpp_run(weft::TaskGraph& graph, weft::Pool& pool) {
+  weft::Run run = graph.run(pool);
+  if (run.wait() == weft::RunStatus::cancelled) { /* ... */ }
+}
+
+void task_graph_hpp() {
+  weft::Pool pool;
+  weft::TaskGraph g;
+  auto n1 = g.add_node([] { /* ... */ });
+  auto n2 = g.add_node([] { /* ... */ }, weft::NodeOptions{.concurrency = 2, .capacity = 64,
+                                                            .overflow = weft::Overflow::Block});
+  g.add_edge(n1, n2);
+  g.run(pool).wait();  // and again: g.run(pool).wait();
+}
+
+void task_graph_hpp_add_edges(weft::TaskGraph& g) {
+  auto load = g.add_node([] {});
+  auto parse = g.add_node([] {});
+  auto index = g.add_node([] {});
+  g.add_edges(load, {parse, index});
+}
+
+void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
+  weft::Pool pool;
+  weft::TaskScope scope{pool};
+  auto a = scope.submit([] { return 21; });
+  auto b = scope.then(a, [](int x) { return x * 2; });
+  auto d = scope.parallel_for(v.begin(), v.end(), [](int& x) { x *= 2; });
+  scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; /* 21 + 42 */ });
+  scope.run_and_wait();  // rethrows the first exception
+  int r = b.get();       // 42
+  (void)r;
+  (void)out;
+}
+
+void task_scope_hpp_members(weft::TaskScope& scope, std::vector<int>& v, std::vector<int>& out) {
+  auto a = scope.submit([] { return 21; });
+  auto b = scope.then(a, [](int x) { return x * 2; });  scope.then(b, [] { log("b done"); });
+  scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; });
+  auto s = scope.submit([] { return std::string("s"); });
+  auto fill = scope.submit([] {});
+  auto d = scope.parallel_for_after({fill}, v.begin(), v.end(), [](int& x) { x *= 2; });
+  scope.when_all({a, s, d}, [] { /* all three finished */ });
+  scope.when_all(std::tuple{a, s}, [](int x, const std::string& y) { return x + static_cast<int>(y.size()); });
+  auto e = scope.parallel_for(0, 1000, [&](int i) { out[i] = i * i; });
+  (void)e;
+}
+
+void job_hpp(weft::Pool& pool) {
+  weft::TaskScope scope{pool};
+  weft::Job<int> a = scope.submit([] { return 21; });
+  scope.run_and_wait();
+  int v = a.get();  // 21
+  (void)v;
+}
+
+void any_job_hpp(weft::TaskScope& scope, int n) {
+  const auto body = [](int) {};
+  std::vector<weft::AnyJob> deps{scope.submit([] { return 1; }), scope.parallel_for(0, n, body)};
+  scope.when_all(deps, [] { /* after both */ });
+}
+
+}  // namespace examples

@@ -1,0 +1,67 @@
+// Forms of TaskScope and parallel_for calls that must not compile, each refused by a static_assert that says
+// what to write instead (WEFT_CASE 1 and up), and the accepted forms beside them (WEFT_CASE 0), which must
+// compile cleanly: so a refusal is the one form's, not the file's. Compiled by check_compile.py, never linked.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "weft/parallel_for.hpp"
+#include "weft/task_scope.hpp"
+
+#ifndef WEFT_CASE
+#error "compile with -DWEFT_CASE=<n> (see tests/compile/meson.build)"
+#endif
+
+void build(weft::Pool& pool) {
+  weft::TaskScope scope{pool};
+  auto a = scope.submit([] { return 1; });
+  auto b = scope.submit([] { return 2; });
+  auto s = scope.submit([] { return std::string("s"); });
+  std::vector<int> v(4, 0);
+  std::vector<std::size_t> sizes(4, 0);
+#if WEFT_CASE == 0
+  // Accepted: values as a vector, or none, from a braced list or vector of one type; one argument per job from
+  // a tuple, of any types; nothing from jobs of different types; elements over iterators, indices over integers.
+  scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; });
+  scope.when_all(std::vector<weft::Job<int>>{a, b}, [](const std::vector<int>& values) { return values.size(); });
+  scope.when_all({a, b}, [] {});
+  scope.when_all(std::tuple{a, b}, [](int x, int y) { return x + y; });
+  scope.when_all(std::tuple{a, s}, [](int x, const std::string& y) { return x + static_cast<int>(y.size()); });
+  scope.when_all({a, s}, [] {});
+  scope.then(a, [](int x) { return x; });
+  scope.then(s, [] {});
+  scope.submit([](weft::Subflow&) {});
+  scope.parallel_for(v.begin(), v.end(), [](int& x) { x = 1; });
+  scope.parallel_for(v.begin(), v.end(), [](auto& x) { x = 2; });
+  scope.parallel_for_after({a}, sizes.begin(), sizes.end(), [](std::size_t x) { return x; });
+  weft::parallel_for(pool, v.begin(), v.end(), [](int x) { return x; });
+  weft::parallel_for(pool, v.begin(), v.end(), std::function<void(const int&)>([](const int&) {}));
+  weft::parallel_for(pool, std::size_t{0}, v.size(), [&](std::size_t i) { v[i] = 1; });
+#elif WEFT_CASE == 1
+  scope.when_all({a, b}, [](int x, int y) { return x + y; });  // one argument per job: needs a tuple
+#elif WEFT_CASE == 2
+  const std::vector<weft::Job<int>> jobs{a, b};
+  scope.when_all(jobs, [](int x) { return x; });
+#elif WEFT_CASE == 3
+  scope.when_all({a, s}, [](int x, const std::string& y) { return x + static_cast<int>(y.size()); });
+#elif WEFT_CASE == 4
+  scope.when_all(std::tuple{a, s}, [](const std::string& y, int x) { return x + static_cast<int>(y.size()); });
+#elif WEFT_CASE == 5
+  scope.then(a, [](const std::string& y) { return y; });
+#elif WEFT_CASE == 6
+  scope.submit([](int x) { return x; });
+#elif WEFT_CASE == 7
+  weft::parallel_for(pool, v.begin(), v.end(), [&](std::size_t i) { v[i] = 1; });  // meant indices
+#elif WEFT_CASE == 8
+  scope.parallel_for(v.begin(), v.end(), [&](std::size_t i) { v[i] = 1; });
+#elif WEFT_CASE == 9
+  scope.parallel_for_after({a}, v.data(), v.data() + v.size(), [](long x) { return x; });
+#elif WEFT_CASE == 10
+  weft::parallel_for(pool, v.begin(), v.end(), std::function<void(std::size_t)>([](std::size_t) {}));
+#else
+#error "no such WEFT_CASE"
+#endif
+  scope.run_and_wait();
+}
