@@ -374,14 +374,8 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
   // run's last unit, which the pending count's acq_rel orders after this.
   lost_tasks_.store(true, std::memory_order_relaxed);
   if (kind == GraphTaskKind::executor) node = graph_.limited_node(index);
-  try {
-    std::string message = "weft::TaskGraph: a task of node '";
-    message += graph_.name(node);
-    message += "' was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)";
-    fail(std::make_exception_ptr(weft::task_dropped(message)));
-  } catch (...) {
-    fail(std::current_exception());  // out of memory building the message: still fail the run
-  }
+  fail_dropped_at(node, "weft::TaskGraph: a task of node '",
+                  "' was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)");
   switch (kind) {
     case GraphTaskKind::node:
       add_skipped(1);
@@ -404,10 +398,15 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
 }
 
 void RunState::stop_for_drop_pending(std::uint32_t node) noexcept {
+  fail_dropped_at(node, "weft::TaskGraph: node '",
+                  "' (and the nodes after it) did not run: the pool is shutting down with Shutdown::DropPending");
+}
+
+void RunState::fail_dropped_at(std::uint32_t node, const char* before, const char* after) noexcept {
   try {
-    std::string message = "weft::TaskGraph: node '";
+    std::string message = before;
     message += graph_.name(node);
-    message += "' (and the nodes after it) did not run: the pool is shutting down with Shutdown::DropPending";
+    message += after;
     fail(std::make_exception_ptr(weft::task_dropped(message)));
   } catch (...) {
     fail(std::current_exception());  // out of memory building the message: still fail the run

@@ -73,6 +73,8 @@ class RunState {
   void fail_dropped(const char* message) noexcept;
   // A DropPending shutdown began before `node` ran: fails the run with task_dropped naming the node.
   void stop_for_drop_pending(std::uint32_t node) noexcept;
+  // Fails the run with task_dropped(before + the node's name + after).
+  void fail_dropped_at(std::uint32_t node, const char* before, const char* after) noexcept;
   void add_skipped(std::uint64_t count) noexcept { skipped_.fetch_add(count, std::memory_order_relaxed); }
   [[nodiscard]] bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   [[nodiscard]] Pool& pool() const noexcept { return pool_; }

@@ -131,30 +131,12 @@ class TaskScope {
   // Example: scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; });
   template <class T, class F, class Traits = detail::when_all_traits<std::decay_t<F>, T>>
   Job<typename Traits::result> when_all(std::initializer_list<Job<T>> jobs, F&& f, NodeOptions options = {}) {
-    static_assert(Traits::callable,
-                  "weft::TaskScope::when_all(jobs, f) over Job<T>s of one type (a braced list or a std::vector): "
-                  "f must take std::vector<T> (their values, in order) or nothing. To take one argument per job, or "
-                  "jobs of different types, pass a tuple: "
-                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
-    if constexpr (Traits::callable) {
-      return when_all_same<T, Traits>(std::span<const Job<T>>(jobs.begin(), jobs.size()), std::forward<F>(f),
-                                      std::move(options));
-    } else {
-      return {};
-    }
+    return when_all_checked<T, Traits>(std::span<const Job<T>>(jobs.begin(), jobs.size()), std::forward<F>(f),
+                                       std::move(options));
   }
   template <class T, class F, class Traits = detail::when_all_traits<std::decay_t<F>, T>>
   Job<typename Traits::result> when_all(const std::vector<Job<T>>& jobs, F&& f, NodeOptions options = {}) {
-    static_assert(Traits::callable,
-                  "weft::TaskScope::when_all(jobs, f) over Job<T>s of one type (a braced list or a std::vector): "
-                  "f must take std::vector<T> (their values, in order) or nothing. To take one argument per job, or "
-                  "jobs of different types, pass a tuple: "
-                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
-    if constexpr (Traits::callable) {
-      return when_all_same<T, Traits>(std::span<const Job<T>>(jobs), std::forward<F>(f), std::move(options));
-    } else {
-      return {};
-    }
+    return when_all_checked<T, Traits>(std::span<const Job<T>>(jobs), std::forward<F>(f), std::move(options));
   }
 
   // A job running f() after every job in `jobs`, whatever their result types (parallel_for jobs included).
@@ -294,6 +276,21 @@ class TaskScope {
     const std::size_t n = detail::element_count(first, last, who);
     return add_for_job(who, deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
                        std::move(options), grain);
+  }
+  // The one check of f for both when_all overloads over Job<T>s of one type: a clear static_assert, and no
+  // follow-on errors from the body.
+  template <class T, class Traits, class F>
+  Job<typename Traits::result> when_all_checked(std::span<const Job<T>> jobs, F&& f, NodeOptions options) {
+    static_assert(Traits::callable,
+                  "weft::TaskScope::when_all(jobs, f) over Job<T>s of one type (a braced list or a std::vector): "
+                  "f must take std::vector<T> (their values, in order) or nothing. To take one argument per job, or "
+                  "jobs of different types, pass a tuple: "
+                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
+    if constexpr (Traits::callable) {
+      return when_all_same<T, Traits>(jobs, std::forward<F>(f), std::move(options));
+    } else {
+      return {};
+    }
   }
   template <class T, class Traits, class F>
   Job<typename Traits::result> when_all_same(std::span<const Job<T>> jobs, F&& f, NodeOptions options);
