@@ -37,7 +37,6 @@ bool run_inline(FutureStateBase& state) noexcept {
 
 bool wait(FutureStateBase& state, Clock::time_point deadline) {
   if (state.ready()) return true;
-  sched::require_stack("weft::Future::get/wait");
   // A timed wait never runs the task inline: that could take longer than the timeout.
   const bool may_claim = deadline == Clock::time_point::max();
   if (sched::Worker* self = sched::Engine::this_thread_worker()) {
@@ -50,8 +49,10 @@ bool wait(FutureStateBase& state, Clock::time_point deadline) {
         [&](std::chrono::nanoseconds slice) {
           if (may_claim && run_inline(state)) return;
           sleep_on(state, slice);
-        });
+        },
+        "weft::Future::get/wait");
   }
+  sched::require_stack("weft::Future::get/wait");
   if (may_claim && state.inline_runs() != nullptr) {
     // A task this thread submitted sits in its own slot, normally at the bottom: popping it from there runs it
     // with no queued copy left behind (and no inline-run counting), as oneTBB's task_group::wait does.
