@@ -146,29 +146,13 @@ class TaskScope {
   template <class F>
   Job<typename detail::plain_result<std::decay_t<F>>::type> when_all(std::initializer_list<AnyJob> jobs, F&& f,
                                                                      NodeOptions options = {}) {
-    static_assert(std::invocable<std::decay_t<F>&>,
-                  "weft::TaskScope::when_all(jobs, f) over jobs of different result types (or AnyJobs): f must take "
-                  "nothing. To take their values, pass a tuple: "
-                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
-    if constexpr (std::invocable<std::decay_t<F>&>) {
-      return when_all_any(std::span<const AnyJob>(jobs.begin(), jobs.size()), std::forward<F>(f),
-                          std::move(options));
-    } else {
-      return {};
-    }
+    return when_all_any_checked(std::span<const AnyJob>(jobs.begin(), jobs.size()), std::forward<F>(f),
+                                std::move(options));
   }
   template <class F>
   Job<typename detail::plain_result<std::decay_t<F>>::type> when_all(const std::vector<AnyJob>& jobs, F&& f,
                                                                      NodeOptions options = {}) {
-    static_assert(std::invocable<std::decay_t<F>&>,
-                  "weft::TaskScope::when_all(jobs, f) over jobs of different result types (or AnyJobs): f must take "
-                  "nothing. To take their values, pass a tuple: "
-                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
-    if constexpr (std::invocable<std::decay_t<F>&>) {
-      return when_all_any(std::span<const AnyJob>(jobs), std::forward<F>(f), std::move(options));
-    } else {
-      return {};
-    }
+    return when_all_any_checked(std::span<const AnyJob>(jobs), std::forward<F>(f), std::move(options));
   }
 
   // A job running after the jobs of a tuple of Jobs of any types: f(const T1&, const T2&, ...) gets the values
@@ -276,6 +260,20 @@ class TaskScope {
     const std::size_t n = detail::element_count(first, last, who);
     return add_for_job(who, deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
                        std::move(options), grain);
+  }
+  // The one check of f for both when_all overloads over AnyJobs, as when_all_checked below.
+  template <class F>
+  Job<typename detail::plain_result<std::decay_t<F>>::type> when_all_any_checked(std::span<const AnyJob> jobs, F&& f,
+                                                                                 NodeOptions options) {
+    static_assert(std::invocable<std::decay_t<F>&>,
+                  "weft::TaskScope::when_all(jobs, f) over jobs of different result types (or AnyJobs): f must take "
+                  "nothing. To take their values, pass a tuple: "
+                  "when_all(std::tuple{a, b}, [](const A& x, const B& y) {...})");
+    if constexpr (std::invocable<std::decay_t<F>&>) {
+      return when_all_any(jobs, std::forward<F>(f), std::move(options));
+    } else {
+      return {};
+    }
   }
   // The one check of f for both when_all overloads over Job<T>s of one type: a clear static_assert, and no
   // follow-on errors from the body.
