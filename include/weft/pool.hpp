@@ -59,8 +59,10 @@ using submit_result_t = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args
 //   Normal task from any other thread goes to that thread's slot in this pool, whose oldest tasks workers take
 //   (up to 8 at once, before any worker's spawns), or to a shared FIFO queue once 64 threads hold slots.
 //   Priority and affinity: see TaskOptions.
-// - The destructor shuts down with Shutdown::Drain. The pool may not be destroyed, shut down or waited idle
-//   from one of its own tasks: those calls throw weft::would_deadlock.
+// - The destructor shuts down with Shutdown::Drain. The pool may not be shut down or waited idle from one of its
+//   own tasks, whichever thread runs it (a worker, or a thread running the task itself while it waits for it):
+//   wait_idle, shutdown and shutdown_for throw weft::would_deadlock there, and the destructor terminates with a
+//   message (it cannot throw).
 // - All member functions are thread-safe.
 //
 // Example:
