@@ -60,6 +60,15 @@ void RunState::cancel() noexcept {
   if (!done()) cancelled_.store(true, std::memory_order_seq_cst);
 }
 
+void RunState::add_stage_drops(std::string name, std::uint64_t count) noexcept {
+  dropped_.fetch_add(count, std::memory_order_relaxed);
+  try {
+    const std::lock_guard<std::mutex> hold(stage_drops_lock_);
+    stage_drops_.emplace_back(std::move(name), count);
+  } catch (...) {  // out of memory: the total above still counts them
+  }
+}
+
 RunStats RunState::stats() const {
   RunStats stats;
   stats.dropped = dropped_.load(std::memory_order_relaxed);
@@ -69,6 +78,7 @@ RunStats RunState::stats() const {
     stats.dropped_by_node.assign(node_count_, 0);
     for (const auto& [node, dropped] : dropped_by_limiter_)
       if (node != kNoIndex) stats.dropped_by_node[node] = dropped;
+    stats.dropped_by_stage = stage_drops_;
   }
   return stats;
 }

@@ -76,6 +76,8 @@ class RunState {
   // Fails the run with task_dropped(before + the node's name + after).
   void fail_dropped_at(std::uint32_t node, const char* before, const char* after) noexcept;
   void add_skipped(std::uint64_t count) noexcept { skipped_.fetch_add(count, std::memory_order_relaxed); }
+  // Items a pipeline stage dropped (Overflow::Drop): counted in the run's statistics under `name`.
+  void add_stage_drops(std::string name, std::uint64_t count) noexcept;
   [[nodiscard]] bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   [[nodiscard]] Pool& pool() const noexcept { return pool_; }
   // Subflow joiners sleep here; a subflow whose last child finished notifies it.
@@ -142,6 +144,8 @@ class RunState {
   std::atomic<bool> roots_claimed_{false};
   // Filled when the run ends (sized at the start, so ending allocates nothing): {node, tokens dropped}.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
+  std::mutex stage_drops_lock_;
+  std::vector<std::pair<std::string, std::uint64_t>> stage_drops_;  // {"pipeline/stage", items dropped}
 };
 
 // See line_before_pending_: a run's state must come from the plain operator new.

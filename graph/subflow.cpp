@@ -14,7 +14,7 @@
 
 namespace weft {
 
-void Subflow::spawn_child(small_function<void()>&& child) {
+void Subflow::spawn_child(small_function<void()>&& child, Priority priority) {
   // relaxed: counted before the child can run; the child's decrement (acq_rel) publishes its work to join().
   pending_.fetch_add(1, std::memory_order_relaxed);
   // The child is also a unit of the run, so the run (and the signal a finishing child notifies) outlives it.
@@ -22,7 +22,7 @@ void Subflow::spawn_child(small_function<void()>&& child) {
   // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
   // the pool_closed exception then reaches the body that spawned.
   TaskOptions options{};
-  options.priority = priority_;
+  options.priority = priority;
   detail::PoolAccess::post(run_->pool(), std::move(child), options, run_->inline_tag());
 }
 
@@ -60,6 +60,10 @@ void Subflow::join_children() noexcept {
   // are cores (measured: parallel_for 1.03-1.11x oneTBB's time with helping here, 0.98-1.04x without).
   // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
   graph::wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, run->subflow_signal());
+}
+
+void detail::SubflowAccess::add_dropped(Subflow& subflow, std::string name, std::uint64_t count) noexcept {
+  subflow.run_->add_stage_drops(std::move(name), count);
 }
 
 bool Subflow::cancelled() const noexcept { return run_->cancelled(); }

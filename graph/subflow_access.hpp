@@ -2,6 +2,11 @@
 // stack and joins it before the node counts as finished.
 #pragma once
 
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <utility>
+
 #include "weft/subflow.hpp"
 
 namespace weft::detail {
@@ -18,6 +23,19 @@ struct SubflowAccess {
   static void join_if_spawned(Subflow& subflow) noexcept {
     if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join_children();
   }
+  // Spawns f as a child of `subflow` posted at `priority` (a pipeline's stages have their own).
+  template <class F>
+  static void spawn(Subflow& subflow, F&& f, Priority priority) {
+    Subflow::require_stack_to_spawn();
+    subflow.spawn_child(small_function<void()>(Subflow::Child<std::decay_t<F>>(&subflow, std::forward<F>(f))),
+                        priority);
+  }
+  // An exception of work done for the subflow's execution: counted, and the run's first one cancels it.
+  static void record_exception(Subflow& subflow, std::exception_ptr error) noexcept {
+    subflow.record_exception(std::move(error));
+  }
+  // Items a pipeline stage dropped (Overflow::Drop), for RunStats; `name` is "pipeline/stage".
+  static void add_dropped(Subflow& subflow, std::string name, std::uint64_t count) noexcept;
 };
 
 }  // namespace weft::detail

@@ -106,6 +106,9 @@ struct RunStats {
   std::uint64_t skipped = 0;     // executions (tokens, subflow children) not started because the run was cancelled
   std::uint64_t exceptions = 0;  // exceptions thrown by bodies and children; the first is rethrown by wait()
   std::vector<std::uint64_t> dropped_by_node;  // indexed by Node::index()
+  // Items dropped by the Overflow::Drop stages of a TaskScope's pipelines, as {"pipeline/stage", count}, for
+  // each stage that dropped any (also counted in `dropped`).
+  std::vector<std::pair<std::string, std::uint64_t>> dropped_by_stage;
 };
 
 // One run of a TaskGraph. Move-only.

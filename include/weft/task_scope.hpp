@@ -22,7 +22,9 @@
 #include "weft/detail/require_callable.hpp"
 #include "weft/errors.hpp"
 #include "weft/node_options.hpp"
+#include "weft/detail/pipeline.hpp"
 #include "weft/pool.hpp"
+#include "weft/stream.hpp"
 #include "weft/subflow.hpp"
 #include "weft/task_graph.hpp"
 
@@ -220,6 +222,58 @@ class TaskScope {
     return parallel_for_after(std::span<const AnyJob>(deps), std::forward<Args>(args)...);
   }
 
+  // Pipelines: a source, then stages, then a sink, each item flowing through them as soon as it is produced
+  // (see weft::Stream and weft::StageOptions for the bound on items alive, overflow and order).
+  // - The source is called serially until it returns std::nullopt. Its pipeline is one job of the scope: it
+  //   starts when the source's dependencies (source_after) finished, and the Job<void> that sink() returns
+  //   finishes when the last item left the sink, so other jobs may follow it (then, when_all).
+  // - A stage's f takes an item (by value, T&& or const T&) and returns the next stage's item, or a
+  //   std::optional of it (std::nullopt filters the item out). A fan_out stage's f returns a range (a
+  //   std::vector, say) whose elements go on as separate items. A sink's f takes an item and returns nothing.
+  // - Items are moved, never copied: move-only items (std::unique_ptr) work.
+  // - The first exception of a stage (or weft::inbox_full from an Overflow::Fail stage) stops the source,
+  //   destroys the items in flight, fails the sink's job with it and cancels the run (wait() rethrows it); a
+  //   cancelled run stops the pipeline the same way, and its sink's job reads as cancelled.
+  // - Each stream feeds exactly one stage; a stream of another scope, or one already consumed, throws
+  //   weft::invalid_graph; run() throws invalid_graph if a pipeline has no sink. Bad options throw
+  //   weft::invalid_option naming the call and the stage.
+  //
+  // Example:
+  //   auto lines = scope.source([&]() -> std::optional<std::string> { return next_line(in); });
+  //   auto words = scope.fan_out(lines, [](std::string s) { return split(s); }, {.concurrency = 2});
+  //   auto longs = scope.stage(words, [](std::string w) -> std::optional<std::string> {
+  //     if (w.size() > 8) return w;
+  //     return std::nullopt;
+  //   });
+  //   weft::Job<void> done = scope.sink(longs, [&](std::string w) { out << w << '\n'; }, {.order = weft::Order::Input});
+  //   scope.then(done, [&] { out.flush(); });
+
+  // The start of a pipeline: f() -> std::optional<T>, called serially until it returns std::nullopt.
+  template <class F>
+  auto source(F&& f, StageOptions options = {}) {
+    return source_after(std::span<const AnyJob>(), std::forward<F>(f), std::move(options));
+  }
+  // A source that starts after every job in `deps`.
+  template <class F>
+  auto source_after(std::span<const AnyJob> deps, F&& f, StageOptions options = {});
+  template <class F>
+  auto source_after(std::initializer_list<AnyJob> deps, F&& f, StageOptions options = {}) {
+    return source_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<F>(f), std::move(options));
+  }
+  template <class F>
+  auto source_after(const std::vector<AnyJob>& deps, F&& f, StageOptions options = {}) {
+    return source_after(std::span<const AnyJob>(deps), std::forward<F>(f), std::move(options));
+  }
+  // A stage: f(item) -> U, or std::optional<U> to filter; the result is a Stream<U>.
+  template <class T, class F>
+  auto stage(const Stream<T>& in, F&& f, StageOptions options = {});
+  // A fan-out stage: f(item) -> a range; each element goes on as an item of the resulting Stream.
+  template <class T, class F>
+  auto fan_out(const Stream<T>& in, F&& f, StageOptions options = {});
+  // The end of a pipeline: f(item) for every item. The Job<void> finishes when the whole pipeline did.
+  template <class T, class F>
+  Job<void> sink(const Stream<T>& in, F&& f, StageOptions options = {});
+
   // Starts the run. Throws graph_busy if the scope already ran (one-shot), else what TaskGraph::run throws
   // (pool_closed, invalid_option for an affinity past the pool's workers): the jobs then never run.
   void run();
@@ -305,6 +359,10 @@ class TaskScope {
   template <class R, class Make>
   Job<R> add_job(const char* who, std::span<const AnyJob> deps, NodeOptions options, Make make);
 
+  // Checks `in` (valid, of this scope, not consumed yet) and adds the stage after it.
+  template <class Out, class Body, class T>
+  Stream<Out> add_stage(const char* who, const Stream<T>& in, detail::StageKind kind, std::unique_ptr<Body> body,
+                        StageOptions options, std::size_t size, std::size_t align);
   void require_building(const char* who) const;
   void check_dependency(const AnyJob& dep, std::size_t position, const char* who) const;
   std::string job_name(const NodeOptions& options) const;
@@ -318,8 +376,11 @@ class TaskScope {
   TaskGraph graph_;
   Run run_;
   std::exception_ptr start_error_;  // what run() threw, rethrown by wait()
+  // The pipelines begun by source(); run() refuses one without a sink.
+  std::vector<std::shared_ptr<detail::Pipeline>> pipelines_;
 };
 
 }  // namespace weft
 
 #include "weft/detail/task_scope_impl.hpp"
+#include "weft/detail/task_scope_pipeline.hpp"

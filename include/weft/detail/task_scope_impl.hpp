@@ -153,6 +153,12 @@ inline void TaskScope::run() {
     throw graph_busy("weft::TaskScope::run: the scope was already run; a TaskScope is one-shot (make a new one, "
                      "or use weft::TaskGraph to run one graph many times)");
   }
+  for (const auto& pipeline : pipelines_) {
+    if (!pipeline->complete()) {
+      throw invalid_graph("weft::TaskScope::run: pipeline '" + pipeline->name() + "' has no sink: the stream of "
+                          "its stage '" + pipeline->last_stage_name() + "' feeds nothing (end it with sink())");
+    }
+  }
   if (graph_.size() != 0) {
     try {
       run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"});

@@ -1,0 +1,160 @@
+// One run of a TaskScope pipeline: item slots, each stage's inbox, the budget of items alive, and the carriers
+// (pool tasks) that take items through the stages.
+//
+// Invariants:
+// - An item lives in a slot (a Slot header followed by storage for any of the pipeline's types). The slots
+//   alive in a segment (the stages between the source, or a fan-out stage, and the next fan-out stage or the
+//   sink) never exceed that segment's budget: the sum of capacity + concurrency of the stages consuming its
+//   items (plus 1, the source, in the first). A producer that finds the budget spent registers itself and
+//   returns; the next slot freed in the segment is handed to it (no thread waits).
+// - A stage runs at most `concurrency` bodies at once: `running` counts its taken slots. An item arriving at a
+//   stage with a free slot (and, for Order::Input, being the next in order) takes one and its carrier goes on
+//   with it; otherwise it waits in the inbox. A slot freed starts the next waiting item. So an Order::Any
+//   stage's inbox is non-empty only while all its slots are taken.
+// - Order::Input stages take items by sequence number (given by the segment's producer in the order it
+//   produced them). An item filtered out or dropped becomes a marker that goes on to the following
+//   Order::Input stages of its segment, so they skip its number. The waiting items of such a stage are those
+//   with a number at or after its next one, all alive, so fewer than the segment's budget: a ring of that size
+//   indexed by number never collides.
+// - Every inbox, count and list of a stage is guarded by that stage's lock; budgets and free slots by the
+//   pool lock. No lock is held while a body runs or while another lock is taken, so locks never nest.
+// - A carrier checks for a stop (an exception, an Overflow::Fail, a cancelled run) before each body. Once
+//   stopped, carriers leave their items where they are; after the last task ended, the run's owner destroys
+//   every item still in a slot, exactly once.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "scheduler/cache_line.hpp"
+#include "scheduler/cpu_relax.hpp"
+#include "weft/detail/pipeline.hpp"
+#include "weft/subflow.hpp"
+
+namespace weft::detail::pipeline {
+
+inline constexpr std::uint32_t kNone = ~std::uint32_t{0};
+
+// A lock for the few instructions a stage's bookkeeping takes: spins briefly, then yields, so a holder that
+// was preempted gets the CPU back.
+class SpinLock {
+ public:
+  void lock() noexcept;
+  void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> held_{false};
+};
+
+// The header of an item slot; the item's storage follows at Run::storage_offset().
+struct Slot {
+  Slot* next = nullptr;        // in an inbox, the free list or a budget's waiters
+  std::uint64_t seq = 0;       // its number in its segment's order
+  std::uint32_t holder = kNone;  // the stage whose output (or fan state) the storage holds; kNone: empty
+  std::uint32_t segment = 0;
+  bool fan_state = false;  // the storage holds the holder's fan state, not an item
+  bool marker = false;     // an item filtered out or dropped: only its number goes on
+};
+
+// A FIFO of slots linked through Slot::next.
+struct SlotList {
+  Slot* head = nullptr;
+  Slot* tail = nullptr;
+  std::size_t size = 0;
+  void push(Slot* slot) noexcept;
+  Slot* pop() noexcept;
+  [[nodiscard]] bool empty() const noexcept { return head == nullptr; }
+};
+
+// What a carrier does next: run `stage` on `slot` (a slot of it already taken), call the source, or go on
+// handing out a fan state's elements (with `fresh`, a slot of the next segment already granted, or null).
+struct Step {
+  enum class Kind : std::uint8_t { stage, source, fan };
+  Kind kind = Kind::stage;
+  std::uint32_t stage = 0;
+  Slot* slot = nullptr;
+  Slot* fresh = nullptr;
+};
+
+class Run {
+ public:
+  Run(Pipeline& pipeline, Subflow& subflow);
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+  ~Run();
+
+  // Runs the pipeline to its end; returns the first error, or null. `completed`: every item went through.
+  std::exception_ptr run(bool& completed) noexcept;
+
+ private:
+  struct StageState;
+  struct Segment;
+  // One thread's work: the step it goes on with, if any. offer() gives it the step if it has none, else spawns
+  // a pool task for it.
+  struct Carrier {
+    Step next{};
+    bool has = false;
+  };
+
+  void carry(Step step) noexcept;
+  void offer(Carrier& carrier, Step step) noexcept;
+  void spawn(Step step) noexcept;
+  void run_source(Carrier& carrier, Slot* slot) noexcept;
+  void run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  void run_fan(Carrier& carrier, Slot* state, std::uint32_t stage, Slot* fresh) noexcept;
+  // Hands `slot` (an item, or a marker) to `stage` (kNone: out of the pipeline).
+  void deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // Drops the item in `slot` at `stage` (Overflow::Drop): it goes on as a marker.
+  void drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // A body of `stage` ended: starts its next waiting item, if it may.
+  void release(Carrier& carrier, std::uint32_t stage) noexcept;
+  // For an Order::Input stage, with its lock held: takes the markers and the items that may start now from the
+  // ring's front, in order. The caller sends them on once it released the lock.
+  void take_ready(StageState& state, SlotList& markers, SlotList& starts) noexcept;
+  void send_on(Carrier& carrier, std::uint32_t stage, SlotList& markers, SlotList& starts) noexcept;
+  // A slot of `segment`, or null if its budget is spent: the caller is then registered (`waiter`: a fan state;
+  // null: the source) and will be offered the next slot freed in the segment.
+  Slot* acquire(std::uint32_t segment, Slot* waiter) noexcept;
+  // Empties `slot` (destroying nothing: its storage must be empty) and returns it to its segment.
+  void free_slot(Carrier& carrier, Slot* slot) noexcept;
+  void destroy_content(Slot* slot) noexcept;
+  void fail(std::exception_ptr error) noexcept;
+  [[nodiscard]] bool stopping() const noexcept;
+  [[nodiscard]] void* storage(Slot* slot) const noexcept {
+    return reinterpret_cast<std::byte*>(slot) + storage_offset_;
+  }
+
+  Pipeline& pipeline_;
+  Subflow& subflow_;
+  const std::vector<Pipeline::Stage>& stages_;
+  std::uint32_t last_;  // the sink
+  std::size_t storage_offset_;
+  std::size_t stride_;
+  std::size_t align_;
+  std::vector<std::unique_ptr<StageState>> states_;
+  // For each stage, the next Order::Input stage of its segment after it (where a marker from it goes), or kNone.
+  std::vector<std::uint32_t> next_ordered_;
+  std::vector<std::uint32_t> segment_of_;  // the segment of the items a stage produces
+
+  // Guarded by pool_lock_.
+  SpinLock pool_lock_;
+  std::vector<Segment> segments_;
+  Slot* free_ = nullptr;
+  std::vector<std::byte*> chunks_;
+  std::size_t chunk_used_ = 0;  // slots handed out of chunks_.back()
+
+  // Touched only by the carrier holding the source's turn.
+  std::uint64_t source_seq_ = 0;
+  bool source_ended_ = false;
+
+  std::atomic<bool> stop_{false};
+  std::mutex error_lock_;
+  std::exception_ptr error_;
+};
+
+}  // namespace weft::detail::pipeline

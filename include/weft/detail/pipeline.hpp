@@ -1,0 +1,313 @@
+// The stages of one TaskScope pipeline: their type-erased bodies (built here, from the user's callables) and
+// the description TaskScope fills in; graph/pipeline_run.cpp runs it.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <optional>
+#include <ranges>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weft/detail/job.hpp"
+#include "weft/stream.hpp"
+
+namespace weft {
+class Subflow;
+}  // namespace weft
+
+namespace weft::detail {
+
+// What one stage does to an item. Items live in the pipeline's item slots, as raw storage sized and aligned for
+// every type of the pipeline; a body moves its input out of the slot and constructs its output in the same slot.
+class StageBody {
+ public:
+  StageBody() = default;
+  StageBody(const StageBody&) = delete;
+  StageBody& operator=(const StageBody&) = delete;
+  virtual ~StageBody() = default;
+
+  // The source: constructs the next item at `slot` and returns true, or returns false at the end of the stream
+  // (nothing constructed). Called serially.
+  virtual bool produce(void* slot) {
+    static_cast<void>(slot);
+    return false;
+  }
+  // Any other stage: consumes the input at `slot`, which is destroyed whatever happens (an exception included),
+  // and constructs its output there: returns false if there is none (filtered out; always for a sink). A fan-out
+  // stage constructs its fan state (the range and where it is in it) and returns true.
+  virtual bool process(void* slot) = 0;
+  // A fan-out stage: moves the next element of the fan state at `state` to `out` and returns true, or returns
+  // false at the end of the range (nothing constructed).
+  virtual bool next(void* state, void* out) {
+    static_cast<void>(state);
+    static_cast<void>(out);
+    return false;
+  }
+  // A fan-out stage: destroys the fan state at `state`.
+  virtual void destroy_state(void* state) noexcept { static_cast<void>(state); }
+  // Destroys an output of this stage at `slot` (an element, for a fan-out stage).
+  virtual void destroy(void* slot) noexcept = 0;
+};
+
+template <class T>
+T* slot_as(void* slot) noexcept {
+  return std::launder(static_cast<T*>(slot));
+}
+
+// Destroys the input in its slot when process() ends, whichever way, unless done() destroyed it already.
+template <class T>
+struct DestroyInput {
+  T* input;
+  explicit DestroyInput(T* item) noexcept : input(item) {}
+  DestroyInput(const DestroyInput&) = delete;
+  DestroyInput& operator=(const DestroyInput&) = delete;
+  ~DestroyInput() {
+    if (input != nullptr) input->~T();
+  }
+  void done() noexcept {
+    input->~T();
+    input = nullptr;
+  }
+};
+
+// Calls f with the item: as an rvalue when f takes one (by value or T&&), else as an lvalue (T& or const T&).
+template <class F, class T>
+decltype(auto) call_with_item(F& f, T& item) {
+  if constexpr (std::is_invocable_v<F&, T&&>) {
+    return std::invoke(f, std::move(item));
+  } else {
+    return std::invoke(f, item);
+  }
+}
+
+template <class F, class T>
+concept ItemCallable = std::is_invocable_v<F&, T&&> || std::is_invocable_v<F&, T&>;
+
+template <class F, class T>
+struct item_result {
+  using type = void;
+};
+template <class F, class T>
+  requires std::is_invocable_v<F&, T&&>
+struct item_result<F, T> {
+  using type = std::invoke_result_t<F&, T&&>;
+};
+template <class F, class T>
+  requires(!std::is_invocable_v<F&, T&&> && std::is_invocable_v<F&, T&>)
+struct item_result<F, T> {
+  using type = std::invoke_result_t<F&, T&>;
+};
+template <class F, class T>
+using item_result_t = typename item_result<F, T>::type;
+
+template <class T>
+struct optional_value {
+  using type = void;
+};
+template <class T>
+struct optional_value<std::optional<T>> {
+  using type = T;
+};
+
+// What a stage f produces from a T: the U of a std::optional<U> result (a filter), else the result itself.
+template <class F, class T>
+using stage_value_t = std::conditional_t<std::is_void_v<typename optional_value<item_result_t<F, T>>::type>,
+                                         item_result_t<F, T>, typename optional_value<item_result_t<F, T>>::type>;
+
+// An item type a pipeline can carry: an object type that can be moved, and destroyed without throwing.
+template <class T>
+concept PipelineItem = std::is_object_v<T> && !std::is_array_v<T> && std::move_constructible<T> &&
+                       std::is_nothrow_destructible_v<T>;
+
+template <class F>
+struct source_traits {
+  static constexpr bool callable = false;
+};
+template <class F>
+  requires std::invocable<F&>
+struct source_traits<F> {
+  using value = typename optional_value<std::invoke_result_t<F&>>::type;
+  static constexpr bool callable = PipelineItem<value>;
+};
+
+template <class T, class F>
+class SourceBody final : public StageBody {
+ public:
+  template <class G>
+  explicit SourceBody(G&& f) : f_(std::forward<G>(f)) {}
+  bool produce(void* slot) override {
+    std::optional<T> item = f_();
+    if (!item) return false;
+    ::new (slot) T(std::move(*item));
+    return true;
+  }
+  bool process(void* slot) override {
+    static_cast<void>(slot);
+    return false;
+  }
+  void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+
+ private:
+  F f_;
+};
+
+template <class In, class F>
+class MapBody final : public StageBody {
+ public:
+  using Result = item_result_t<F, In>;
+  using Out = stage_value_t<F, In>;
+  static constexpr bool kFilter = !std::is_void_v<typename optional_value<Result>::type>;
+
+  template <class G>
+  explicit MapBody(G&& f) : f_(std::forward<G>(f)) {}
+  bool process(void* slot) override {
+    DestroyInput<In> input(slot_as<In>(slot));
+    if constexpr (kFilter) {
+      std::optional<Out> out = call_with_item(f_, *input.input);
+      if (!out) return false;
+      input.done();
+      ::new (slot) Out(std::move(*out));
+      return true;
+    } else {
+      Out out = call_with_item(f_, *input.input);
+      input.done();
+      ::new (slot) Out(std::move(out));
+      return true;
+    }
+  }
+  void destroy(void* slot) noexcept override { slot_as<Out>(slot)->~Out(); }
+
+ private:
+  F f_;
+};
+
+template <class In, class F>
+class SinkBody final : public StageBody {
+ public:
+  template <class G>
+  explicit SinkBody(G&& f) : f_(std::forward<G>(f)) {}
+  bool process(void* slot) override {
+    DestroyInput<In> input(slot_as<In>(slot));
+    call_with_item(f_, *input.input);
+    return false;
+  }
+  void destroy(void* slot) noexcept override { static_cast<void>(slot); }
+
+ private:
+  F f_;
+};
+
+// A fan-out stage's state while it hands out the elements of the range its callable returned. It stays where
+// it was constructed (the input's slot), so an iterator into the range stays valid.
+template <class R>
+struct FanState {
+  R range;
+  std::ranges::iterator_t<R> at;
+  template <class G>
+  explicit FanState(G&& r) : range(std::forward<G>(r)), at(std::ranges::begin(range)) {}
+  FanState(const FanState&) = delete;
+  FanState& operator=(const FanState&) = delete;
+};
+
+template <class F, class T>
+using fan_range_t = std::remove_cvref_t<item_result_t<F, T>>;
+template <class F, class T>
+using fan_value_t = std::ranges::range_value_t<fan_range_t<F, T>>;
+
+template <class In, class F>
+class FanOutBody final : public StageBody {
+ public:
+  using Range = fan_range_t<F, In>;
+  using Out = fan_value_t<F, In>;
+  using State = FanState<Range>;
+
+  template <class G>
+  explicit FanOutBody(G&& f) : f_(std::forward<G>(f)) {}
+  bool process(void* slot) override {
+    DestroyInput<In> input(slot_as<In>(slot));
+    Range range = call_with_item(f_, *input.input);
+    input.done();
+    ::new (slot) State(std::move(range));
+    return true;
+  }
+  bool next(void* state, void* out) override {
+    State& s = *slot_as<State>(state);
+    if (s.at == std::ranges::end(s.range)) return false;
+    ::new (out) Out(std::ranges::iter_move(s.at));
+    ++s.at;
+    return true;
+  }
+  void destroy_state(void* state) noexcept override { slot_as<State>(state)->~State(); }
+  void destroy(void* slot) noexcept override { slot_as<Out>(slot)->~Out(); }
+
+ private:
+  F f_;
+};
+
+enum class StageKind : std::uint8_t { source, map, fan_out, sink };
+
+// The description of one pipeline, filled in stage by stage by TaskScope (source, stage, fan_out, sink) and run
+// once, inside the scope job the source made (graph/pipeline_run.cpp). The stages form a chain: each stream
+// feeds exactly one stage.
+class Pipeline {
+ public:
+  // `scope` identifies the TaskScope (streams of another scope are refused); `name` is the pipeline's, as its
+  // job's.
+  Pipeline(const void* scope, std::string name) : scope_(scope), name_(std::move(name)) {}
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Adds the stage consuming the output of `from` (ignored for the source). `who` is the public call, which
+  // every error names: invalid_option for a bad option, invalid_graph if `from`'s stream already feeds a stage.
+  // `size`/`align`: the largest object the stage leaves in an item slot. Returns the new stage's index.
+  std::uint32_t add(const char* who, std::uint32_t from, StageKind kind, StageOptions options,
+                    std::unique_ptr<StageBody> body, std::size_t size, std::size_t align);
+
+  // Throws invalid_graph (naming `who`, the pipeline and the stage) unless `from` is the last stage and it is
+  // not a sink, i.e. its stream feeds nothing yet.
+  void require_open(const char* who, std::uint32_t from) const;
+
+  // True once a sink ended the chain.
+  [[nodiscard]] bool complete() const noexcept { return !stages_.empty() && stages_.back().kind == StageKind::sink; }
+  [[nodiscard]] const void* scope() const noexcept { return scope_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  // The name of the stage whose stream is the open end of the chain.
+  [[nodiscard]] const std::string& last_stage_name() const { return stages_.back().name; }
+
+  // Runs every item through the stages, inside the pipeline's job (its node's Subflow); returns once every task
+  // it spawned has finished. Returns the exception that stopped it (a stage's, inbox_full, pool_closed), or
+  // null; `completed` is true if the source ended and every item reached the sink (or was filtered or dropped).
+  std::exception_ptr run(Subflow& subflow, bool& completed) noexcept;
+
+  // What run() needs of a stage.
+  struct Stage {
+    std::string name;
+    StageOptions options;
+    StageKind kind;
+    std::unique_ptr<StageBody> body;
+  };
+  [[nodiscard]] const std::vector<Stage>& stages() const noexcept { return stages_; }
+  [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
+  [[nodiscard]] std::size_t slot_align() const noexcept { return slot_align_; }
+
+  // The pipeline's job (its node in the scope's graph), which sink() returns.
+  Job<void> job;
+
+ private:
+  const void* scope_;
+  std::string name_;
+  std::vector<Stage> stages_;
+  std::size_t slot_size_ = 1;
+  std::size_t slot_align_ = alignof(std::max_align_t);
+};
+
+}  // namespace weft::detail

@@ -1,0 +1,151 @@
+// The pipeline members of weft::TaskScope (source, stage, fan_out, sink), included at the end of
+// weft/task_scope.hpp.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <ranges>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "weft/detail/pipeline.hpp"
+#include "weft/task_scope.hpp"
+
+namespace weft {
+
+template <class F>
+auto TaskScope::source_after(std::span<const AnyJob> deps, F&& f, StageOptions options) {
+  using D = std::decay_t<F>;
+  using Traits = detail::source_traits<D>;
+  static_assert(Traits::callable,
+                "weft::TaskScope::source(f): f must take nothing and return std::optional<T> (std::nullopt ends the "
+                "stream), T a movable object type");
+  if constexpr (Traits::callable) {
+    using T = typename Traits::value;
+    constexpr const char* who = "weft::TaskScope::source";
+    detail::require_callable(f, who);
+    require_building(who);
+    std::string name = options.name;
+    if (name.empty()) name = "pipeline " + std::to_string(graph_.size());
+    const Priority priority = options.priority;
+    auto pipeline = std::make_shared<detail::Pipeline>(shared_.get(), name);
+    (void)pipeline->add(who, 0, detail::StageKind::source, std::move(options),
+                        std::make_unique<detail::SourceBody<T, D>>(std::forward<F>(f)), sizeof(T), alignof(T));
+    NodeOptions node;
+    node.name = name;
+    node.priority = priority;
+    pipeline->job = add_job<void>(who, deps, std::move(node),
+                                  [pipeline](detail::JobState<void>& state, Subflow& subflow) {
+                                    bool completed = false;
+                                    const std::exception_ptr error = pipeline->run(subflow, completed);
+                                    if (error) {
+                                      state.set_error(error);
+                                    } else if (completed) {
+                                      state.set_done();
+                                    }  // else the run was cancelled: the job reads as cancelled
+                                  });
+    pipelines_.push_back(pipeline);
+    return Stream<T>(std::move(pipeline), 0);
+  } else {
+    return Stream<int>{};
+  }
+}
+
+template <class T, class F>
+auto TaskScope::stage(const Stream<T>& in, F&& f, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(detail::ItemCallable<D, T>,
+                "weft::TaskScope::stage(stream, f): f must take the stream's item (as T, T&& or const T&)");
+  if constexpr (detail::ItemCallable<D, T>) {
+    using U = detail::stage_value_t<D, T>;
+    static_assert(detail::PipelineItem<U>,
+                  "weft::TaskScope::stage(stream, f): f must return the next item (a movable object type), or a "
+                  "std::optional of it to filter items out; to consume items, use sink(stream, f)");
+    if constexpr (detail::PipelineItem<U>) {
+      constexpr const char* who = "weft::TaskScope::stage";
+      detail::require_callable(f, who);
+      return add_stage<U>(who, in, detail::StageKind::map,
+                          std::make_unique<detail::MapBody<T, D>>(std::forward<F>(f)), std::move(options), sizeof(U),
+                          alignof(U));
+    } else {
+      return Stream<int>{};
+    }
+  } else {
+    return Stream<int>{};
+  }
+}
+
+template <class T, class F>
+auto TaskScope::fan_out(const Stream<T>& in, F&& f, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(detail::ItemCallable<D, T>,
+                "weft::TaskScope::fan_out(stream, f): f must take the stream's item (as T, T&& or const T&)");
+  if constexpr (detail::ItemCallable<D, T>) {
+    using R = detail::fan_range_t<D, T>;
+    static_assert(std::ranges::input_range<R> && std::is_move_constructible_v<R>,
+                  "weft::TaskScope::fan_out(stream, f): f must return a range (a std::vector, say) of the next items");
+    if constexpr (std::ranges::input_range<R> && std::is_move_constructible_v<R>) {
+      using U = std::ranges::range_value_t<R>;
+      static_assert(detail::PipelineItem<U>,
+                    "weft::TaskScope::fan_out(stream, f): the range's elements must be a movable object type");
+      if constexpr (detail::PipelineItem<U>) {
+        constexpr const char* who = "weft::TaskScope::fan_out";
+        detail::require_callable(f, who);
+        using State = detail::FanState<R>;
+        return add_stage<U>(who, in, detail::StageKind::fan_out,
+                            std::make_unique<detail::FanOutBody<T, D>>(std::forward<F>(f)), std::move(options),
+                            sizeof(State) > sizeof(U) ? sizeof(State) : sizeof(U),
+                            alignof(State) > alignof(U) ? alignof(State) : alignof(U));
+      } else {
+        return Stream<int>{};
+      }
+    } else {
+      return Stream<int>{};
+    }
+  } else {
+    return Stream<int>{};
+  }
+}
+
+template <class T, class F>
+Job<void> TaskScope::sink(const Stream<T>& in, F&& f, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(detail::ItemCallable<D, T>,
+                "weft::TaskScope::sink(stream, f): f must take the stream's item (as T, T&& or const T&)");
+  if constexpr (detail::ItemCallable<D, T>) {
+    static_assert(std::is_void_v<detail::item_result_t<D, T>>,
+                  "weft::TaskScope::sink(stream, f): f must return nothing (void); to pass items on, use stage()");
+    constexpr const char* who = "weft::TaskScope::sink";
+    detail::require_callable(f, who);
+    (void)add_stage<T>(who, in, detail::StageKind::sink, std::make_unique<detail::SinkBody<T, D>>(std::forward<F>(f)),
+                       std::move(options), 1, 1);
+    return in.pipeline_->job;
+  } else {
+    return {};
+  }
+}
+
+template <class Out, class Body, class T>
+Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::StageKind kind,
+                                 std::unique_ptr<Body> body, StageOptions options, std::size_t size,
+                                 std::size_t align) {
+  require_building(who);
+  if (!in.valid()) {
+    std::string message = who;
+    message += ": the stream is empty (a default-constructed weft::Stream)";
+    throw invalid_graph(message);
+  }
+  if (in.pipeline_->scope() != shared_.get()) {
+    std::string message = who;
+    message += ": the stream of stage '" + in.pipeline_->last_stage_name() + "' of pipeline '" +
+               in.pipeline_->name() + "' belongs to another TaskScope: a stage may only consume streams of its own "
+               "scope";
+    throw invalid_graph(message);
+  }
+  const std::uint32_t index = in.pipeline_->add(who, in.stage_, kind, std::move(options), std::move(body), size, align);
+  return Stream<Out>(in.pipeline_, index);
+}
+
+}  // namespace weft

@@ -1,0 +1,90 @@
+// weft::Stream and weft::StageOptions: the typed streams of a TaskScope pipeline (source, stage, fan_out, sink).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "weft/node_options.hpp"
+#include "weft/pool_options.hpp"
+
+namespace weft {
+
+class TaskScope;
+
+namespace detail {
+class Pipeline;  // include/weft/detail/pipeline.hpp: the stages of one pipeline, built by a TaskScope
+}  // namespace detail
+
+// In which order a pipeline stage takes its items.
+enum class Order : std::uint8_t {
+  Any,    // as they arrive: a parallel stage before it may have reordered them
+  Input,  // in the order the source produced them (or, after a fan_out stage, the order it emitted them), like
+          // oneTBB's serial_in_order filter. An item filtered out or dropped before the stage leaves no gap
+          // that stalls it.
+};
+
+// The inbox of a stage when StageOptions::capacity is not given.
+inline constexpr std::size_t kDefaultStageCapacity = 16;
+// The largest StageOptions::concurrency and capacity: a pipeline keeps one item slot per unit of them.
+inline constexpr std::size_t kMaxStageBound = std::size_t{1} << 20;
+
+// Options of one pipeline stage (TaskScope::source, stage, fan_out, sink). Every member has a default, so
+// designated initializers naming any subset compile:
+//   scope.stage(lines, parse, {.concurrency = 4, .capacity = 64});
+// Bad values (concurrency 0 or above kMaxStageBound, capacity 0 or above kMaxStageBound, a source with a
+// concurrency other than 1 or with an order) throw weft::invalid_option naming the call, the stage, the option
+// and the value.
+//
+// Memory: the items alive in a pipeline at once (produced by the source and not yet consumed by the sink) never
+// exceed the sum, over its stages, of capacity + concurrency (a concurrency of kUnlimited counts as the pool's
+// workers + 1). The source waits for room (without holding a thread) when that many are alive.
+struct StageOptions {
+  // Shown in errors and statistics; default "stage <index>" (the source is stage 0 of its pipeline).
+  std::string name{};
+  // At most this many items in the stage's body at once (>= 1; kUnlimited: no limit of its own). The source is
+  // always serial: 1.
+  unsigned concurrency = 1;
+  // Items waiting to enter the stage beyond which `overflow` acts (>= 1). Unused for the source.
+  std::size_t capacity = kDefaultStageCapacity;
+  // What an item that finds the inbox full does: Block waits (parked: no thread is held, and the pipeline's
+  // bound above still holds); Drop drops it and counts it (RunStats::dropped and dropped_by_stage); Fail cancels
+  // the run, whose wait() throws weft::inbox_full naming the stage.
+  Overflow overflow = Overflow::Block;
+  // The order the stage takes its items in (see weft::Order). Unused for the source.
+  Order order = Order::Any;
+  // The priority of the pool tasks that start at this stage (see weft::Priority); the source's is also the
+  // pipeline job's.
+  Priority priority = Priority::Normal;
+};
+
+// A typed stream of items of type T flowing out of one pipeline stage, to be consumed by exactly one later
+// stage (TaskScope::stage, fan_out or sink). A handle: copies name the same stream. Valid only in the TaskScope
+// that made it.
+//
+// Example:
+//   weft::Stream<std::string> lines = scope.source([&]() -> std::optional<std::string> { return next(in); });
+//   weft::Stream<std::size_t> sizes = scope.stage(lines, [](std::string s) { return s.size(); });
+//   weft::Job<void> done = scope.sink(sizes, [&](std::size_t n) { total += n; });
+template <class T>
+class Stream {
+ public:
+  using value_type = T;
+
+  // An empty handle: passing it to a stage throws weft::invalid_graph.
+  Stream() noexcept = default;
+
+  // True unless default-constructed.
+  [[nodiscard]] bool valid() const noexcept { return pipeline_ != nullptr; }
+
+ private:
+  friend class TaskScope;
+  Stream(std::shared_ptr<detail::Pipeline> pipeline, std::uint32_t stage) noexcept
+      : pipeline_(std::move(pipeline)), stage_(stage) {}
+
+  std::shared_ptr<detail::Pipeline> pipeline_;
+  std::uint32_t stage_ = 0;  // the stage whose output this stream is
+};
+
+}  // namespace weft
