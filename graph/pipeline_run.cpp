@@ -7,11 +7,21 @@
 #include <thread>
 #include <utility>
 
+#include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
+#include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#else
+#include <chrono>
+#endif
+
 namespace weft::detail::pipeline {
+
+std::atomic<bool> force_shared_mode{false};
 
 void SpinLock::lock() noexcept {
   unsigned spins = 0;
@@ -49,6 +59,14 @@ Slot* SlotList::pop() noexcept {
 }
 
 struct alignas(sched::kCacheLine) Run::StageState {
+  // What carriers read of the stage on every item, set once before any runs.
+  StageBody* body = nullptr;
+  StageKind kind = StageKind::map;
+  bool last = false;
+  Priority priority = Priority::Normal;
+  // The next Order::Input stage of the segment after this one (where a marker from here goes), or kNone.
+  std::uint32_t next_ordered = kNone;
+
   SpinLock lock;
   unsigned running = 0;  // bodies running, or items that took a slot and are on their way to run
   unsigned concurrency = 1;
@@ -66,6 +84,8 @@ struct alignas(sched::kCacheLine) Run::StageState {
   std::atomic<std::uint64_t> emitted{0};
 };
 
+inline Run::StageState& Run::state(std::uint32_t stage) const noexcept { return states_[stage]; }
+
 struct Run::Segment {
   std::size_t budget = 0;
   std::size_t live = 0;          // slots of the segment taken
@@ -77,12 +97,25 @@ struct Run::Segment {
 namespace {
 constexpr std::size_t kChunkSlots = 32;
 
+// A hand-off to another worker costs a spawn, a steal and the item's cache lines moving: a few hundred
+// nanoseconds. An item whose trip through the stages takes less is better carried by the thread that made it.
+constexpr std::uint64_t kHandOffCycles = 2048;
+
+std::uint64_t now_cycles() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
 std::size_t round_up(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
 }  // namespace
 
 Run::Run(Pipeline& pipeline, Subflow& subflow)
     : pipeline_(pipeline),
       subflow_(subflow),
+      run_state_(SubflowAccess::run(subflow)),
       stages_(pipeline.stages()),
       last_(static_cast<std::uint32_t>(pipeline.stages().size() - 1)) {
   align_ = std::max(pipeline.slot_align(), alignof(Slot));
@@ -101,6 +134,7 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
     const std::size_t concurrency = std::min<std::size_t>(stage.options.concurrency, workers + 1);
     segments_[segment_in[k]].budget += stage.options.capacity + concurrency;
     if (stage.kind == StageKind::fan_out) {
+      solo_allowed_ = false;
       segments_.emplace_back();
       segments_.back().producer = k;
       segment_of_[k] = static_cast<std::uint32_t>(segments_.size() - 1);
@@ -108,29 +142,33 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
       segment_of_[k] = segment_in[k];
     }
   }
-  states_.reserve(n);
+  always_hand_off_ = force_shared_mode.load(std::memory_order_relaxed);
+  if (always_hand_off_) solo_allowed_ = false;
+  states_ = std::make_unique<StageState[]>(n);
   for (std::uint32_t k = 0; k < n; ++k) {
-    auto state = std::make_unique<StageState>();
+    StageState& state = states_[k];
     const StageOptions& options = stages_[k].options;
-    state->concurrency = options.concurrency;
-    state->capacity = options.capacity;
-    state->overflow = options.overflow;
-    state->ordered = k != 0 && options.order == Order::Input;
-    if (state->ordered) {
+    state.body = stages_[k].body.get();
+    state.kind = stages_[k].kind;
+    state.last = k == last_;
+    state.priority = options.priority;
+    state.concurrency = options.concurrency;
+    state.capacity = options.capacity;
+    state.overflow = options.overflow;
+    state.ordered = k != 0 && options.order == Order::Input;
+    if (state.ordered) {
       std::size_t size = 1;
       while (size < segments_[segment_in[k]].budget) size *= 2;
-      state->ring.assign(size, nullptr);
-      state->mask = size - 1;
+      state.ring.assign(size, nullptr);
+      state.mask = size - 1;
     }
-    states_.push_back(std::move(state));
   }
   // A marker leaving stage k (an item filtered out there, or dropped on its way into k) goes to the next
   // Order::Input stage consuming the same segment; a fan-out stage ends the segment.
-  next_ordered_.assign(n, kNone);
   for (std::uint32_t k = 0; k < n; ++k) {
     for (std::uint32_t j = k + 1; j < n && segment_in[j] == segment_in[k]; ++j) {
-      if (states_[j]->ordered) {
-        next_ordered_[k] = j;
+      if (states_[j].ordered) {
+        states_[k].next_ordered = j;
         break;
       }
     }
@@ -152,26 +190,45 @@ Run::~Run() {
 
 std::exception_ptr Run::run(bool& completed) noexcept {
   carry(Step{Step::Kind::source, 0, nullptr, nullptr});
-  // Every task of the pipeline was spawned into this subflow: once it is joined, none touches this run.
-  SubflowAccess::join_if_spawned(subflow_);
+  // Once every task ended, none touches this run any more. acquire: pairs with task_ended()'s decrement, so
+  // what the tasks did is seen here. On a worker, the wait runs other tasks (the pipeline's among them).
+  graph::wait_until([this] { return tasks_.load(std::memory_order_acquire) == 0; }, run_state_.subflow_signal());
   bool all_freed = true;
   for (const Segment& segment : segments_) all_freed = all_freed && segment.live == 0;
   completed = !stop_.load(std::memory_order_relaxed) && source_ended_ && all_freed;
-  for (std::uint32_t k = 0; k < states_.size(); ++k) {
-    if (states_[k]->dropped != 0) {
-      SubflowAccess::add_dropped(subflow_, pipeline_.name() + "/" + stages_[k].name, states_[k]->dropped);
+  for (std::uint32_t k = 0; k <= last_; ++k) {
+    if (states_[k].dropped != 0) {
+      SubflowAccess::add_dropped(subflow_, pipeline_.name() + "/" + stages_[k].name, states_[k].dropped);
     }
   }
   return error_;
 }
 
-bool Run::stopping() const noexcept { return stop_.load(std::memory_order_relaxed) || subflow_.cancelled(); }
+bool Run::stopping() const noexcept { return stop_.load(std::memory_order_relaxed) || run_state_.cancelled(); }
+
+bool Run::hand_off_pays() const noexcept {
+  return always_hand_off_ || cycles_per_item_.load(std::memory_order_relaxed) > kHandOffCycles;
+}
 
 void Run::carry(Step step) noexcept {
   Carrier carrier;
   carrier.next = step;
   carrier.has = true;
-  while (carrier.has) {
+  for (;;) {
+    if (!carrier.has) {
+      if (carrier.timed_from != 0) {
+        // The source's last item went as far as it could on this carrier: how long that took decides whether
+        // the next one is handed off (a moving average over the last few items).
+        const std::uint64_t took = now_cycles() - carrier.timed_from;
+        const std::uint64_t average = cycles_per_item_.load(std::memory_order_relaxed);
+        cycles_per_item_.store(average - average / 8 + took / 8, std::memory_order_relaxed);
+        carrier.timed_from = 0;
+      }
+      if (!carrier.source_turn) return;
+      carrier.source_turn = false;
+      carrier.next = Step{Step::Kind::source, 0, nullptr, nullptr};
+      carrier.has = true;
+    }
     carrier.has = false;
     const Step now = carrier.next;
     // A stopped run leaves the item where it is: ~Run destroys it.
@@ -199,27 +256,75 @@ void Run::offer(Carrier& carrier, Step step) noexcept {
   }
 }
 
+class Run::Task {
+ public:
+  Task(Run* run, Step step) noexcept : run_(run), step_(step) {}
+  Task(Task&& other) noexcept : run_(std::exchange(other.run_, nullptr)), step_(other.step_) {}
+  Task& operator=(Task&&) = delete;
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  ~Task() {
+    if (run_ != nullptr) run_->task_dropped();
+  }
+  void operator()() noexcept {
+    Run* run = std::exchange(run_, nullptr);
+    run->carry(step_);
+    run->task_ended();
+  }
+
+ private:
+  Run* run_;
+  Step step_;
+};
+
 void Run::spawn(Step step) noexcept {
-  const Priority priority = stages_[step.kind == Step::Kind::source ? 0 : step.stage].options.priority;
+  TaskOptions options{};
+  options.priority = state(step.kind == Step::Kind::source ? 0 : step.stage).priority;
+  // relaxed: counted before the task exists; its end's decrement (acq_rel) is what the owner's wait reads.
+  tasks_.fetch_add(1, std::memory_order_relaxed);
   try {
-    SubflowAccess::spawn(subflow_, [this, step] { carry(step); }, priority);
-  } catch (...) {  // pool_closed, or a stack too short to spawn: the step's item is left for ~Run
+    // The run's tag: an outside thread waiting for the scope may run these tasks from its own slot.
+    PoolAccess::post(run_state_.pool(), small_function<void()>(Task(this, step)), options, run_state_.inline_tag());
+  } catch (...) {
+    // pool_closed: the task was destroyed unrun, and task_dropped() already failed the run and uncounted it.
+  }
+}
+
+void Run::task_ended() noexcept {
+  // The signal is the run's, which outlives this pipeline run: once the count is zero, the owner may return
+  // and destroy *this before notify() runs.
+  graph::Signal& signal = run_state_.subflow_signal();
+  if (tasks_.fetch_sub(1, std::memory_order_acq_rel) == 1) signal.notify();
+}
+
+void Run::task_dropped() noexcept {
+  try {
+    fail(std::make_exception_ptr(weft::task_dropped(
+        "weft::TaskScope: a task of pipeline '" + pipeline_.name() +
+        "' was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)")));
+  } catch (...) {
     fail(std::current_exception());
   }
+  task_ended();
 }
 
 void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
   // This carrier holds the source's turn: nobody else calls the source until it hands the turn on.
   for (;;) {
     if (stopping()) return;
+    if (slot == nullptr) slot = std::exchange(carrier.spare, nullptr);
     if (slot == nullptr) {
       slot = acquire(0, nullptr);
       if (slot == nullptr) return;  // the budget is spent: the next slot freed brings the turn back
     }
+    if (solo_allowed_ && !hand_off_pays() && alone()) {
+      if (!run_solo(slot)) return;
+      // Items take long enough now for other threads to help: on in the shared mode with the same slot.
+    }
     slot->seq = source_seq_++;
     bool produced = false;
     try {
-      produced = stages_[0].body->produce(storage(slot));
+      produced = states_[0].body->produce(storage(slot));
     } catch (...) {
       fail(std::current_exception());
       return;
@@ -233,16 +338,77 @@ void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
     const bool was_free = !carrier.has;
     deliver(carrier, std::exchange(slot, nullptr), 1);
     if (was_free && carrier.has) {
-      // This carrier takes the item on; another task calls the source meanwhile (as oneTBB's input filter).
-      spawn(Step{Step::Kind::source, 0, nullptr, nullptr});
+      // This carrier takes the item on. If items take long enough, another task calls the source meanwhile
+      // (as oneTBB's input filter does); else this carrier keeps the turn and calls it again once free.
+      carrier.timed_from = now_cycles();
+      if (hand_off_pays()) {
+        spawn(Step{Step::Kind::source, 0, nullptr, nullptr});
+      } else {
+        carrier.source_turn = true;
+      }
       return;
     }
     // The item waits in an inbox (or was dropped): call the source again.
   }
 }
 
+bool Run::alone() noexcept {
+  pool_lock_.lock();
+  std::size_t live = 0;
+  for (const Segment& segment : segments_) live += segment.live;
+  pool_lock_.unlock();
+  return live == 1;
+}
+
+bool Run::run_solo(Slot* slot) noexcept {
+  for (;;) {
+    if (stopping()) return false;  // the slot is empty: ~Run only frees it
+    const std::uint64_t started = now_cycles();
+    slot->seq = source_seq_++;
+    bool produced = false;
+    try {
+      produced = states_[0].body->produce(storage(slot));
+    } catch (...) {
+      fail(std::current_exception());
+      return false;
+    }
+    if (!produced) {
+      source_ended_ = true;
+      Carrier none;  // nobody waits for a slot: freeing it hands it to no one
+      free_slot(none, slot);
+      return false;
+    }
+    slot->holder = 0;
+    for (std::uint32_t k = 1; k <= last_; ++k) {
+      slot->holder = kNone;  // process() destroys the input whatever happens
+      try {
+        produced = states_[k].body->process(storage(slot));
+      } catch (...) {
+        fail(std::current_exception());
+        return false;
+      }
+      if (!produced) break;  // filtered out, or consumed by the sink
+      slot->holder = k;
+    }
+    const std::uint64_t took = now_cycles() - started;
+    const std::uint64_t average = cycles_per_item_.load(std::memory_order_relaxed);
+    cycles_per_item_.store(average - average / 8 + took / 8, std::memory_order_relaxed);
+    if (hand_off_pays()) break;
+  }
+  // Back to the shared mode: the Order::Input stages take next the number the source gives next (every item
+  // before it went through them here, unseen by their rings).
+  for (std::uint32_t k = 1; k <= last_; ++k) {
+    StageState& s = states_[k];
+    if (!s.ordered) continue;
+    s.lock.lock();
+    s.next_seq = source_seq_;
+    s.lock.unlock();
+  }
+  return true;
+}
+
 void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
-  const Pipeline::Stage& s = stages_[stage];
+  const StageState& s = state(stage);
   slot->holder = kNone;  // process() destroys the input whatever happens
   bool produced = false;
   try {
@@ -257,7 +423,7 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
     run_fan(carrier, slot, stage, nullptr);
     return;
   }
-  if (stage == last_) {
+  if (s.last) {
     // The sink's next waiting item first: an Order::Input sink is usually the pipeline's narrowest stage.
     release(carrier, stage);
     free_slot(carrier, slot);
@@ -268,36 +434,36 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
     deliver(carrier, slot, stage + 1);
   } else {
     slot->marker = true;
-    deliver(carrier, slot, next_ordered_[stage]);
+    deliver(carrier, slot, state(stage).next_ordered);
   }
   release(carrier, stage);
 }
 
-void Run::run_fan(Carrier& carrier, Slot* state, std::uint32_t stage, Slot* fresh) noexcept {
+void Run::run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh) noexcept {
   const std::uint32_t segment = segment_of_[stage];
-  StageBody& body = *stages_[stage].body;
+  StageBody& body = *state(stage).body;
   for (;;) {
     if (stopping()) return;  // `fresh`, if any, is empty: ~Run only frees it
-    Slot* element = fresh != nullptr ? std::exchange(fresh, nullptr) : acquire(segment, state);
+    Slot* element = fresh != nullptr ? std::exchange(fresh, nullptr) : acquire(segment, fan);
     if (element == nullptr) return;  // registered: the next slot freed in the segment resumes this fan state
     bool got = false;
     try {
-      got = body.next(storage(state), storage(element));
+      got = body.next(storage(fan), storage(element));
     } catch (...) {
       fail(std::current_exception());
       return;
     }
     if (!got) {
-      body.destroy_state(storage(state));
-      state->holder = kNone;
-      state->fan_state = false;
+      body.destroy_state(storage(fan));
+      fan->holder = kNone;
+      fan->fan_state = false;
       free_slot(carrier, element);
-      free_slot(carrier, state);
+      free_slot(carrier, fan);
       release(carrier, stage);
       return;
     }
     element->holder = stage;
-    element->seq = states_[stage]->emitted.fetch_add(1, std::memory_order_relaxed);
+    element->seq = state(stage).emitted.fetch_add(1, std::memory_order_relaxed);
     deliver(carrier, element, stage + 1);
   }
 }
@@ -307,7 +473,7 @@ void Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
     free_slot(carrier, slot);
     return;
   }
-  StageState& s = *states_[stage];
+  StageState& s = state(stage);
   if (!s.ordered) {  // markers never come here
     s.lock.lock();
     if (s.running < s.concurrency) {
@@ -344,7 +510,7 @@ void Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
 }
 
 void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
-  StageState& s = *states_[stage];
+  StageState& s = state(stage);
   if (s.overflow == Overflow::Fail) {
     try {
       std::string message = "weft::TaskScope: stage '" + stages_[stage].name + "' of pipeline '" +
@@ -360,11 +526,11 @@ void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
   slot->holder = kNone;
   slot->marker = true;
   // Its number still passes the Order::Input stages: this one (if it is one) and those after it.
-  deliver(carrier, slot, s.ordered ? stage : next_ordered_[stage]);
+  deliver(carrier, slot, s.ordered ? stage : state(stage).next_ordered);
 }
 
 void Run::release(Carrier& carrier, std::uint32_t stage) noexcept {
-  StageState& s = *states_[stage];
+  StageState& s = state(stage);
   if (!s.ordered) {
     s.lock.lock();
     --s.running;
@@ -401,7 +567,7 @@ void Run::take_ready(StageState& s, SlotList& markers, SlotList& starts) noexcep
 
 void Run::send_on(Carrier& carrier, std::uint32_t stage, SlotList& markers, SlotList& starts) noexcept {
   while (Slot* slot = starts.pop()) offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
-  while (Slot* slot = markers.pop()) deliver(carrier, slot, next_ordered_[stage]);
+  while (Slot* slot = markers.pop()) deliver(carrier, slot, state(stage).next_ordered);
 }
 
 Slot* Run::acquire(std::uint32_t segment, Slot* waiter) noexcept {
@@ -445,6 +611,11 @@ void Run::free_slot(Carrier& carrier, Slot* slot) noexcept {
   slot->holder = kNone;
   slot->marker = false;
   slot->fan_state = false;
+  if (carrier.source_turn && carrier.spare == nullptr && slot->segment == 0) {
+    // This carrier calls the source next: it keeps the slot (still counted in the budget) for that call.
+    carrier.spare = slot;
+    return;
+  }
   pool_lock_.lock();
   Segment& g = segments_[slot->segment];
   if (g.source_waiting) {  // the slot goes straight to the source, still counted in the budget
@@ -466,7 +637,7 @@ void Run::free_slot(Carrier& carrier, Slot* slot) noexcept {
 
 void Run::destroy_content(Slot* slot) noexcept {
   if (slot->holder == kNone) return;
-  StageBody& body = *stages_[slot->holder].body;
+  StageBody& body = *state(slot->holder).body;
   if (slot->fan_state) {
     body.destroy_state(storage(slot));
   } else {

@@ -18,6 +18,11 @@
 //   indexed by number never collides.
 // - Every inbox, count and list of a stage is guarded by that stage's lock; budgets and free slots by the
 //   pool lock. No lock is held while a body runs or while another lock is taken, so locks never nest.
+// - Solo mode: while carrying an item through the stages takes less than a hand-off to another worker would
+//   cost, and no item is alive but the source's, the carrier holding the source's turn runs every item through
+//   every stage itself, without locks (nobody else can reach a stage: every item comes from the source). It
+//   leaves the mode when items get slower, setting each Order::Input stage's next number to the source's.
+//   Pipelines with a fan-out stage always use the shared mode.
 // - A carrier checks for a stop (an exception, an Overflow::Fail, a cancelled run) before each body. Once
 //   stopped, carriers leave their items where they are; after the last task ended, the run's owner destroys
 //   every item still in a slot, exactly once.
@@ -31,14 +36,23 @@
 #include <mutex>
 #include <vector>
 
+#include "graph/wait.hpp"
 #include "scheduler/cache_line.hpp"
 #include "scheduler/cpu_relax.hpp"
 #include "weft/detail/pipeline.hpp"
 #include "weft/subflow.hpp"
 
+namespace weft::detail {
+class RunState;
+}  // namespace weft::detail
+
 namespace weft::detail::pipeline {
 
 inline constexpr std::uint32_t kNone = ~std::uint32_t{0};
+
+// For tests: when set, runs started afterwards never use the solo mode and always hand the source's turn off,
+// so that the shared mode's paths run even when the items are cheap. Read once per run.
+extern std::atomic<bool> force_shared_mode;
 
 // A lock for the few instructions a stage's bookkeeping takes: spins briefly, then yields, so a holder that
 // was preempted gets the CPU back.
@@ -95,18 +109,36 @@ class Run {
   struct StageState;
   struct Segment;
   // One thread's work: the step it goes on with, if any. offer() gives it the step if it has none, else spawns
-  // a pool task for it.
+  // a pool task for it. `source_turn`: it keeps the source's turn, to call the source again once it is free.
   struct Carrier {
     Step next{};
     bool has = false;
+    bool source_turn = false;
+    Slot* spare = nullptr;  // with source_turn: a slot of the first segment the sink freed, for the next call
+    std::uint64_t timed_from = 0;  // when the source's item started on this carrier (0: not timed)
   };
+  // The pool task of a spawned step; if the pool destroys it unrun (a DropPending shutdown), the run fails.
+  class Task;
 
   void carry(Step step) noexcept;
   void offer(Carrier& carrier, Step step) noexcept;
   void spawn(Step step) noexcept;
+  void task_ended() noexcept;
+  void task_dropped() noexcept;
+  // Whether the source's turn should go to another task while this carrier takes the item on: only when carrying
+  // an item took long enough for a hand-off to pay (see cycles_per_item_).
+  [[nodiscard]] bool hand_off_pays() const noexcept;
   void run_source(Carrier& carrier, Slot* slot) noexcept;
+  // True if no item is alive but the one in the source's slot: nobody else can be in a stage, as every item
+  // comes from the source, whose turn the caller holds.
+  [[nodiscard]] bool alone() noexcept;
+  // Runs the pipeline on this thread alone, item after item through every stage, without locks (the caller
+  // holds the source's turn, `slot` and nothing else is alive: see alone()). Returns true when items came to
+  // take long enough to hand them off (the caller goes on in the shared mode with `slot`), false when the source
+  // ended or the run stopped.
+  [[nodiscard]] bool run_solo(Slot* slot) noexcept;
   void run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
-  void run_fan(Carrier& carrier, Slot* state, std::uint32_t stage, Slot* fresh) noexcept;
+  void run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh) noexcept;
   // Hands `slot` (an item, or a marker) to `stage` (kNone: out of the pipeline).
   void deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
   // Drops the item in `slot` at `stage` (Overflow::Drop): it goes on as a marker.
@@ -131,15 +163,17 @@ class Run {
 
   Pipeline& pipeline_;
   Subflow& subflow_;
+  RunState& run_state_;
   const std::vector<Pipeline::Stage>& stages_;
   std::uint32_t last_;  // the sink
   std::size_t storage_offset_;
   std::size_t stride_;
   std::size_t align_;
-  std::vector<std::unique_ptr<StageState>> states_;
-  // For each stage, the next Order::Input stage of its segment after it (where a marker from it goes), or kNone.
-  std::vector<std::uint32_t> next_ordered_;
+  std::unique_ptr<StageState[]> states_;  // one per stage, each on its own cache lines
+  [[nodiscard]] StageState& state(std::uint32_t stage) const noexcept;
   std::vector<std::uint32_t> segment_of_;  // the segment of the items a stage produces
+  bool solo_allowed_ = true;   // no fan-out stage (run_solo takes one slot through every stage), not forced off
+  bool always_hand_off_ = false;  // force_shared_mode was set when the run began
 
   // Guarded by pool_lock_.
   SpinLock pool_lock_;
@@ -151,6 +185,16 @@ class Run {
   // Touched only by the carrier holding the source's turn.
   std::uint64_t source_seq_ = 0;
   bool source_ended_ = false;
+  // How long (in time-stamp counter cycles, a moving average) a carrier holding the source's turn took to take
+  // an item through the stages. Below kHandOffCycles, the source's turn stays with the carrier (no task per
+  // item): a hand-off to another worker (a spawn, a steal, the item's cache lines moving) would cost more than
+  // it saves. Above it, the next source call is spawned while the carrier works, so items run in parallel.
+  // Written by carriers on any thread; relaxed: a heuristic's input, nothing is ordered by it.
+  std::atomic<std::uint64_t> cycles_per_item_{0};
+
+  // Tasks spawned and not ended; the run's owner waits for zero on tasks_signal_.
+  alignas(sched::kCacheLine) std::atomic<std::uint64_t> tasks_{0};
+  graph::Signal tasks_signal_;
 
   std::atomic<bool> stop_{false};
   std::mutex error_lock_;

@@ -14,7 +14,7 @@
 
 namespace weft {
 
-void Subflow::spawn_child(small_function<void()>&& child, Priority priority) {
+void Subflow::spawn_child(small_function<void()>&& child) {
   // relaxed: counted before the child can run; the child's decrement (acq_rel) publishes its work to join().
   pending_.fetch_add(1, std::memory_order_relaxed);
   // The child is also a unit of the run, so the run (and the signal a finishing child notifies) outlives it.
@@ -22,7 +22,7 @@ void Subflow::spawn_child(small_function<void()>&& child, Priority priority) {
   // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
   // the pool_closed exception then reaches the body that spawned.
   TaskOptions options{};
-  options.priority = priority;
+  options.priority = priority_;
   detail::PoolAccess::post(run_->pool(), std::move(child), options, run_->inline_tag());
 }
 

@@ -23,13 +23,8 @@ struct SubflowAccess {
   static void join_if_spawned(Subflow& subflow) noexcept {
     if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join_children();
   }
-  // Spawns f as a child of `subflow` posted at `priority` (a pipeline's stages have their own).
-  template <class F>
-  static void spawn(Subflow& subflow, F&& f, Priority priority) {
-    Subflow::require_stack_to_spawn();
-    subflow.spawn_child(small_function<void()>(Subflow::Child<std::decay_t<F>>(&subflow, std::forward<F>(f))),
-                        priority);
-  }
+  // The run the subflow's execution belongs to.
+  [[nodiscard]] static RunState& run(Subflow& subflow) noexcept { return *subflow.run_; }
   // An exception of work done for the subflow's execution: counted, and the run's first one cancels it.
   static void record_exception(Subflow& subflow, std::exception_ptr error) noexcept {
     subflow.record_exception(std::move(error));

@@ -131,8 +131,7 @@ class Subflow {
   // would_deadlock instead of hanging.
   static Subflow* exchange_current(Subflow* next) noexcept;
 
-  void spawn_child(small_function<void()>&& child) { spawn_child(std::move(child), priority_); }
-  void spawn_child(small_function<void()>&& child, Priority priority);
+  void spawn_child(small_function<void()>&& child);
   static void require_stack_to_spawn();
   // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
   // which hold on to this Subflow until they finish.

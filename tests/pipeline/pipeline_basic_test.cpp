@@ -9,13 +9,37 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+
+#include "graph/pipeline_run.hpp"
 #include "tests/scope/scope_test_support.hpp"
 #include "weft/task_scope.hpp"
 
 namespace weft::test {
 namespace {
 
+// Runs the pipeline's shared mode (hand-offs, inboxes, rings) even where the solo mode would take cheap items.
+class SharedMode {
+ public:
+  explicit SharedMode(bool on) noexcept : was_(detail::pipeline::force_shared_mode.exchange(on)) {}
+  SharedMode(const SharedMode&) = delete;
+  SharedMode& operator=(const SharedMode&) = delete;
+  ~SharedMode() { detail::pipeline::force_shared_mode.store(was_); }
+
+ private:
+  bool was_;
+};
+
+void spin_for(std::chrono::microseconds how_long) {
+  const auto until = std::chrono::steady_clock::now() + how_long;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 TEST_CASE("a pipeline of a source, a parallel stage, a filter and an in-order sink") {
+  for (const bool shared : {false, true}) {
+  INFO("shared mode forced: " << shared);
+  const SharedMode mode(shared);
   for_each_scope_worker_count([](unsigned workers) {
     const Watchdog watchdog("pipeline basic", patience(60));
     Pool pool(PoolOptions{.threads = workers});
@@ -39,6 +63,39 @@ TEST_CASE("a pipeline of a source, a parallel stage, a filter and an in-order si
     REQUIRE(seen.size() == kItems / 2);
     for (std::uint64_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == (2 * i) * (2 * i));
     CHECK(after);
+  });
+  }
+}
+
+TEST_CASE("items that turn slow and then cheap again keep their order and arrive once") {
+  // Cheap items run solo on one thread; slow ones are handed off between threads; the pipeline goes from one
+  // mode to the other and back twice, with a filter before the in-order sink.
+  for_each_scope_worker_count([](unsigned workers) {
+    const Watchdog watchdog("pipeline modes", patience(60));
+    Pool pool(PoolOptions{.threads = workers});
+    TaskScope scope{pool};
+    constexpr std::uint64_t kItems = 5'000;
+    const auto slow = [](std::uint64_t x) { return (x >= 1'000 && x < 2'000) || (x >= 3'000 && x < 4'000); };
+    std::uint64_t next = 0;
+    auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
+      if (next == kItems) return std::nullopt;
+      return next++;
+    });
+    auto worked = scope.stage(numbers, [&](std::uint64_t x) {
+      if (slow(x)) spin_for(std::chrono::microseconds(5));
+      return x;
+    }, {.concurrency = 4, .capacity = 4});
+    auto kept = scope.stage(worked, [](std::uint64_t x) -> std::optional<std::uint64_t> {
+      if (x % 7 == 3) return std::nullopt;
+      return x;
+    }, {.concurrency = 2});
+    std::vector<std::uint64_t> seen;
+    (void)scope.sink(kept, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
+    CHECK(scope.run_and_wait() == RunStatus::completed);
+    std::vector<std::uint64_t> expected;
+    for (std::uint64_t x = 0; x < kItems; ++x)
+      if (x % 7 != 3) expected.push_back(x);
+    CHECK(seen == expected);
   });
 }
 
