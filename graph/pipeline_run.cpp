@@ -282,6 +282,8 @@ void Run::spawn(Step step) noexcept {
   options.priority = state(step.kind == Step::Kind::source ? 0 : step.stage).priority;
   // relaxed: counted before the task exists; its end's decrement (acq_rel) is what the owner's wait reads.
   tasks_.fetch_add(1, std::memory_order_relaxed);
+  // The task is a unit of the run too, so the run (and the signal task_ended() notifies) outlives it.
+  run_state_.add_unit();
   try {
     // The run's tag: an outside thread waiting for the scope may run these tasks from its own slot.
     PoolAccess::post(run_state_.pool(), small_function<void()>(Task(this, step)), options, run_state_.inline_tag());
@@ -291,10 +293,11 @@ void Run::spawn(Step step) noexcept {
 }
 
 void Run::task_ended() noexcept {
-  // The signal is the run's, which outlives this pipeline run: once the count is zero, the owner may return
-  // and destroy *this before notify() runs.
-  graph::Signal& signal = run_state_.subflow_signal();
-  if (tasks_.fetch_sub(1, std::memory_order_acq_rel) == 1) signal.notify();
+  // Once the count is zero, the owner may return and destroy *this before notify() runs: the signal is the
+  // run's, which the task's unit keeps alive until finish_unit(), last.
+  RunState& run = run_state_;
+  if (tasks_.fetch_sub(1, std::memory_order_acq_rel) == 1) run.subflow_signal().notify();
+  run.finish_unit();
 }
 
 void Run::task_dropped() noexcept {
