@@ -21,7 +21,7 @@
 
 namespace weft::detail::pipeline {
 
-std::atomic<bool> force_shared_mode{false};
+std::atomic<TestMode> test_mode{TestMode::automatic};
 
 void SpinLock::lock() noexcept {
   unsigned spins = 0;
@@ -142,8 +142,8 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
       segment_of_[k] = segment_in[k];
     }
   }
-  always_hand_off_ = force_shared_mode.load(std::memory_order_relaxed);
-  if (always_hand_off_) solo_allowed_ = false;
+  test_mode_ = test_mode.load(std::memory_order_relaxed);
+  if (test_mode_ == TestMode::shared) solo_allowed_ = false;
   states_ = std::make_unique<StageState[]>(n);
   for (std::uint32_t k = 0; k < n; ++k) {
     StageState& state = states_[k];
@@ -204,10 +204,27 @@ std::exception_ptr Run::run(bool& completed) noexcept {
   return error_;
 }
 
-bool Run::stopping() const noexcept { return stop_.load(std::memory_order_relaxed) || run_state_.cancelled(); }
+bool Run::stopping() noexcept {
+  if (stop_.load(std::memory_order_relaxed) || run_state_.cancelled()) return true;
+  if (PoolAccess::engine(run_state_.pool()).dropping()) [[unlikely]] {
+    // A DropPending shutdown began: a pipeline stops at the next item as the pool's queued tasks stop, and the
+    // run fails with task_dropped.
+    try {
+      fail(std::make_exception_ptr(weft::task_dropped(
+          "weft::TaskScope: pipeline '" + pipeline_.name() +
+          "' was stopped before its end: its pool is shutting down with Shutdown::DropPending")));
+    } catch (...) {
+      fail(std::current_exception());
+    }
+    return true;
+  }
+  return false;
+}
 
 bool Run::hand_off_pays() const noexcept {
-  return always_hand_off_ || cycles_per_item_.load(std::memory_order_relaxed) > kHandOffCycles;
+  if (test_mode_ != TestMode::automatic) [[unlikely]]
+    return test_mode_ == TestMode::shared;
+  return cycles_per_item_.load(std::memory_order_relaxed) > kHandOffCycles;
 }
 
 void Run::carry(Step step) noexcept {
@@ -304,7 +321,7 @@ void Run::task_dropped() noexcept {
   try {
     fail(std::make_exception_ptr(weft::task_dropped(
         "weft::TaskScope: a task of pipeline '" + pipeline_.name() +
-        "' was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)")));
+        "' was not run: the pool refused it (shut down, or out of memory) or dropped it (Shutdown::DropPending)")));
   } catch (...) {
     fail(std::current_exception());
   }

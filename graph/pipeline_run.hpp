@@ -50,9 +50,11 @@ namespace weft::detail::pipeline {
 
 inline constexpr std::uint32_t kNone = ~std::uint32_t{0};
 
-// For tests: when set, runs started afterwards never use the solo mode and always hand the source's turn off,
-// so that the shared mode's paths run even when the items are cheap. Read once per run.
-extern std::atomic<bool> force_shared_mode;
+// For tests, read once per run: `shared` never uses the solo mode and always hands the source's turn off, so
+// that the shared mode's paths run even when items are cheap; `solo` never hands off, so that a cheap pipeline
+// stays in the solo mode whatever the timing.
+enum class TestMode : std::uint8_t { automatic, shared, solo };
+extern std::atomic<TestMode> test_mode;
 
 // A lock for the few instructions a stage's bookkeeping takes: spins briefly, then yields, so a holder that
 // was preempted gets the CPU back.
@@ -156,7 +158,8 @@ class Run {
   void free_slot(Carrier& carrier, Slot* slot) noexcept;
   void destroy_content(Slot* slot) noexcept;
   void fail(std::exception_ptr error) noexcept;
-  [[nodiscard]] bool stopping() const noexcept;
+  // True once the run stops: an error, a cancelled run, or a DropPending shutdown of the pool (which fails it).
+  [[nodiscard]] bool stopping() noexcept;
   [[nodiscard]] void* storage(Slot* slot) const noexcept {
     return reinterpret_cast<std::byte*>(slot) + storage_offset_;
   }
@@ -173,7 +176,7 @@ class Run {
   [[nodiscard]] StageState& state(std::uint32_t stage) const noexcept;
   std::vector<std::uint32_t> segment_of_;  // the segment of the items a stage produces
   bool solo_allowed_ = true;   // no fan-out stage (run_solo takes one slot through every stage), not forced off
-  bool always_hand_off_ = false;  // force_shared_mode was set when the run began
+  TestMode test_mode_ = TestMode::automatic;
 
   // Guarded by pool_lock_.
   SpinLock pool_lock_;

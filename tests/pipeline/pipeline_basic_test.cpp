@@ -21,13 +21,15 @@ namespace {
 // Runs the pipeline's shared mode (hand-offs, inboxes, rings) even where the solo mode would take cheap items.
 class SharedMode {
  public:
-  explicit SharedMode(bool on) noexcept : was_(detail::pipeline::force_shared_mode.exchange(on)) {}
+  explicit SharedMode(bool on) noexcept
+      : was_(detail::pipeline::test_mode.exchange(on ? detail::pipeline::TestMode::shared
+                                                     : detail::pipeline::TestMode::automatic)) {}
   SharedMode(const SharedMode&) = delete;
   SharedMode& operator=(const SharedMode&) = delete;
-  ~SharedMode() { detail::pipeline::force_shared_mode.store(was_); }
+  ~SharedMode() { detail::pipeline::test_mode.store(was_); }
 
  private:
-  bool was_;
+  detail::pipeline::TestMode was_;
 };
 
 void spin_for(std::chrono::microseconds how_long) {
