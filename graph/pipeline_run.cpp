@@ -201,6 +201,17 @@ std::exception_ptr Run::run(bool& completed) noexcept {
       SubflowAccess::add_dropped(subflow_, pipeline_.name() + "/" + stages_[k].name, states_[k].dropped);
     }
   }
+  if (!error_ && !completed) {
+    // Cancelled (the scope's cancel(), or another job's exception): the sink's job says so by name. Not the
+    // run's exception: it only tells the job's readers.
+    try {
+      return std::make_exception_ptr(weft::job_cancelled(
+          "weft::TaskScope: pipeline '" + pipeline_.name() +
+          "' was stopped before its end: its scope's run was cancelled, or another job failed"));
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
   return error_;
 }
 

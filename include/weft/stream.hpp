@@ -34,25 +34,29 @@ inline constexpr std::size_t kMaxStageBound = std::size_t{1} << 20;
 // designated initializers naming any subset compile:
 //   scope.stage(lines, parse, {.concurrency = 4, .capacity = 64});
 // Bad values (concurrency 0 or above kMaxStageBound, capacity 0 or above kMaxStageBound, a source with a
-// concurrency other than 1 or with an order) throw weft::invalid_option naming the call, the stage, the option
-// and the value.
+// concurrency other than 1, an enumerator out of range) throw weft::invalid_option naming the call, the stage,
+// the option and the value. A source's capacity, overflow and order have no use and are otherwise ignored.
 //
 // Memory: the items alive in a pipeline at once (produced by the source and not yet consumed by the sink) never
 // exceed the sum, over its stages, of capacity + concurrency (a concurrency of kUnlimited counts as the pool's
-// workers + 1). The source waits for room (without holding a thread) when that many are alive.
+// workers + 1; a fan_out stage starts a new sum for the items it makes). The source waits for room (without
+// holding a thread) when that many are alive. That sum is the bound under Overflow::Block: an item that finds a
+// stage's inbox full waits beyond it, still within the sum; the inbox's own capacity is what Drop and Fail act
+// on.
 struct StageOptions {
-  // Shown in errors and statistics; default "stage <index>" (the source is stage 0 of its pipeline).
+  // Shown in errors and statistics; default "stage <index>" (the source: "source"). The source's name, or
+  // "pipeline <job index>", also names the pipeline and its job.
   std::string name{};
   // At most this many items in the stage's body at once (>= 1; kUnlimited: no limit of its own). The source is
   // always serial: 1.
   unsigned concurrency = 1;
-  // Items waiting to enter the stage beyond which `overflow` acts (>= 1). Unused for the source.
+  // Items waiting to enter the stage beyond which `overflow` acts (>= 1; see Memory above).
   std::size_t capacity = kDefaultStageCapacity;
-  // What an item that finds the inbox full does: Block waits (parked: no thread is held, and the pipeline's
-  // bound above still holds); Drop drops it and counts it (RunStats::dropped and dropped_by_stage); Fail cancels
-  // the run, whose wait() throws weft::inbox_full naming the stage.
+  // What an item that finds the inbox full does: Block waits beyond it (no thread is held, and the pipeline's
+  // bound above holds); Drop drops it and counts it (RunStats::dropped and dropped_by_stage); Fail cancels the
+  // run, whose wait() throws weft::inbox_full naming the stage.
   Overflow overflow = Overflow::Block;
-  // The order the stage takes its items in (see weft::Order). Unused for the source.
+  // The order the stage takes its items in (see weft::Order).
   Order order = Order::Any;
   // The priority of the pool tasks that start at this stage (see weft::Priority); the source's is also the
   // pipeline job's.

@@ -231,9 +231,11 @@ class TaskScope {
   //   std::optional of it (std::nullopt filters the item out). A fan_out stage's f returns a range (a
   //   std::vector, say) whose elements go on as separate items. A sink's f takes an item and returns nothing.
   // - Items are moved, never copied: move-only items (std::unique_ptr) work.
+  // - A fan_out stage's range may refer to the item (a view of it, taken as const T&): the item lives until
+  //   the range is used up.
   // - The first exception of a stage (or weft::inbox_full from an Overflow::Fail stage) stops the source,
   //   destroys the items in flight, fails the sink's job with it and cancels the run (wait() rethrows it); a
-  //   cancelled run stops the pipeline the same way, and its sink's job reads as cancelled.
+  //   cancelled run stops the pipeline the same way, and its sink's job throws weft::job_cancelled.
   // - Each stream feeds exactly one stage; a stream of another scope, or one already consumed, throws
   //   weft::invalid_graph; run() throws invalid_graph if a pipeline has no sink. Bad options throw
   //   weft::invalid_option naming the call and the stage.
@@ -245,7 +247,7 @@ class TaskScope {
   //     if (w.size() > 8) return w;
   //     return std::nullopt;
   //   });
-  //   weft::Job<void> done = scope.sink(longs, [&](std::string w) { out << w << '\n'; }, {.order = weft::Order::Input});
+  //   auto done = scope.sink(longs, [&](const std::string& w) { out << w << '\n'; }, {.order = weft::Order::Input});
   //   scope.then(done, [&] { out.flush(); });
 
   // The start of a pipeline: f() -> std::optional<T>, called serially until it returns std::nullopt.

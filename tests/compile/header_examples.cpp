@@ -5,7 +5,11 @@
 // after it, as the code that follows it would. When a header's example changes, change it here too.
 #include <cmath>
 #include <cstddef>
+#include <istream>
 #include <memory>
+#include <optional>
+#include <ostream>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -15,6 +19,7 @@
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
 #include "weft/small_function.hpp"
+#include "weft/stream.hpp"
 #include "weft/subflow.hpp"
 #include "weft/task_graph.hpp"
 #include "weft/task_scope.hpp"
@@ -127,6 +132,38 @@ void task_scope_hpp_members(weft::TaskScope& scope, std::vector<int>& v, std::ve
   scope.when_all(std::tuple{a, s}, [](int x, const std::string& y) { return x + static_cast<int>(y.size()); });
   auto e = scope.parallel_for(0, 1000, [&](int i) { out[i] = i * i; });
   (void)e;
+}
+
+std::optional<std::string> next_line(std::istream& in) {
+  std::string line;
+  if (std::getline(in, line)) return line;
+  return std::nullopt;
+}
+std::optional<std::string> next(std::istream& in) { return next_line(in); }
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream words_in(line);
+  for (std::string w; words_in >> w;) words.push_back(w);
+  return words;
+}
+
+void task_scope_hpp_pipeline(weft::TaskScope& scope, std::istream& in, std::ostream& out) {
+  auto lines = scope.source([&]() -> std::optional<std::string> { return next_line(in); });
+  auto words = scope.fan_out(lines, [](std::string s) { return split(s); }, {.concurrency = 2});
+  auto longs = scope.stage(words, [](std::string w) -> std::optional<std::string> {
+    if (w.size() > 8) return w;
+    return std::nullopt;
+  });
+  auto done = scope.sink(longs, [&](const std::string& w) { out << w << '\n'; }, {.order = weft::Order::Input});
+  scope.then(done, [&] { out.flush(); });
+}
+
+void stream_hpp(weft::TaskScope& scope, std::istream& in) {
+  std::size_t total = 0;
+  weft::Stream<std::string> lines = scope.source([&]() -> std::optional<std::string> { return next(in); });
+  weft::Stream<std::size_t> sizes = scope.stage(lines, [](std::string s) { return s.size(); });
+  weft::Job<void> done = scope.sink(sizes, [&](std::size_t n) { total += n; });
+  (void)done;
 }
 
 void job_hpp(weft::Pool& pool) {

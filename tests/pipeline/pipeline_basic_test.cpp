@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <chrono>
+#include <ranges>
 
 #include "graph/pipeline_run.hpp"
 #include "tests/scope/scope_test_support.hpp"
@@ -99,6 +100,45 @@ TEST_CASE("items that turn slow and then cheap again keep their order and arrive
       if (x % 7 != 3) expected.push_back(x);
     CHECK(seen == expected);
   });
+}
+
+TEST_CASE("a fan_out stage's range may be a view of its item") {
+  // The range refers to the item (taken as const std::string&): the item must live until the range is used up.
+  for (const bool shared : {false, true}) {
+    INFO("shared mode forced: " << shared);
+    const SharedMode mode(shared);
+    for_each_scope_worker_count([](unsigned workers) {
+      const Watchdog watchdog("pipeline fan_out view", patience(60));
+      Pool pool(PoolOptions{.threads = workers});
+      TaskScope scope{pool};
+      constexpr int kLines = 2'000;
+      int line = 0;
+      auto lines = scope.source([&]() -> std::optional<std::string> {
+        if (line == kLines) return std::nullopt;
+        ++line;
+        // Long enough words that a dangling view reads freed heap memory, not a short-string buffer.
+        return "first-word-of-line-" + std::to_string(line) + " second-word-of-the-line third-word-of-it";
+      });
+      auto words = scope.fan_out(lines, [](const std::string& s) {
+        return s | std::views::split(' ') |
+               std::views::transform([](auto word) { return std::string(word.begin(), word.end()); });
+      }, {.concurrency = 2});
+      std::size_t count = 0;
+      std::size_t letters = 0;
+      (void)scope.sink(words, [&](std::string w) {
+        ++count;
+        letters += w.size();
+      });
+      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(count == 3 * kLines);
+      std::size_t expected = 0;
+      for (int i = 1; i <= kLines; ++i) {
+        expected += std::string("first-word-of-line-").size() + std::to_string(i).size();
+        expected += std::string("second-word-of-the-line").size() + std::string("third-word-of-it").size();
+      }
+      CHECK(letters == expected);
+    });
+  }
 }
 
 }  // namespace

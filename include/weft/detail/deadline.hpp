@@ -11,7 +11,8 @@ namespace weft::detail {
 
 // `timeout` in nanoseconds, saturating: zero, negative or NaN -> 0; from nanoseconds::max() up -> max().
 template <class Rep, class Period>
-[[nodiscard]] constexpr std::chrono::nanoseconds clamp_to_nanoseconds(std::chrono::duration<Rep, Period> timeout) noexcept {
+[[nodiscard]] constexpr std::chrono::nanoseconds clamp_to_nanoseconds(
+    std::chrono::duration<Rep, Period> timeout) noexcept {
   using std::chrono::nanoseconds;
   if (!(timeout > std::chrono::duration<Rep, Period>::zero())) return nanoseconds::zero();
   // In long double nanoseconds no count overflows, and 2^63 is exact. A floating-point Rep is converted from

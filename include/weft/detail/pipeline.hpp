@@ -206,14 +206,17 @@ class SinkBody final : public StageBody {
   F f_;
 };
 
-// A fan-out stage's state while it hands out the elements of the range its callable returned. It stays where
-// it was constructed (the input's slot), so an iterator into the range stays valid.
-template <class R>
+// A fan-out stage's state while it hands out the elements of the range its callable returned: the item too,
+// since the range may refer to it (a view of a const T&). It stays where it was constructed (the input's
+// slot), so the range's iterator and any reference into the item stay valid.
+template <class In, class F>
 struct FanState {
-  R range;
-  std::ranges::iterator_t<R> at;
-  template <class G>
-  explicit FanState(G&& r) : range(std::forward<G>(r)), at(std::ranges::begin(range)) {}
+  using Range = std::remove_cvref_t<item_result_t<F, In>>;
+  In item;
+  Range range;
+  std::ranges::iterator_t<Range> at;
+  FanState(In&& input, F& f)
+      : item(std::move(input)), range(call_with_item(f, item)), at(std::ranges::begin(range)) {}
   FanState(const FanState&) = delete;
   FanState& operator=(const FanState&) = delete;
 };
@@ -226,17 +229,16 @@ using fan_value_t = std::ranges::range_value_t<fan_range_t<F, T>>;
 template <class In, class F>
 class FanOutBody final : public StageBody {
  public:
-  using Range = fan_range_t<F, In>;
   using Out = fan_value_t<F, In>;
-  using State = FanState<Range>;
+  using State = FanState<In, F>;
 
   template <class G>
   explicit FanOutBody(G&& f) : f_(std::forward<G>(f)) {}
   bool process(void* slot) override {
     DestroyInput<In> input(slot_as<In>(slot));
-    Range range = call_with_item(f_, *input.input);
+    In item(std::move(*input.input));
     input.done();
-    ::new (slot) State(std::move(range));
+    ::new (slot) State(std::move(item), f_);
     return true;
   }
   bool next(void* state, void* out) override {
@@ -284,8 +286,9 @@ class Pipeline {
   [[nodiscard]] const std::string& last_stage_name() const { return stages_.back().name; }
 
   // Runs every item through the stages, inside the pipeline's job (its node's Subflow); returns once every task
-  // it spawned has finished. Returns the exception that stopped it (a stage's, inbox_full, pool_closed), or
-  // null; `completed` is true if the source ended and every item reached the sink (or was filtered or dropped).
+  // it spawned has finished. Returns what the job reports: the exception that stopped it (a stage's,
+  // inbox_full, task_dropped), weft::job_cancelled if the run was cancelled, or null; `completed` is true if
+  // the source ended and every item reached the sink (or was filtered or dropped).
   std::exception_ptr run(Subflow& subflow, bool& completed) noexcept;
 
   // What run() needs of a stage.

@@ -107,8 +107,10 @@ Job<void> TaskScope::add_for_job(const char* who, std::span<const AnyJob> deps, 
                        [body = std::move(body), n, grain, concurrency](detail::JobState<void>& state, Subflow& sf) {
                          try {
                            bool complete = false;
-                           const std::exception_ptr error = detail::run_split(body, sf, n, grain, concurrency, complete);
-                           // A chunk's exception already reached the run (the chunk rethrew it): only the job keeps it.
+                           const std::exception_ptr error =
+                               detail::run_split(body, sf, n, grain, concurrency, complete);
+                           // A chunk's exception already reached the run (the chunk rethrew it): only the job
+                           // keeps it.
                            if (error) {
                              state.set_error(error);
                            } else if (complete) {

@@ -40,11 +40,11 @@ auto TaskScope::source_after(std::span<const AnyJob> deps, F&& f, StageOptions o
                                   [pipeline](detail::JobState<void>& state, Subflow& subflow) {
                                     bool completed = false;
                                     const std::exception_ptr error = pipeline->run(subflow, completed);
-                                    if (error) {
+                                    if (error) {  // a stage's, or job_cancelled
                                       state.set_error(error);
-                                    } else if (completed) {
+                                    } else {
                                       state.set_done();
-                                    }  // else the run was cancelled: the job reads as cancelled
+                                    }
                                   });
     pipelines_.push_back(pipeline);
     return Stream<T>(std::move(pipeline), 0);
@@ -85,7 +85,8 @@ auto TaskScope::fan_out(const Stream<T>& in, F&& f, StageOptions options) {
   if constexpr (detail::ItemCallable<D, T>) {
     using R = detail::fan_range_t<D, T>;
     static_assert(std::ranges::input_range<R> && std::is_move_constructible_v<R>,
-                  "weft::TaskScope::fan_out(stream, f): f must return a range (a std::vector, say) of the next items");
+                  "weft::TaskScope::fan_out(stream, f): f must return a range (a std::vector, say) of the next "
+                  "items");
     if constexpr (std::ranges::input_range<R> && std::is_move_constructible_v<R>) {
       using U = std::ranges::range_value_t<R>;
       static_assert(detail::PipelineItem<U>,
@@ -93,7 +94,7 @@ auto TaskScope::fan_out(const Stream<T>& in, F&& f, StageOptions options) {
       if constexpr (detail::PipelineItem<U>) {
         constexpr const char* who = "weft::TaskScope::fan_out";
         detail::require_callable(f, who);
-        using State = detail::FanState<R>;
+        using State = detail::FanState<T, D>;
         return add_stage<U>(who, in, detail::StageKind::fan_out,
                             std::make_unique<detail::FanOutBody<T, D>>(std::forward<F>(f)), std::move(options),
                             sizeof(State) > sizeof(U) ? sizeof(State) : sizeof(U),
@@ -144,7 +145,8 @@ Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::S
                "scope";
     throw invalid_graph(message);
   }
-  const std::uint32_t index = in.pipeline_->add(who, in.stage_, kind, std::move(options), std::move(body), size, align);
+  const std::uint32_t index =
+      in.pipeline_->add(who, in.stage_, kind, std::move(options), std::move(body), size, align);
   return Stream<Out>(in.pipeline_, index);
 }
 
