@@ -42,7 +42,7 @@ struct WeftPipelinePlan {
   const std::size_t stages = work_stages(c.shape) + 1;
   std::size_t fixed = 1;  // the source
   for (std::size_t k = 0; k < stages; ++k) {
-    StageOptions options;  // not designated: -Wextra flags the members left out
+    StageOptions options;
     const bool serial = c.shape == PipelineShape::linear8 || k + 1 == stages;
     options.concurrency = serial ? 1U : std::max(1U, workers);
     options.order = serial ? Order::Input : Order::Any;
