@@ -21,9 +21,10 @@ namespace weft::bench {
 // They are chosen so that the pipeline's bound (include/weft/stream.hpp: 1 for the source, plus, for every other
 // stage, capacity + concurrency, a concurrency above the pool's workers counting as workers + 1) equals oneTBB's
 // token limit, or comes as close above it as the bound allows:
-// - The parallel stages get concurrency = the pool's workers, not kUnlimited: a pool of W workers never runs
-//   more than W bodies at once (the thread waiting in run_and_wait() runs none), so both run alike, but
-//   kUnlimited would count W + 1 in the bound.
+// - The parallel stages get concurrency = the pool's workers, not kUnlimited: past the first items at most
+//   W bodies run at once on a pool of W workers (the thread waiting in run_and_wait() may start the
+//   pipeline's job as an outside helper, but its carrier usually ends after the first items; the workers
+//   carry the rest), so both run alike, but kUnlimited would count W + 1 in the bound.
 // - The serial stages (the sink; every stage of linear8) get concurrency 1 and Order::Input, as oneTBB's
 //   serial_in_order filters.
 // - Every capacity is at least 1 (the least StageOptions accepts); what is left of the token limit after that
