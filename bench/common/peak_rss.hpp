@@ -71,18 +71,29 @@ int peak_rss_child(unsigned threads) {
   return 2;
 }
 
-// Runs one child for `side` (a PoolSide's kName) with `threads` workers; nothing if the child failed.
-[[nodiscard]] inline std::optional<PeakRss> measure_peak_rss(std::string_view side, unsigned threads) {
-  // popen runs a shell, whose /proc/self/exe is the shell itself: name this process by its pid instead. No
-  // quoting needed: the path is digits, and the side names are fixed literals without shell metacharacters.
-  const std::string command = "/proc/" + std::to_string(getpid()) + "/exe --peak-rss-child=" + std::string(side) +
-                              " " + std::to_string(threads);
+// Runs this very executable again as a child with `arguments` (the caller's own fixed words: digits, names
+// and flags without shell metacharacters, so no quoting is needed) and returns the first line it printed;
+// nothing if it could not start or exited non-zero.
+[[nodiscard]] inline std::optional<std::string> run_self(const std::string& arguments) {
+  // popen runs a shell, whose /proc/self/exe is the shell itself: name this process by its pid instead.
+  const std::string command = "/proc/" + std::to_string(getpid()) + "/exe " + arguments;
   std::FILE* child = popen(command.c_str(), "r");
   if (child == nullptr) return std::nullopt;
-  PeakRss result;
-  const int fields = std::fscanf(child, "%ld %ld", &result.baseline_kib, &result.peak_kib);
+  char line[512] = {};
+  const bool got = std::fgets(line, sizeof line, child) != nullptr;
+  while (std::fgetc(child) != EOF) {
+  }
   const int status = pclose(child);
-  if (fields != 2 || status != 0) return std::nullopt;
+  if (!got || status != 0) return std::nullopt;
+  return std::string(line);
+}
+
+// Runs one child for `side` (a PoolSide's kName) with `threads` workers; nothing if the child failed.
+[[nodiscard]] inline std::optional<PeakRss> measure_peak_rss(std::string_view side, unsigned threads) {
+  const auto output = run_self("--peak-rss-child=" + std::string(side) + " " + std::to_string(threads));
+  if (!output) return std::nullopt;
+  PeakRss result;
+  if (std::sscanf(output->c_str(), "%ld %ld", &result.baseline_kib, &result.peak_kib) != 2) return std::nullopt;
   return result;
 }
 

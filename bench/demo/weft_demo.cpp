@@ -1,13 +1,16 @@
-// weft-demo: the README's main job. Runs the pool workloads of issue 3 (bench/common/pool_workloads.hpp) and
-// the graph workloads of issue 4 (bench/common/graph_workloads*.hpp) on weft and on oneTBB, several times
-// each, and prints each library's median, the ratio weft/oneTBB and whether the issue's goal is met. Needs
-// only weft and (optionally) oneTBB: without oneTBB at build time it shows weft alone. Exits 0 whether or not
-// the goals are met; 1 on bad arguments or a wrong result.
+// weft-demo: the README's main job. Runs the pool workloads of issue 3 (bench/common/pool_workloads.hpp), the
+// graph workloads of issue 4 (bench/common/graph_workloads*.hpp) and the pipeline workloads
+// (bench/common/pipeline_workloads*.hpp) on weft and on oneTBB, several times each, and prints each library's
+// median, the ratio weft/oneTBB and whether the issue's goal is met. Needs only weft and (optionally) oneTBB:
+// without oneTBB at build time it shows weft alone. Exits 0 whether or not the goals are met; 1 on bad
+// arguments or a wrong result.
 //
 //   weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--verbose]
-//   NAME: pool (noop, fib, submit, wake, memory) or graph (graph-chain, graph-layered, graph-tree,
-//   graph-wavefront, graph-independent, parallel-for, sincos), or one of those.
+//   NAME: pool (noop, fib, submit, wake, memory), graph (graph-chain, graph-layered, graph-tree,
+//   graph-wavefront, graph-independent, parallel-for, sincos) or pipeline (pipeline-tiny, pipeline-spin,
+//   pipeline-linear, pipeline-memory), or one of those.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include "bench/common/pool_workloads.hpp"
 #include "bench/demo/demo_graph.hpp"
 #include "bench/demo/demo_measure.hpp"
+#include "bench/demo/demo_pipeline.hpp"
 #include "bench/demo/demo_table.hpp"
 
 namespace {
@@ -31,7 +35,8 @@ using namespace weft::demo;
 constexpr std::string_view kUsage =
     "usage: weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--verbose]\n"
     "  NAME: pool, noop, fib, submit, wake, memory, graph, graph-chain, graph-layered, graph-tree,\n"
-    "  graph-wavefront, graph-independent, parallel-for, sincos";
+    "  graph-wavefront, graph-independent, parallel-for, sincos, pipeline, pipeline-tiny, pipeline-spin,\n"
+    "  pipeline-linear, pipeline-memory";
 
 constexpr std::string_view kPoolWorkloads[] = {"noop", "fib", "submit", "wake", "memory"};
 
@@ -43,10 +48,12 @@ bool listed(const std::string_view (&names)[N], std::string_view name) {
 struct Options {
   Settings settings;
   std::string only;      // empty: both libraries
-  std::string workload;  // empty: all of them; "pool" or "graph": that issue's
+  std::string workload;  // empty: all of them; "pool", "graph" or "pipeline": that group's
   [[nodiscard]] bool wants(std::string_view name) const {
     if (workload.empty() || workload == name) return true;
-    return workload == (listed(kPoolWorkloads, name) ? "pool" : "graph");
+    if (listed(kPoolWorkloads, name)) return workload == "pool";
+    if (listed(kPipelineFamilies, name)) return workload == "pipeline";
+    return workload == "graph";
   }
 };
 
@@ -80,8 +87,9 @@ Options parse(int argc, char** argv) {
 #endif
     } else if (arg == "--workload") {
       o.workload = value();
-      if (o.workload != "pool" && o.workload != "graph" && !listed(kPoolWorkloads, o.workload) &&
-          !listed(kGraphFamilies, o.workload)) {
+      if (o.workload != "pool" && o.workload != "graph" && o.workload != "pipeline" &&
+          !listed(kPoolWorkloads, o.workload) && !listed(kGraphFamilies, o.workload) &&
+          !listed(kPipelineFamilies, o.workload)) {
         std::string message = "--workload ";
         message += o.workload;
         message += ": not a workload (";
@@ -106,9 +114,10 @@ std::string load_average() {
   return text;
 }
 
-void print_header(const Options& o) {
+void print_header(const Options& o, std::uint64_t spin_steps) {
   const Settings& s = o.settings;
-  std::printf("weft-demo: weft against oneTBB on the workloads of issues 3 (Pool) and 4 (TaskGraph, TaskScope)\n");
+  std::printf("weft-demo: weft against oneTBB on the workloads of issues 3 (Pool) and 4 (TaskGraph, TaskScope)\n"
+              "  and on pipelines (TaskScope source, stage, sink against parallel_pipeline)\n");
 #if WEFT_BENCH_HAVE_TBB
   std::printf("  versions: weft %s, oneTBB %s (run time; headers %s)\n", WEFT_VERSION_STRING,
               std::string(tbb_runtime_version()).c_str(), std::string(tbb_header_version()).c_str());
@@ -127,16 +136,19 @@ void print_header(const Options& o) {
               s.reps, s.reps * kRoundTripBatchesPerRep, s.reps * kWakeSamplesPerRep,
               static_cast<long long>(weft::bench::kIdleBeforeWake.count()), kMemoryRuns);
   print_graph_header(s);
+  print_pipeline_header(s, spin_steps);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (const auto code = weft::bench::run_peak_rss_child_if_asked(argc, argv)) return *code;
+  if (const auto code = weft::bench::run_pipeline_memory_child_if_asked(argc, argv)) return *code;
   try {
     const Options o = parse(argc, argv);
     const auto start = std::chrono::steady_clock::now();
-    print_header(o);
+    const std::uint64_t spin_steps = weft::bench::spin_steps_for(weft::bench::kPipelineSpin);
+    print_header(o, spin_steps);
     Sides sides;
     if (o.only.empty() || o.only == "weft") sides.weft.emplace(o.settings.threads);
 #if WEFT_BENCH_HAVE_TBB
@@ -166,7 +178,9 @@ int main(int argc, char** argv) {
 #if WEFT_BENCH_HAVE_TBB
     if (sides.tbb) graph_sides.tbb.emplace(o.settings.threads);
 #endif
-    add_graph_rows(o.settings, graph_sides, [&](std::string_view family) { return o.wants(family); }, rows);
+    const auto wants = [&](std::string_view family) { return o.wants(family); };
+    add_graph_rows(o.settings, graph_sides, wants, rows);
+    add_pipeline_rows(o.settings, graph_sides, spin_steps, wants, rows);
     const GoalCount goals = print_table(rows);
     std::printf("\nGoals: %d met, %d not met. Load average at the end: %s. Took %.1f s.\n", goals.met, goals.missed,
                 load_average().c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
