@@ -1,6 +1,8 @@
 // The exceptions weft throws. Each message names what was wrong: the option, the value, the task.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <memory>
 #include <new>
 #include <stdexcept>

@@ -1,6 +1,8 @@
 // weft::Future<T>: the result of Pool::submit.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <chrono>
 #include <stdexcept>
 #include <utility>

@@ -1,6 +1,8 @@
 // Per-node options of a TaskGraph node or TaskScope job: limits, back-pressure, priority, affinity.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <limits>

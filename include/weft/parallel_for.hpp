@@ -2,6 +2,8 @@
 // (Inside a TaskScope, scope.parallel_for(...) makes the same loop a job of the graph instead.)
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <concepts>
 #include <cstddef>
 #include <exception>

@@ -1,6 +1,8 @@
 // weft::Pool: the work-stealing scheduler every weft graph runs on.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <chrono>
 #include <concepts>
 #include <cstdint>

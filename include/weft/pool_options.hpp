@@ -1,6 +1,8 @@
 // How a weft::Pool is configured, and the per-task options of post/submit.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

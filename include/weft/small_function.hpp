@@ -1,9 +1,7 @@
 // weft::small_function: the move-only callable every weft task is stored in.
 #pragma once
 
-#if __cplusplus < 202002L
-#error "weft requires C++20 (compile with -std=c++20 or later)"
-#endif
+#include "weft/detail/require_cpp20.hpp"
 
 #include <algorithm>
 #include <concepts>

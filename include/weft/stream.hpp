@@ -1,6 +1,8 @@
 // weft::Stream and weft::StageOptions: the typed streams of a TaskScope pipeline (source, stage, fan_out, sink).
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>

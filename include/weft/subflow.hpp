@@ -1,6 +1,8 @@
 // weft::Subflow: child work spawned by a running TaskGraph node, which the node's completion waits for.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <atomic>
 #include <concepts>
 #include <cstddef>

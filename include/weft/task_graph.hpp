@@ -1,6 +1,8 @@
 // weft::TaskGraph: a graph of nodes and edges, compiled once and run many times on a weft::Pool.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <chrono>
 #include <concepts>
 #include <cstddef>

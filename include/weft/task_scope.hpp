@@ -2,6 +2,8 @@
 // It builds a weft::TaskGraph and keeps each job's result in a slot its weft::Job<T> handles share.
 #pragma once
 
+#include "weft/detail/require_cpp20.hpp"
+
 #include <cstddef>
 #include <exception>
 #include <initializer_list>

@@ -1,8 +1,9 @@
-// A program outside weft's build: compiled against an installed weft (pkg-config) by install_test.sh, with
-// compilers other than the one that built the library. It touches the Pool, a Future and a TaskGraph so that the
-// link needs code from each part of the library, and exits non-zero if any result is wrong.
-#include <weft/pool.hpp>
-#include <weft/task_graph.hpp>
+// A program outside weft's build: compiled against an installed weft by install_test.sh (through pkg-config, with
+// compilers other than the one that built the library, and through the CMake package) and against weft as a
+// subproject by subproject_test.sh. It touches the Pool, a Future and a TaskGraph so that the link needs code
+// from each part of the library, and exits non-zero if any result is wrong. It includes <weft/weft.hpp>, all of
+// weft, so that every public header compiles in each of those builds (warnings as errors).
+#include <weft/weft.hpp>
 
 #include <atomic>
 #include <cstdio>

@@ -5,6 +5,8 @@
 #   static: the defaults (default_library=static, b_lto=true), the case whose archive must hold machine code;
 #   shared: default_library=shared, so libweft.so (and no archive) must be installed and found at run time.
 # The consumer finds weft through pkg-config only, must use the Pool, a Future and a TaskGraph, and must print ok.
+# The same program is then built by CMake (cmake/CMakeLists.txt) through the installed CMake package,
+# find_package(weft 0.1 CONFIG) and the target weft::weft, and must link the library of the prefix's kind.
 #
 # usage: install_test.sh SOURCE_ROOT B_SANITIZE WERROR MESON NINJA CXX...
 #   B_SANITIZE: the outer build's b_sanitize; anything but 'none' skips (77): this rebuilds weft twice.
@@ -24,7 +26,7 @@ if [ "$sanitize" != none ]; then
   echo "install_test: skipped under b_sanitize=$sanitize (it rebuilds weft; the release build runs it)"
   exit 77
 fi
-for tool in pkg-config g++; do
+for tool in pkg-config g++ cmake readelf; do
   command -v "$tool" >/dev/null || { echo "install_test: $tool not found on PATH" >&2; exit 1; }
 done
 
@@ -46,7 +48,8 @@ build_and_install() {
   local build=$work/build-$kind prefix=$work/prefix-$kind
   echo "install_test: [$kind] building weft ($*) with $inner_cxx"
   CXX=$inner_cxx "$meson" setup "$build" "$src" --prefix "$prefix" --wrap-mode=nodownload -Dwerror="$werror" \
-    -Dtests=disabled -Dbenchmarks=disabled -Dmodel_tests=disabled "$@" >"$work/setup-$kind.log" 2>&1 \
+    -Dtests=disabled -Dbenchmarks=disabled -Dmodel_tests=disabled -Dcmake_package=enabled "$@" \
+    >"$work/setup-$kind.log" 2>&1 \
     || { cat "$work/setup-$kind.log" >&2; fail "[$kind] meson setup"; }
   "$ninja" -C "$build" -j 2 >"$work/build-$kind.log" 2>&1 \
     || { cat "$work/build-$kind.log" >&2; fail "[$kind] build"; }
@@ -94,12 +97,39 @@ link_and_run() {
   "$exe" || fail "[$kind] the consumer built by $cxx exited with $?"
 }
 
+# cmake_consumer KIND: build cmake/CMakeLists.txt (the same consumer) against the prefix through weft's CMake
+# package alone, and run it; a shared weft must be what the program loads, a static one must not be loaded at all.
+cmake_consumer() {
+  local kind=$1 prefix=$work/prefix-$1 build=$work/cmake-$1
+  local config
+  config=$(find "$prefix" -name weftConfig.cmake -print -quit)
+  [ -n "$config" ] || fail "[$kind] no weftConfig.cmake installed under $prefix"
+  [ -f "$(dirname "$config")/weftConfigVersion.cmake" ] || fail "[$kind] no weftConfigVersion.cmake beside $config"
+  echo "install_test: [$kind] cmake: find_package(weft 0.1 CONFIG), building the consumer"
+  cmake -S "$here/cmake" -B "$build" -G Ninja -DCMAKE_MAKE_PROGRAM="$ninja" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$work/cmake-$kind.log" 2>&1 \
+    || { cat "$work/cmake-$kind.log" >&2; fail "[$kind] cmake could not configure the consumer"; }
+  grep -q "^weft_DIR:PATH=$(dirname "$config")\$" "$build/CMakeCache.txt" \
+    || fail "[$kind] cmake found weft elsewhere: $(grep '^weft_DIR' "$build/CMakeCache.txt")"
+  cmake --build "$build" >"$work/cmake-build-$kind.log" 2>&1 \
+    || { head -c 4000 "$work/cmake-build-$kind.log" >&2; fail "[$kind] cmake could not build the consumer"; }
+  local needed
+  needed=$(readelf -d "$build/consumer" | grep -c 'NEEDED.*libweft\.so' || true)
+  case "$kind" in
+    static) [ "$needed" = 0 ] || fail "[$kind] the CMake consumer needs libweft.so" ;;
+    shared) [ "$needed" = 1 ] || fail "[$kind] the CMake consumer does not need libweft.so" ;;
+  esac
+  "$build/consumer" || fail "[$kind] the consumer built by cmake exited with $?"
+}
+
 build_and_install static
 check_prefix static
 for cxx in "${consumers[@]}"; do link_and_run static "$cxx"; done
+cmake_consumer static
 
 build_and_install shared -Ddefault_library=shared
 check_prefix shared
 for cxx in "${consumers[@]}"; do link_and_run shared "$cxx"; done
+cmake_consumer shared
 
-echo "install_test: ok (static and shared, linked by: ${consumers[*]})"
+echo "install_test: ok (static and shared, linked by: ${consumers[*]}; and by cmake through weft::weft)"

@@ -1,0 +1,18 @@
+// All of weft in one include: every public header (each header under include/weft/ but detail/). For programs
+// that would rather not pick headers; including only the ones used compiles faster. tests/compile checks that
+// this list names every public header.
+#pragma once
+
+#include "weft/detail/require_cpp20.hpp"
+
+#include "weft/errors.hpp"
+#include "weft/future.hpp"
+#include "weft/node_options.hpp"
+#include "weft/parallel_for.hpp"
+#include "weft/pool.hpp"
+#include "weft/pool_options.hpp"
+#include "weft/small_function.hpp"
+#include "weft/stream.hpp"
+#include "weft/subflow.hpp"
+#include "weft/task_graph.hpp"
+#include "weft/task_scope.hpp"
