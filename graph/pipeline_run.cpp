@@ -74,6 +74,7 @@ struct alignas(sched::kCacheLine) Run::StageState {
   Overflow overflow = Overflow::Block;
   bool ordered = false;
   SlotList inbox;                // Order::Any: items waiting for a slot, oldest first
+  SlotList parked;               // Order::Any, Block: items that found the inbox full, holding their producer's slot
   std::vector<Slot*> ring;       // Order::Input: waiting items and markers, at their number modulo its size
   std::uint64_t mask = 0;
   std::uint64_t next_seq = 0;    // Order::Input: the number the stage takes next
@@ -367,7 +368,7 @@ void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
     }
     slot->holder = 0;
     const bool was_free = !carrier.has;
-    deliver(carrier, std::exchange(slot, nullptr), 1);
+    if (deliver(carrier, std::exchange(slot, nullptr), 1, 0)) return;  // parked: it holds the source's turn
     if (was_free && carrier.has) {
       // This carrier takes the item on. If items take long enough, another task calls the source meanwhile
       // (as oneTBB's input filter does); else this carrier keeps the turn and calls it again once free.
@@ -462,10 +463,10 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
   }
   if (produced) {
     slot->holder = stage;
-    deliver(carrier, slot, stage + 1);
+    if (deliver(carrier, slot, stage + 1, stage)) return;  // parked: it holds this stage's slot
   } else {
     slot->marker = true;
-    deliver(carrier, slot, state(stage).next_ordered);
+    deliver(carrier, slot, s.next_ordered);
   }
   release(carrier, stage);
 }
@@ -499,10 +500,10 @@ void Run::run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh)
   }
 }
 
-void Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
+bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer) noexcept {
   if (stage == kNone) {  // a marker past the last Order::Input stage of its segment
     free_slot(carrier, slot);
-    return;
+    return false;
   }
   StageState& s = state(stage);
   if (!s.ordered) {  // markers never come here
@@ -511,17 +512,25 @@ void Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
       ++s.running;
       s.lock.unlock();
       offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
-      return;
+      return false;
     }
-    if (s.inbox.size >= s.capacity && s.overflow != Overflow::Block) {
-      if (s.overflow == Overflow::Drop) ++s.dropped;
-      s.lock.unlock();
-      drop(carrier, slot, stage);
-      return;
+    if (s.inbox.size >= s.capacity) {
+      if (s.overflow == Overflow::Block && producer != kNone) {
+        slot->held = producer;
+        s.parked.push(slot);
+        s.lock.unlock();
+        return true;
+      }
+      if (s.overflow != Overflow::Block) {
+        if (s.overflow == Overflow::Drop) ++s.dropped;
+        s.lock.unlock();
+        drop(carrier, slot, stage);
+        return false;
+      }
     }
     s.inbox.push(slot);
     s.lock.unlock();
-    return;
+    return false;
   }
   SlotList markers;
   SlotList starts;
@@ -531,13 +540,14 @@ void Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
     if (s.overflow == Overflow::Drop) ++s.dropped;
     s.lock.unlock();
     drop(carrier, slot, stage);
-    return;
+    return false;
   }
   s.ring[slot->seq & s.mask] = slot;
   if (!slot->marker) ++s.waiting;
   take_ready(s, markers, starts);
   s.lock.unlock();
   send_on(carrier, stage, markers, starts);
+  return false;
 }
 
 void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
@@ -566,9 +576,17 @@ void Run::release(Carrier& carrier, std::uint32_t stage) noexcept {
     s.lock.lock();
     --s.running;
     Slot* next = s.inbox.pop();  // non-empty only while every slot was taken: one is free now
-    if (next != nullptr) ++s.running;
+    std::uint32_t held = kNone;  // the producer's slot held by a parked item that takes the room just made
+    if (next != nullptr) {
+      ++s.running;
+      if (Slot* entered = s.parked.pop()) {
+        held = std::exchange(entered->held, kNone);  // under the lock: once in the inbox, others may take it
+        s.inbox.push(entered);
+      }
+    }
     s.lock.unlock();
     if (next != nullptr) offer(carrier, Step{Step::Kind::stage, stage, next, nullptr});
+    if (held != kNone) unpark(carrier, held);
     return;
   }
   SlotList markers;
@@ -578,6 +596,14 @@ void Run::release(Carrier& carrier, std::uint32_t stage) noexcept {
   take_ready(s, markers, starts);
   s.lock.unlock();
   send_on(carrier, stage, markers, starts);
+}
+
+void Run::unpark(Carrier& carrier, std::uint32_t held) noexcept {
+  if (held == 0) {
+    offer(carrier, Step{Step::Kind::source, 0, nullptr, nullptr});  // the source's turn comes back
+  } else {
+    release(carrier, held);
+  }
 }
 
 void Run::take_ready(StageState& s, SlotList& markers, SlotList& starts) noexcept {

@@ -11,6 +11,11 @@
 //   stage with a free slot (and, for Order::Input, being the next in order) takes one and its carrier goes on
 //   with it; otherwise it waits in the inbox. A slot freed starts the next waiting item. So an Order::Any
 //   stage's inbox is non-empty only while all its slots are taken.
+// - Block: an item from the source or a map stage that finds an Order::Any stage's inbox full parks there
+//   holding its producer's slot (the source's turn), so the producer makes nothing more until the item enters
+//   the inbox, when a slot of the stage starts an item from it. Items for an Order::Input stage, and a fan-out
+//   stage's elements, wait in the inbox beyond its capacity instead: the item an Order::Input stage needs next
+//   could otherwise sit behind producers parked on later ones. The segment's budget bounds both.
 // - Order::Input stages take items by sequence number (given by the segment's producer in the order it
 //   produced them). An item filtered out or dropped becomes a marker that goes on to the following
 //   Order::Input stages of its segment, so they skip its number. The waiting items of such a stage are those
@@ -73,6 +78,7 @@ struct Slot {
   std::uint64_t seq = 0;       // its number in its segment's order
   std::uint32_t holder = kNone;  // the stage whose output (or fan state) the storage holds; kNone: empty
   std::uint32_t segment = 0;
+  std::uint32_t held = kNone;  // parked on a full Block inbox: the stage whose slot it holds (0: the source's turn)
   bool fan_state = false;  // the storage holds the holder's fan state, not an item
   bool marker = false;     // an item filtered out or dropped: only its number goes on
 };
@@ -141,8 +147,13 @@ class Run {
   [[nodiscard]] bool run_solo(Slot* slot) noexcept;
   void run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
   void run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh) noexcept;
-  // Hands `slot` (an item, or a marker) to `stage` (kNone: out of the pipeline).
-  void deliver(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // Hands `slot` (an item, or a marker) to `stage` (kNone: out of the pipeline). `producer`: the stage whose
+  // slot (0: the source's turn) the caller holds for this item, or kNone. Returns true if the item found an
+  // Order::Any stage's Block inbox full and parked holding that slot: the caller must not release it, the stage
+  // does once the item enters the inbox.
+  bool deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer = kNone) noexcept;
+  // A parked item entered its inbox: gives back the producer's slot it held.
+  void unpark(Carrier& carrier, std::uint32_t held) noexcept;
   // Drops the item in `slot` at `stage` (Overflow::Drop): it goes on as a marker.
   void drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
   // A body of `stage` ended: starts its next waiting item, if it may.

@@ -42,9 +42,10 @@ inline constexpr std::size_t kMaxStageBound = std::size_t{1} << 20;
 // Memory: the items alive in a pipeline at once (produced by the source and not yet consumed by the sink) never
 // exceed the sum, over its stages, of capacity + concurrency (a concurrency of kUnlimited counts as the pool's
 // workers + 1; a fan_out stage starts a new sum for the items it makes). The source waits for room (without
-// holding a thread) when that many are alive. That sum is the bound under Overflow::Block: an item that finds a
-// stage's inbox full waits beyond it, still within the sum; the inbox's own capacity is what Drop and Fail act
-// on.
+// holding a thread) when that many are alive. Under Overflow::Block an item that finds an Order::Any stage's
+// inbox full parks holding back its producer (the source, or the stage before) until it enters the inbox; one
+// bound for an Order::Input stage, or a fan_out stage's element, waits beyond the inbox instead, within the
+// sum.
 struct StageOptions {
   // Shown in errors and statistics; default "stage <index>" (the source: "source"). The source's name, or
   // "pipeline <job index>", also names the pipeline and its job.
@@ -54,8 +55,8 @@ struct StageOptions {
   unsigned concurrency = 1;
   // Items waiting to enter the stage beyond which `overflow` acts (>= 1; see Memory above).
   std::size_t capacity = kDefaultStageCapacity;
-  // What an item that finds the inbox full does: Block waits beyond it (no thread is held, and the pipeline's
-  // bound above holds); Drop drops it and counts it (RunStats::dropped and dropped_by_stage); Fail cancels the
+  // What an item that finds the inbox full does: Block waits, holding back its producer (see Memory above; no
+  // thread is held); Drop drops it and counts it (RunStats::dropped and dropped_by_stage); Fail cancels the
   // run, whose wait() throws weft::inbox_full naming the stage.
   Overflow overflow = Overflow::Block;
   // The order the stage takes its items in (see weft::Order).

@@ -102,6 +102,40 @@ TEST_CASE("items that turn slow and then cheap again keep their order and arrive
   });
 }
 
+TEST_CASE("under Block, a full inbox holds its producer back: capacity bounds what waits at the stage") {
+  // A slow serial stage of capacity 2 after a fast source: at most 2 items wait in its inbox and 1 more, parked
+  // on it, holds the source's turn; the pipeline's budget (21 here) would let the source run much further.
+  for (const bool shared : {false, true}) {
+    INFO("shared mode forced: " << shared);
+    const SharedMode mode(shared);
+    for_each_scope_worker_count([](unsigned workers) {
+      const Watchdog watchdog("pipeline Block capacity", patience(60));
+      Pool pool(PoolOptions{.threads = workers});
+      TaskScope scope{pool};
+      constexpr std::uint64_t kItems = 300;
+      std::atomic<std::uint64_t> produced{0};
+      std::atomic<std::uint64_t> started{0};
+      std::atomic<std::uint64_t> widest{0};
+      auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
+        const std::uint64_t gap = produced.load() - started.load();
+        if (gap > widest.load()) widest.store(gap);
+        if (produced.load() == kItems) return std::nullopt;
+        return produced.fetch_add(1);
+      });
+      auto slow = scope.stage(numbers, [&](std::uint64_t x) {
+        started.fetch_add(1);
+        spin_for(std::chrono::microseconds(20));
+        return x;
+      }, {.capacity = 2});
+      std::uint64_t sum = 0;
+      (void)scope.sink(slow, [&](std::uint64_t x) { sum += x; });
+      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(sum == kItems * (kItems - 1) / 2);
+      CHECK(widest.load() <= 3);
+    });
+  }
+}
+
 TEST_CASE("a fan_out stage's range may be a view of its item") {
   // The range refers to the item (taken as const std::string&): the item must live until the range is used up.
   for (const bool shared : {false, true}) {
