@@ -111,6 +111,18 @@ std::uint64_t now_cycles() noexcept {
 }
 
 std::size_t round_up(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
+
+// An E whose message is the parts joined; out of memory building it, the bad_alloc instead (a run still fails).
+template <class E, class... Parts>
+std::exception_ptr error_of(const Parts&... parts) noexcept {
+  try {
+    std::string message;
+    ((message += parts), ...);
+    return std::make_exception_ptr(E(message));
+  } catch (...) {
+    return std::current_exception();
+  }
+}
 }  // namespace
 
 Run::Run(Pipeline& pipeline, Subflow& subflow)
@@ -205,13 +217,9 @@ std::exception_ptr Run::run(bool& completed) noexcept {
   if (!error_ && !completed) {
     // Cancelled (the scope's cancel(), or another job's exception): the sink's job says so by name. Not the
     // run's exception: it only tells the job's readers.
-    try {
-      return std::make_exception_ptr(weft::job_cancelled(
-          "weft::TaskScope: pipeline '" + pipeline_.name() +
-          "' was stopped before its end: its scope's run was cancelled, or another job failed"));
-    } catch (...) {
-      return std::current_exception();
-    }
+    return error_of<weft::job_cancelled>("weft::TaskScope: pipeline '", pipeline_.name(),
+                                         "' was stopped before its end: its scope's run was cancelled, or "
+                                         "another job failed");
   }
   return error_;
 }
@@ -221,13 +229,9 @@ bool Run::stopping() noexcept {
   if (PoolAccess::engine(run_state_.pool()).dropping()) [[unlikely]] {
     // A DropPending shutdown began: a pipeline stops at the next item as the pool's queued tasks stop, and the
     // run fails with task_dropped.
-    try {
-      fail(std::make_exception_ptr(weft::task_dropped(
-          "weft::TaskScope: pipeline '" + pipeline_.name() +
-          "' was stopped before its end: its pool is shutting down with Shutdown::DropPending")));
-    } catch (...) {
-      fail(std::current_exception());
-    }
+    fail(error_of<weft::task_dropped>("weft::TaskScope: pipeline '", pipeline_.name(),
+                                      "' was stopped before its end: its pool is shutting down with "
+                                      "Shutdown::DropPending"));
     return true;
   }
   return false;
@@ -248,10 +252,7 @@ void Run::carry(Step step) noexcept {
       if (carrier.timed_from != 0) {
         // The source's last item went as far as it could on this carrier: how long that took decides whether
         // the next one is handed off (a moving average over the last few items).
-        const std::uint64_t took = now_cycles() - carrier.timed_from;
-        const std::uint64_t average = cycles_per_item_.load(std::memory_order_relaxed);
-        cycles_per_item_.store(average - average / 8 + took / 8, std::memory_order_relaxed);
-        carrier.timed_from = 0;
+        note_item_time(now_cycles() - std::exchange(carrier.timed_from, 0));
       }
       if (!carrier.source_turn) return;
       carrier.source_turn = false;
@@ -330,13 +331,9 @@ void Run::task_ended() noexcept {
 }
 
 void Run::task_dropped() noexcept {
-  try {
-    fail(std::make_exception_ptr(weft::task_dropped(
-        "weft::TaskScope: a task of pipeline '" + pipeline_.name() +
-        "' was not run: the pool refused it (shut down, or out of memory) or dropped it (Shutdown::DropPending)")));
-  } catch (...) {
-    fail(std::current_exception());
-  }
+  fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
+                                    "' was not run: the pool refused it (shut down, or out of memory) or dropped "
+                                    "it (Shutdown::DropPending)"));
   task_ended();
 }
 
@@ -353,20 +350,7 @@ void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
       if (!run_solo(slot)) return;
       // Items take long enough now for other threads to help: on in the shared mode with the same slot.
     }
-    slot->seq = source_seq_++;
-    bool produced = false;
-    try {
-      produced = states_[0].body->produce(storage(slot));
-    } catch (...) {
-      fail(std::current_exception());
-      return;
-    }
-    if (!produced) {
-      source_ended_ = true;
-      free_slot(carrier, slot);
-      return;
-    }
-    slot->holder = 0;
+    if (!call_source(carrier, slot)) return;
     const bool was_free = !carrier.has;
     if (deliver(carrier, std::exchange(slot, nullptr), 1, 0)) return;  // parked: it holds the source's turn
     if (was_free && carrier.has) {
@@ -384,6 +368,30 @@ void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
   }
 }
 
+bool Run::call_source(Carrier& carrier, Slot* slot) noexcept {
+  slot->seq = source_seq_++;
+  bool produced = false;
+  try {
+    produced = states_[0].body->produce(storage(slot));
+  } catch (...) {
+    fail(std::current_exception());
+    return false;
+  }
+  if (!produced) {
+    source_ended_ = true;
+    free_slot(carrier, slot);
+    return false;
+  }
+  slot->holder = 0;
+  return true;
+}
+
+void Run::note_item_time(std::uint64_t took) noexcept {
+  // A moving average over the last few items (one writer at a time in practice; a lost update only delays it).
+  const std::uint64_t average = cycles_per_item_.load(std::memory_order_relaxed);
+  cycles_per_item_.store(average - average / 8 + took / 8, std::memory_order_relaxed);
+}
+
 bool Run::alone() noexcept {
   pool_lock_.lock();
   std::size_t live = 0;
@@ -396,21 +404,9 @@ bool Run::run_solo(Slot* slot) noexcept {
   for (;;) {
     if (stopping()) return false;  // the slot is empty: ~Run only frees it
     const std::uint64_t started = now_cycles();
-    slot->seq = source_seq_++;
-    bool produced = false;
-    try {
-      produced = states_[0].body->produce(storage(slot));
-    } catch (...) {
-      fail(std::current_exception());
-      return false;
-    }
-    if (!produced) {
-      source_ended_ = true;
-      Carrier none;  // nobody waits for a slot: freeing it hands it to no one
-      free_slot(none, slot);
-      return false;
-    }
-    slot->holder = 0;
+    Carrier none;  // nobody waits for a slot while this runs alone: freeing one hands it to no one
+    if (!call_source(none, slot)) return false;
+    bool produced = true;
     for (std::uint32_t k = 1; k <= last_; ++k) {
       slot->holder = kNone;  // process() destroys the input whatever happens
       try {
@@ -422,9 +418,7 @@ bool Run::run_solo(Slot* slot) noexcept {
       if (!produced) break;  // filtered out, or consumed by the sink
       slot->holder = k;
     }
-    const std::uint64_t took = now_cycles() - started;
-    const std::uint64_t average = cycles_per_item_.load(std::memory_order_relaxed);
-    cycles_per_item_.store(average - average / 8 + took / 8, std::memory_order_relaxed);
+    note_item_time(now_cycles() - started);
     if (hand_off_pays()) break;
   }
   // Back to the shared mode: the Order::Input stages take next the number the source gives next (every item
@@ -553,14 +547,9 @@ bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32
 void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
   StageState& s = state(stage);
   if (s.overflow == Overflow::Fail) {
-    try {
-      std::string message = "weft::TaskScope: stage '" + stages_[stage].name + "' of pipeline '" +
-                             pipeline_.name() + "' found its inbox full (capacity " + std::to_string(s.capacity) +
-                             ", Overflow::Fail): the run is cancelled";
-      fail(std::make_exception_ptr(weft::inbox_full(message)));
-    } catch (...) {
-      fail(std::current_exception());
-    }
+    fail(error_of<weft::inbox_full>("weft::TaskScope: stage '", stages_[stage].name, "' of pipeline '",
+                                    pipeline_.name(), "' found its inbox full (capacity ",
+                                    std::to_string(s.capacity), ", Overflow::Fail): the run is cancelled"));
     return;  // the item stays in its slot: ~Run destroys it
   }
   destroy_content(slot);

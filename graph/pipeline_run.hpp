@@ -137,6 +137,11 @@ class Run {
   // an item took long enough for a hand-off to pay (see cycles_per_item_).
   [[nodiscard]] bool hand_off_pays() const noexcept;
   void run_source(Carrier& carrier, Slot* slot) noexcept;
+  // Calls the source into `slot` (numbering it); false if the stream ended (the slot then freed) or the source
+  // threw (the run then failed).
+  [[nodiscard]] bool call_source(Carrier& carrier, Slot* slot) noexcept;
+  // Adds how long an item's trip through the stages took to cycles_per_item_.
+  void note_item_time(std::uint64_t took) noexcept;
   // True if no item is alive but the one in the source's slot: nobody else can be in a stage, as every item
   // comes from the source, whose turn the caller holds.
   [[nodiscard]] bool alone() noexcept;
