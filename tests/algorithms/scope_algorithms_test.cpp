@@ -1,0 +1,2 @@
+#include <doctest/doctest.h>
+#include "tests/algorithms/algorithms_test_support.hpp"
