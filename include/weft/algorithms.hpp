@@ -90,9 +90,9 @@ template <std::random_access_iterator It, class T, class Op = std::plus<>>
 //
 // Example:
 //   std::vector<std::string> words = {"a", "bb", "ccc"};
+//   auto size = [](const std::string& w) { return w.size(); };
 //   std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0},
-//                                                         std::plus<>(), [](const std::string& w) { return w.size();
-//                                                         });
+//                                                         std::plus<>(), size);  // 6
 template <std::random_access_iterator It, class T, class Op, class Tr>
 [[nodiscard]] T parallel_transform_reduce(Pool& pool, It first, It last, T init, Op reduce, Tr transform,
                                           std::size_t grain = 0) {
