@@ -172,7 +172,7 @@ Out parallel_exclusive_scan(Pool& pool, It first, It last, Out out, T init, Op o
 }
 
 // Sorts [first, last) by comp (std::less<> by default) on `pool`, as std::sort(first, last, comp) would, but NOT
-// stably: equivalent elements may end up in any order. A parallel quicksort (three-way partitions around a
+// stably: equivalent elements may end up in any order. A parallel quicksort (partitions around a ninther
 // median pivot, parts of at most max(2048, n / (64 * workers)) elements sorted by std::sort; depth-bounded, so
 // O(n log n) whatever the input); an already sorted range is detected and left as it is. If comp throws, the
 // range holds its elements in an unspecified order.
