@@ -163,7 +163,8 @@ std::int64_t weft_tree(const std::int64_t* p, std::size_t n) {
 std::int64_t tbb_tree_in_arena(const std::int64_t* p, std::size_t n) {
   if (n <= kInvokeLeaf) return std::accumulate(p, p + n, std::int64_t{0});
   std::int64_t a = 0, b = 0;
-  tbb::parallel_invoke([&] { a = tbb_tree_in_arena(p, n / 2); }, [&] { b = tbb_tree_in_arena(p + n / 2, n - n / 2); });
+  tbb::parallel_invoke([&] { a = tbb_tree_in_arena(p, n / 2); },
+                       [&] { b = tbb_tree_in_arena(p + n / 2, n - n / 2); });
   return a + b;
 }
 std::int64_t tbb_tree(const std::int64_t* p, std::size_t n) {

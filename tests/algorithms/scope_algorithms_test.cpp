@@ -98,6 +98,55 @@ TEST_CASE("scope jobs: a job may feed an algorithm through then(), and an algori
   });
 }
 
+TEST_CASE("the _after forms start after their dependencies: a job fills the range, the algorithm uses it") {
+  for_each_scope_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("scope after", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    const std::size_t n = large_size();
+    // The iterators are taken when the jobs are added: the fill job writes the elements, never reallocates.
+    std::vector<std::int64_t> data(n), scanned(n), excl(n), sorted(n);
+    std::vector<Mat> mats(n);
+    int left = 0, right = 0;
+    weft::TaskScope scope{pool};
+    auto fill = scope.submit([&] {
+      std::iota(data.rbegin(), data.rend(), std::int64_t{0});  // n-1, ..., 1, 0
+      std::copy(data.begin(), data.end(), sorted.begin());
+      std::fill(mats.begin(), mats.end(), Mat{1, 1, 0, 1});
+    });
+    auto other = scope.submit([] { return 1; });
+    const std::vector<weft::AnyJob> deps{fill, other};
+    auto total = scope.parallel_reduce_after({fill}, data.begin(), data.end(), std::int64_t{0});
+    auto product = scope.parallel_reduce_after(deps, mats.begin(), mats.end(), Mat{}, kMatMul);
+    auto odd = scope.parallel_transform_reduce_after({fill, other}, data.begin(), data.end(), std::int64_t{0},
+                                                     std::plus<>(), [](std::int64_t x) { return x % 2; });
+    scope.parallel_inclusive_scan_after({fill}, data.begin(), data.end(), scanned.begin());
+    scope.parallel_exclusive_scan_after({fill}, data.begin(), data.end(), excl.begin(), std::int64_t{0},
+                                        std::plus<>(), weft::NodeOptions{.name = "offsets"});
+    auto sort = scope.parallel_sort_after({fill}, sorted.begin(), sorted.end());
+    auto pair = scope.parallel_invoke_after(
+        {sort}, {.name = "pair"}, [&] { left = sorted.front() == 0; },
+        [&] { right = std::is_sorted(sorted.begin(), sorted.end()); });
+    scope.run_and_wait();
+    const auto m = static_cast<std::int64_t>(n);
+    CHECK(total.get() == m * (m - 1) / 2);
+    CHECK(product.get() == Mat{1, static_cast<std::uint64_t>(n), 0, 1});
+    CHECK(odd.get() == m / 2);
+    CHECK(scanned.back() == m * (m - 1) / 2);
+    CHECK(excl.front() == 0);
+    CHECK(excl.back() == m * (m - 1) / 2);  // the last element is 0
+    CHECK(left == 1);
+    CHECK(right == 1);
+    pair.get();
+    // A dependency of another scope is refused, naming the call.
+    weft::TaskScope other_scope{pool};
+    auto stranger = other_scope.submit([] {});
+    CHECK_THROWS_WITH_AS(other_scope.parallel_sort_after({fill}, sorted.begin(), sorted.end()),
+                         doctest::Contains("weft::TaskScope::parallel_sort_after: job"), weft::invalid_graph);
+    other_scope.run_and_wait();
+    stranger.get();
+  });
+}
+
 TEST_CASE("scope jobs: a callable's exception fails the job and the run; later jobs are cancelled") {
   for_each_scope_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("scope errors", workers), patience(60));

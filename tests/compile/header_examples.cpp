@@ -8,6 +8,7 @@
 #include <functional>
 #include <cstddef>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -193,6 +194,13 @@ void task_scope_hpp_algorithms(weft::TaskScope& scope, const std::vector<long>& 
   scope.parallel_sort(w.begin(), w.end(), std::greater<>(), {.name = "sort w"});
   scope.parallel_invoke([&] { a = left(); }, [&] { b = right(); });
   (void)mean;
+}
+
+void task_scope_hpp_algorithms_after(weft::TaskScope& scope, std::vector<long>& v, std::vector<int>& w) {
+  auto fill = scope.submit([&] { std::iota(v.begin(), v.end(), 0L); });
+  weft::Job<long> total = scope.parallel_reduce_after({fill}, v.begin(), v.end(), 0L);
+  scope.parallel_sort_after({fill}, w.begin(), w.end());
+  (void)total;
 }
 
 }  // namespace examples

@@ -6,6 +6,7 @@
 #include <functional>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -18,9 +19,10 @@
 namespace weft {
 
 template <class T, class Core>
-Job<detail::unit_to_void_t<T>> TaskScope::add_algorithm_job(const char* who, NodeOptions options, Core core) {
+Job<detail::unit_to_void_t<T>> TaskScope::add_algorithm_job(const char* who, std::span<const AnyJob> deps,
+                                                            NodeOptions options, Core core) {
   using R = detail::unit_to_void_t<T>;
-  return add_job<R>(who, {}, std::move(options),
+  return add_job<R>(who, deps, std::move(options),
                     [core = std::move(core)](detail::JobState<R>& state, Subflow& sf) mutable {
                       // What the core's frame throws the run has not seen: the job fails with it, and so does
                       // the run.
@@ -53,15 +55,15 @@ inline void TaskScope::require_no_concurrency(const char* who, const NodeOptions
   throw invalid_option(message);
 }
 
-template <std::random_access_iterator It, class T, class Op>
-Job<T> TaskScope::parallel_reduce(It first, It last, T init, Op op, NodeOptions options, std::size_t grain) {
-  constexpr const char* who = "weft::TaskScope::parallel_reduce";
+template <class It, class T, class Op>
+Job<T> TaskScope::reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init, Op op,
+                             NodeOptions options, std::size_t grain) {
   if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
     detail::require_callable(op, who);
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
     return add_algorithm_job<T>(
-        who, std::move(options),
+        who, deps, std::move(options),
         [first, n, init = std::move(init), op = std::move(op), grain, concurrency](Subflow& sf) mutable {
           return detail::reduce_core(sf, first, n, std::move(init), op, detail::Identity{}, grain, concurrency);
         });
@@ -70,10 +72,9 @@ Job<T> TaskScope::parallel_reduce(It first, It last, T init, Op op, NodeOptions 
   }
 }
 
-template <std::random_access_iterator It, class T, class Op, class Tr>
-Job<T> TaskScope::parallel_transform_reduce(It first, It last, T init, Op reduce, Tr transform, NodeOptions options,
-                                            std::size_t grain) {
-  constexpr const char* who = "weft::TaskScope::parallel_transform_reduce";
+template <class It, class T, class Op, class Tr>
+Job<T> TaskScope::transform_reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init,
+                                       Op reduce, Tr transform, NodeOptions options, std::size_t grain) {
   static_assert(ReduceTransform<Tr, T, It>,
                 "weft::TaskScope::parallel_transform_reduce: transform must be callable with an element and return a "
                 "value a T (the type of init) can be made from");
@@ -84,7 +85,7 @@ Job<T> TaskScope::parallel_transform_reduce(It first, It last, T init, Op reduce
       detail::require_callable(transform, who);
       const std::size_t n = detail::element_count(first, last, who);
       const unsigned concurrency = options.concurrency;
-      return add_algorithm_job<T>(who, std::move(options),
+      return add_algorithm_job<T>(who, deps, std::move(options),
                                   [first, n, init = std::move(init), reduce = std::move(reduce),
                                    transform = std::move(transform), grain, concurrency](Subflow& sf) mutable {
                                     return detail::reduce_core(sf, first, n, std::move(init), reduce, transform,
@@ -95,10 +96,9 @@ Job<T> TaskScope::parallel_transform_reduce(It first, It last, T init, Op reduce
   return {};
 }
 
-template <std::random_access_iterator It, std::random_access_iterator Out, class Op>
-Job<void> TaskScope::parallel_inclusive_scan(It first, It last, Out out, Op op, NodeOptions options,
-                                             std::size_t grain) {
-  constexpr const char* who = "weft::TaskScope::parallel_inclusive_scan";
+template <class It, class Out, class Op>
+Job<void> TaskScope::inclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out,
+                                        Op op, NodeOptions options, std::size_t grain) {
   using T = std::iter_value_t<It>;
   if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
     static_assert(std::indirectly_writable<Out, const T&>,
@@ -107,7 +107,7 @@ Job<void> TaskScope::parallel_inclusive_scan(It first, It last, Out out, Op op, 
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
     return add_algorithm_job<detail::Unit>(
-        who, std::move(options), [first, n, out, op = std::move(op), grain, concurrency](Subflow& sf) {
+        who, deps, std::move(options), [first, n, out, op = std::move(op), grain, concurrency](Subflow& sf) {
           return detail::scan_core(sf, first, n, out, std::optional<T>(), op, true, grain, concurrency);
         });
   } else {
@@ -115,10 +115,9 @@ Job<void> TaskScope::parallel_inclusive_scan(It first, It last, Out out, Op op, 
   }
 }
 
-template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op>
-Job<void> TaskScope::parallel_exclusive_scan(It first, It last, Out out, T init, Op op, NodeOptions options,
-                                             std::size_t grain) {
-  constexpr const char* who = "weft::TaskScope::parallel_exclusive_scan";
+template <class It, class Out, class T, class Op>
+Job<void> TaskScope::exclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out,
+                                        T init, Op op, NodeOptions options, std::size_t grain) {
   if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
     static_assert(std::indirectly_writable<Out, const T&>,
                   "weft::TaskScope::parallel_exclusive_scan: the output iterator must accept the scan's values");
@@ -126,7 +125,7 @@ Job<void> TaskScope::parallel_exclusive_scan(It first, It last, Out out, T init,
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
     return add_algorithm_job<detail::Unit>(
-        who, std::move(options),
+        who, deps, std::move(options),
         [first, n, out, init = std::move(init), op = std::move(op), grain, concurrency](Subflow& sf) mutable {
           return detail::scan_core(sf, first, n, out, std::optional<T>(std::move(init)), op, false, grain,
                                    concurrency);
@@ -136,9 +135,9 @@ Job<void> TaskScope::parallel_exclusive_scan(It first, It last, Out out, T init,
   }
 }
 
-template <std::random_access_iterator It, class Comp>
-Job<void> TaskScope::parallel_sort(It first, It last, Comp comp, NodeOptions options) {
-  constexpr const char* who = "weft::TaskScope::parallel_sort";
+template <class It, class Comp>
+Job<void> TaskScope::sort_job(const char* who, std::span<const AnyJob> deps, It first, It last, Comp comp,
+                              NodeOptions options) {
   static_assert(SortComparator<Comp, It>,
                 "weft::TaskScope::parallel_sort: comp must be a strict weak order on the elements, callable as "
                 "comp(const T&, const T&) -> bool, and the elements must be swappable (std::sortable)");
@@ -147,7 +146,7 @@ Job<void> TaskScope::parallel_sort(It first, It last, Comp comp, NodeOptions opt
     static_cast<void>(detail::element_count(first, last, who));
     require_no_concurrency(who, options);
     return add_algorithm_job<detail::Unit>(
-        who, std::move(options),
+        who, deps, std::move(options),
         [first, last, comp = std::move(comp)](Subflow& sf) { return detail::sort_core(sf, first, last, comp); });
   } else {
     return {};
@@ -155,15 +154,14 @@ Job<void> TaskScope::parallel_sort(It first, It last, Comp comp, NodeOptions opt
 }
 
 template <class... Fs>
-Job<void> TaskScope::parallel_invoke(NodeOptions options, Fs&&... fs) {
-  constexpr const char* who = "weft::TaskScope::parallel_invoke";
+Job<void> TaskScope::invoke_job(const char* who, std::span<const AnyJob> deps, NodeOptions options, Fs&&... fs) {
   static_assert(sizeof...(Fs) >= 1, "weft::TaskScope::parallel_invoke: give at least one callable");
   static_assert((std::invocable<std::decay_t<Fs>&> && ...),
                 "weft::TaskScope::parallel_invoke: every callable must be callable with no arguments");
   if constexpr ((std::invocable<std::decay_t<Fs>&> && ...) && sizeof...(Fs) >= 1) {
     (detail::require_callable(fs, who), ...);
     require_no_concurrency(who, options);
-    return add_algorithm_job<detail::Unit>(who, std::move(options),
+    return add_algorithm_job<detail::Unit>(who, deps, std::move(options),
                                            [fs = std::tuple<std::decay_t<Fs>...>(std::forward<Fs>(fs)...)](
                                                Subflow& sf) mutable { return detail::invoke_core(sf, fs); });
   } else {
