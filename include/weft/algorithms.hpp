@@ -33,9 +33,11 @@
 namespace weft {
 
 // A reduction or scan operation over values T and elements E: op(T, E) and op(T, T) both give something a T
-// can be made from. It must be associative; it need not be commutative (partial results combine in order).
+// can be made from, and so does an element (each block's partial starts from its first element). It must be
+// associative; it need not be commutative (partial results combine in order).
 template <class Op, class T, class E>
-concept ReduceOperation = std::invocable<const Op&, T, E> && std::invocable<const Op&, T, T> &&
+concept ReduceOperation = std::constructible_from<T, E> && std::invocable<const Op&, T, E> &&
+    std::invocable<const Op&, T, T> &&
     std::constructible_from<T, std::invoke_result_t<const Op&, T, E>> &&
     std::constructible_from<T, std::invoke_result_t<const Op&, T, T>> &&
     std::assignable_from<T&, std::invoke_result_t<const Op&, T, T>>;
@@ -55,7 +57,8 @@ constexpr bool check_reduce_op() {
   static_assert(ReduceOperation<Op, T, E>,
                 "weft parallel reduce/scan: op must be callable as op(T, element) and op(T, T), T being the type of "
                 "init (or the elements' value type for an inclusive scan without one), each returning a value a T "
-                "can be made from; e.g. [](T a, const T& b) { return a + b; }");
+                "can be made from, and a T must be constructible from an element; "
+                "e.g. [](T a, const T& b) { return a + b; }");
   return ReduceOperation<Op, T, E>;
 }
 }  // namespace detail
