@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
@@ -16,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "weft/algorithms.hpp"
+#include "weft/detail/algorithm_core.hpp"
 #include "weft/detail/for_range.hpp"
 #include "weft/detail/for_splitter.hpp"
 #include "weft/detail/job.hpp"
@@ -224,6 +227,128 @@ class TaskScope {
     return parallel_for_after(std::span<const AnyJob>(deps), std::forward<Args>(args)...);
   }
 
+  // Parallel algorithms as jobs: each is the blocking algorithm of weft/algorithms.hpp (same contract, same
+  // partitioning, same static_asserts on the callables) run as one job of this scope; its Job carries the result
+  // (Job<void> for scans, sort and invoke), so then() and when_all() compose with it. The callables are copied
+  // into the job; the iterators are taken when the job is added, so the ranges must stay valid (no job may
+  // reallocate them: use the _after forms below to run after the jobs that fill them), and untouched by other
+  // jobs, until the job finished. An exception of a callable fails the job with it and cancels the run.
+  // NodeOptions::concurrency bounds the blocks of a reduce or scan executing at once; sort and invoke refuse it
+  // (weft::invalid_option naming the call).
+  //
+  // Example:
+  //   weft::Job<long> sum = scope.parallel_reduce(v.begin(), v.end(), 0L);
+  //   weft::Job<double> mean = scope.then(sum, [n](long s) { return double(s) / double(n); });
+  //   scope.parallel_sort(w.begin(), w.end(), std::greater<>(), {.name = "sort w"});
+  //   scope.parallel_invoke([&] { a = left(); }, [&] { b = right(); });
+  template <std::random_access_iterator It, class T, class Op = std::plus<>>
+  Job<T> parallel_reduce(It first, It last, T init, Op op = {}, NodeOptions options = {}, std::size_t grain = 0) {
+    return reduce_job("weft::TaskScope::parallel_reduce", {}, first, last, std::move(init), std::move(op),
+                      std::move(options), grain);
+  }
+  template <std::random_access_iterator It, class T, class Op, class Tr>
+  Job<T> parallel_transform_reduce(It first, It last, T init, Op reduce, Tr transform, NodeOptions options = {},
+                                   std::size_t grain = 0) {
+    return transform_reduce_job("weft::TaskScope::parallel_transform_reduce", {}, first, last, std::move(init),
+                                std::move(reduce), std::move(transform), std::move(options), grain);
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
+  Job<void> parallel_inclusive_scan(It first, It last, Out out, Op op = {}, NodeOptions options = {},
+                                    std::size_t grain = 0) {
+    return inclusive_scan_job("weft::TaskScope::parallel_inclusive_scan", {}, first, last, out, std::move(op),
+                              std::move(options), grain);
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op = std::plus<>>
+  Job<void> parallel_exclusive_scan(It first, It last, Out out, T init, Op op = {}, NodeOptions options = {},
+                                    std::size_t grain = 0) {
+    return exclusive_scan_job("weft::TaskScope::parallel_exclusive_scan", {}, first, last, out, std::move(init),
+                              std::move(op), std::move(options), grain);
+  }
+  template <std::random_access_iterator It, class Comp = std::less<>>
+  Job<void> parallel_sort(It first, It last, Comp comp = {}, NodeOptions options = {}) {
+    return sort_job("weft::TaskScope::parallel_sort", {}, first, last, std::move(comp), std::move(options));
+  }
+  template <class... Fs>
+    requires(sizeof...(Fs) > 0 && (!std::same_as<std::remove_cvref_t<Fs>, NodeOptions> && ...))
+  Job<void> parallel_invoke(Fs&&... fs) {
+    return invoke_job("weft::TaskScope::parallel_invoke", {}, NodeOptions{}, std::forward<Fs>(fs)...);
+  }
+  // parallel_invoke with options first: scope.parallel_invoke({.name = "halves"}, f, g).
+  template <class... Fs>
+  Job<void> parallel_invoke(NodeOptions options, Fs&&... fs) {
+    return invoke_job("weft::TaskScope::parallel_invoke", {}, std::move(options), std::forward<Fs>(fs)...);
+  }
+
+  // The same algorithms starting after every job in `deps` (the jobs that fill the range, say); `deps` is a
+  // braced list of jobs of any types, a std::vector<AnyJob> or a span. Options in this form are spelled
+  // weft::NodeOptions{...}: a bare braced list cannot pass through the forwarding of the braced-deps form.
+  // Example:
+  //   auto fill = scope.submit([&] { std::iota(v.begin(), v.end(), 0L); });
+  //   weft::Job<long> total = scope.parallel_reduce_after({fill}, v.begin(), v.end(), 0L);
+  //   scope.parallel_sort_after({fill}, w.begin(), w.end());
+  template <std::random_access_iterator It, class T, class Op = std::plus<>>
+  Job<T> parallel_reduce_after(std::span<const AnyJob> deps, It first, It last, T init, Op op = {},
+                               NodeOptions options = {}, std::size_t grain = 0) {
+    return reduce_job("weft::TaskScope::parallel_reduce_after", deps, first, last, std::move(init), std::move(op),
+                      std::move(options), grain);
+  }
+  template <std::random_access_iterator It, class T, class Op, class Tr>
+  Job<T> parallel_transform_reduce_after(std::span<const AnyJob> deps, It first, It last, T init, Op reduce,
+                                         Tr transform, NodeOptions options = {}, std::size_t grain = 0) {
+    return transform_reduce_job("weft::TaskScope::parallel_transform_reduce_after", deps, first, last,
+                                std::move(init), std::move(reduce), std::move(transform), std::move(options), grain);
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
+  Job<void> parallel_inclusive_scan_after(std::span<const AnyJob> deps, It first, It last, Out out, Op op = {},
+                                          NodeOptions options = {}, std::size_t grain = 0) {
+    return inclusive_scan_job("weft::TaskScope::parallel_inclusive_scan_after", deps, first, last, out,
+                              std::move(op), std::move(options), grain);
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op = std::plus<>>
+  Job<void> parallel_exclusive_scan_after(std::span<const AnyJob> deps, It first, It last, Out out, T init,
+                                          Op op = {}, NodeOptions options = {}, std::size_t grain = 0) {
+    return exclusive_scan_job("weft::TaskScope::parallel_exclusive_scan_after", deps, first, last, out,
+                              std::move(init), std::move(op), std::move(options), grain);
+  }
+  template <std::random_access_iterator It, class Comp = std::less<>>
+  Job<void> parallel_sort_after(std::span<const AnyJob> deps, It first, It last, Comp comp = {},
+                                NodeOptions options = {}) {
+    return sort_job("weft::TaskScope::parallel_sort_after", deps, first, last, std::move(comp), std::move(options));
+  }
+  template <class... Fs>
+  Job<void> parallel_invoke_after(std::span<const AnyJob> deps, NodeOptions options, Fs&&... fs) {
+    return invoke_job("weft::TaskScope::parallel_invoke_after", deps, std::move(options), std::forward<Fs>(fs)...);
+  }
+  // Braced dependency lists: scope.parallel_sort_after({fill}, v.begin(), v.end()).
+  template <class... Args>
+  auto parallel_reduce_after(std::initializer_list<AnyJob> deps, Args&&... args) {
+    return parallel_reduce_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  auto parallel_transform_reduce_after(std::initializer_list<AnyJob> deps, Args&&... args) {
+    return parallel_transform_reduce_after(std::span<const AnyJob>(deps.begin(), deps.size()),
+                                           std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  Job<void> parallel_inclusive_scan_after(std::initializer_list<AnyJob> deps, Args&&... args) {
+    return parallel_inclusive_scan_after(std::span<const AnyJob>(deps.begin(), deps.size()),
+                                         std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  Job<void> parallel_exclusive_scan_after(std::initializer_list<AnyJob> deps, Args&&... args) {
+    return parallel_exclusive_scan_after(std::span<const AnyJob>(deps.begin(), deps.size()),
+                                         std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  Job<void> parallel_sort_after(std::initializer_list<AnyJob> deps, Args&&... args) {
+    return parallel_sort_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<Args>(args)...);
+  }
+  template <class... Fs>
+  Job<void> parallel_invoke_after(std::initializer_list<AnyJob> deps, NodeOptions options, Fs&&... fs) {
+    return parallel_invoke_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::move(options),
+                                 std::forward<Fs>(fs)...);
+  }
+
   // Pipelines: a source, then stages, then a sink, each item flowing through them as soon as it is produced
   // (see weft::Stream and weft::StageOptions for the bound on items alive, overflow and order).
   // - The source is called serially until it returns std::nullopt. Its pipeline is one job of the scope: it
@@ -355,6 +480,30 @@ class TaskScope {
   template <class F>
   Job<typename detail::plain_result<std::decay_t<F>>::type> when_all_any(std::span<const AnyJob> jobs, F&& f,
                                                                         NodeOptions options);
+  // A job whose body is core(Subflow&) -> detail::Outcome<T> (an algorithm of detail/algorithm_core.hpp);
+  // Job<void> for T = detail::Unit.
+  template <class T, class Core>
+  Job<detail::unit_to_void_t<T>> add_algorithm_job(const char* who, std::span<const AnyJob> deps,
+                                                   NodeOptions options, Core core);
+  // The algorithm jobs (weft/detail/task_scope_algorithms.hpp); `who` is the public call, named by every error.
+  template <class It, class T, class Op>
+  Job<T> reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init, Op op,
+                    NodeOptions options, std::size_t grain);
+  template <class It, class T, class Op, class Tr>
+  Job<T> transform_reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init, Op reduce,
+                              Tr transform, NodeOptions options, std::size_t grain);
+  template <class It, class Out, class Op>
+  Job<void> inclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out, Op op,
+                               NodeOptions options, std::size_t grain);
+  template <class It, class Out, class T, class Op>
+  Job<void> exclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out, T init,
+                               Op op, NodeOptions options, std::size_t grain);
+  template <class It, class Comp>
+  Job<void> sort_job(const char* who, std::span<const AnyJob> deps, It first, It last, Comp comp,
+                     NodeOptions options);
+  template <class... Fs>
+  Job<void> invoke_job(const char* who, std::span<const AnyJob> deps, NodeOptions options, Fs&&... fs);
+  void require_no_concurrency(const char* who, const NodeOptions& options) const;
   template <class Body>
   Job<void> add_for_job(const char* who, std::span<const AnyJob> deps, Body body, std::size_t n, NodeOptions options,
                         std::size_t grain);
@@ -387,4 +536,5 @@ class TaskScope {
 }  // namespace weft
 
 #include "weft/detail/task_scope_impl.hpp"
+#include "weft/detail/task_scope_algorithms.hpp"
 #include "weft/detail/task_scope_pipeline.hpp"

@@ -5,6 +5,7 @@
 
 #include "weft/detail/require_cpp20.hpp"
 
+#include "weft/algorithms.hpp"
 #include "weft/errors.hpp"
 #include "weft/future.hpp"
 #include "weft/node_options.hpp"

@@ -4,9 +4,12 @@
 // pastes compiles cleanly: no unused parameter in its lambdas. A variable an example leaves unused is used
 // after it, as the code that follows it would. When a header's example changes, change it here too.
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <cstddef>
 #include <istream>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -14,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "weft/algorithms.hpp"
 #include "weft/future.hpp"
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
@@ -178,6 +182,62 @@ void any_job_hpp(weft::TaskScope& scope, int n) {
   const auto body = [](int) {};
   std::vector<weft::AnyJob> deps{scope.submit([] { return 1; }), scope.parallel_for(0, n, body)};
   scope.when_all(deps, [] { /* after both */ });
+}
+
+int build(int x) { return x; }
+
+void algorithms_hpp_reduce(weft::Pool& pool, std::size_t n, const std::vector<std::string>& words) {
+  std::vector<double> v(n, 0.5);
+  double sum = weft::parallel_reduce(pool, v.begin(), v.end(), 0.0);
+  std::string s = weft::parallel_reduce(pool, words.begin(), words.end(), std::string(), std::plus<>());
+  (void)sum;
+}
+
+void algorithms_hpp_transform_reduce(weft::Pool& pool) {
+  std::vector<std::string> words = {"a", "bb", "ccc"};
+  auto size = [](const std::string& w) { return w.size(); };
+  std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0},
+                                                        std::plus<>(), size);  // 6
+  (void)letters;
+}
+
+void algorithms_hpp_scans(weft::Pool& pool, std::size_t n) {
+  std::vector<int> v(n, 1), prefix(n);
+  weft::parallel_inclusive_scan(pool, v.begin(), v.end(), prefix.begin());  // 1, 2, 3, ...
+  std::vector<std::size_t> sizes = {3, 1, 2}, offsets(3);
+  weft::parallel_exclusive_scan(pool, sizes.begin(), sizes.end(), offsets.begin(), std::size_t{0});  // 0, 3, 4
+}
+
+void algorithms_hpp_sort(weft::Pool& pool) {
+  std::vector<int> v = {3, 1, 2};
+  weft::parallel_sort(pool, v.begin(), v.end());                   // 1, 2, 3
+  weft::parallel_sort(pool, v.begin(), v.end(), std::greater<>());  // 3, 2, 1
+}
+
+void algorithms_hpp_invoke(weft::Pool& pool, int l, int r) {
+  int left = 0;
+  int right = 0;
+  weft::parallel_invoke(pool, [&] { left = build(l); }, [&] { right = build(r); }, [&] { log("building"); });
+}
+
+int left() { return 1; }
+int right() { return 2; }
+
+void task_scope_hpp_algorithms(weft::TaskScope& scope, const std::vector<long>& v, std::vector<int>& w, long n) {
+  int a = 0;
+  int b = 0;
+  weft::Job<long> sum = scope.parallel_reduce(v.begin(), v.end(), 0L);
+  weft::Job<double> mean = scope.then(sum, [n](long s) { return double(s) / double(n); });
+  scope.parallel_sort(w.begin(), w.end(), std::greater<>(), {.name = "sort w"});
+  scope.parallel_invoke([&] { a = left(); }, [&] { b = right(); });
+  (void)mean;
+}
+
+void task_scope_hpp_algorithms_after(weft::TaskScope& scope, std::vector<long>& v, std::vector<int>& w) {
+  auto fill = scope.submit([&] { std::iota(v.begin(), v.end(), 0L); });
+  weft::Job<long> total = scope.parallel_reduce_after({fill}, v.begin(), v.end(), 0L);
+  scope.parallel_sort_after({fill}, w.begin(), w.end());
+  (void)total;
 }
 
 }  // namespace examples

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "weft/algorithms.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/task_scope.hpp"
 
@@ -39,6 +40,15 @@ void build(weft::Pool& pool) {
   weft::parallel_for(pool, v.begin(), v.end(), [](int x) { return x; });
   weft::parallel_for(pool, v.begin(), v.end(), std::function<void(const int&)>([](const int&) {}));
   weft::parallel_for(pool, std::size_t{0}, v.size(), [&](std::size_t i) { v[i] = 1; });
+  // The parallel algorithms: an op taking (T, element), a transform, a comparator, callables taking nothing.
+  int r = weft::parallel_reduce(pool, v.begin(), v.end(), 0, [](int x, int y) { return x + y; });
+  r += weft::parallel_transform_reduce(pool, v.begin(), v.end(), 0, std::plus<>(), [](int x) { return x * 2; });
+  weft::parallel_inclusive_scan(pool, v.begin(), v.end(), v.begin());
+  weft::parallel_exclusive_scan(pool, v.begin(), v.end(), sizes.begin(), std::size_t{0});
+  weft::parallel_sort(pool, v.begin(), v.end(), [](const int& x, const int& y) { return x > y; });
+  weft::parallel_invoke(pool, [&] { r += 1; }, [] {});
+  scope.parallel_reduce(v.begin(), v.end(), 0L, [](long x, long y) { return x + y; }, {.name = "sum"});
+  scope.parallel_invoke({.name = "pair"}, [] {}, [] {});
 #elif WEFT_CASE == 1
   scope.when_all({a, b}, [](int x, int y) { return x + y; });  // one argument per job: needs a tuple
 #elif WEFT_CASE == 2
@@ -60,6 +70,21 @@ void build(weft::Pool& pool) {
   scope.parallel_for_after({a}, v.data(), v.data() + v.size(), [](long x) { return x; });
 #elif WEFT_CASE == 10
   weft::parallel_for(pool, v.begin(), v.end(), std::function<void(std::size_t)>([](std::size_t) {}));
+#elif WEFT_CASE == 11
+  // op cannot take (T, element): a std::string init over ints with an int-only op.
+  const auto add = [](int x, int y) { return x + y; };
+  static_cast<void>(weft::parallel_reduce(pool, v.begin(), v.end(), std::string(), add));
+#elif WEFT_CASE == 12
+  static_cast<void>(weft::parallel_transform_reduce(pool, v.begin(), v.end(), 0, std::plus<>(),
+                                                    [](const std::string& x) { return x.size(); }));
+#elif WEFT_CASE == 13
+  weft::parallel_sort(pool, v.begin(), v.end(), [](int x) { return x > 0; });
+#elif WEFT_CASE == 14
+  weft::parallel_invoke(pool, [] {}, [](int x) { return x; });
+#elif WEFT_CASE == 15
+  scope.parallel_invoke([] {}, [](int x) { return x; });
+#elif WEFT_CASE == 16
+  scope.parallel_inclusive_scan(v.begin(), v.end(), v.begin(), [](const std::string& x) { return x; });
 #else
 #error "no such WEFT_CASE"
 #endif

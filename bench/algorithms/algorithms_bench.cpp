@@ -1,0 +1,274 @@
+// weft's parallel algorithms against oneTBB's counterparts, each weft case next to its oneTBB case:
+// reduce (a sum of int64), transform_reduce (a sum of square roots), inclusive scan (int64 prefix sums), sort
+// (random int32, and random strings) and invoke (a recursive sum that splits with parallel_invoke down to 4096
+// elements, so it measures the cost of nested invokes).
+//
+// Both libraries get 2 threads (WEFT_BENCH_THREADS to change): a weft Pool of 2 workers, and a oneTBB
+// task_arena of 2 slots, one of which is the calling thread's (so oneTBB runs on the caller and one worker; weft
+// on two workers while the caller waits). Each sample is one whole call timed with steady_clock (manual time:
+// restoring the unsorted input and checking the result stay out). Every result is checked against the
+// sequential one once per benchmark.
+// Ratios: run with --benchmark_repetitions=5 --benchmark_report_aggregates_only=true and divide the weft
+// median by the oneTBB median of the same case.
+#include <benchmark/benchmark.h>
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_invoke.h>
+#include <oneapi/tbb/parallel_reduce.h>
+#include <oneapi/tbb/parallel_scan.h>
+#include <oneapi/tbb/parallel_sort.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "weft/algorithms.hpp"
+#include "weft/pool.hpp"
+
+namespace {
+
+unsigned bench_threads() {
+  if (const char* text = std::getenv("WEFT_BENCH_THREADS"); text != nullptr && *text != '\0') {
+    const long n = std::strtol(text, nullptr, 10);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  return 2;
+}
+
+constexpr std::size_t kReduceSize = std::size_t{1} << 24;
+constexpr std::size_t kScanSize = std::size_t{1} << 24;
+constexpr std::size_t kSortSize = std::size_t{1} << 22;
+constexpr std::size_t kStringSortSize = std::size_t{1} << 19;
+constexpr std::size_t kInvokeSize = std::size_t{1} << 22;
+constexpr std::size_t kInvokeLeaf = 4096;
+
+struct Data {
+  std::vector<std::int64_t> ints;
+  std::vector<double> doubles;
+  std::vector<std::int32_t> unsorted;
+  std::vector<std::string> words;
+  Data() : ints(kReduceSize), doubles(kReduceSize), unsorted(kSortSize), words(kStringSortSize) {
+    std::mt19937_64 random(42);
+    for (auto& x : ints) x = static_cast<std::int64_t>(random() % 1000);
+    for (auto& x : doubles) x = static_cast<double>(random() % 1'000'000);
+    for (auto& x : unsorted) x = static_cast<std::int32_t>(random());
+    for (auto& w : words) w = std::to_string(random()) + "-key";
+  }
+};
+
+struct Env {
+  Data data;
+  weft::Pool pool;
+  tbb::global_control parallelism;
+  tbb::task_arena arena;
+  explicit Env(unsigned threads)
+      : pool(weft::PoolOptions{.threads = threads}),
+        parallelism(tbb::global_control::max_allowed_parallelism, threads),
+        arena(static_cast<int>(threads)) {
+    arena.initialize();
+  }
+};
+Env* env = nullptr;
+
+template <class Call>
+double seconds(Call&& call) {
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// --- reduce ---
+std::int64_t weft_sum(const std::vector<std::int64_t>& v) {
+  return weft::parallel_reduce(env->pool, v.begin(), v.end(), std::int64_t{0});
+}
+std::int64_t tbb_sum(const std::vector<std::int64_t>& v) {
+  std::int64_t r = 0;
+  env->arena.execute([&] {
+    r = tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, v.size()), std::int64_t{0},
+        [&](const tbb::blocked_range<std::size_t>& range, std::int64_t acc) {
+          for (std::size_t i = range.begin(); i != range.end(); ++i) acc += v[i];
+          return acc;
+        },
+        std::plus<>());
+  });
+  return r;
+}
+
+// --- transform_reduce ---
+double weft_roots(const std::vector<double>& v) {
+  return weft::parallel_transform_reduce(env->pool, v.begin(), v.end(), 0.0, std::plus<>(),
+                                         [](double x) { return std::sqrt(x); });
+}
+double tbb_roots(const std::vector<double>& v) {
+  double r = 0;
+  env->arena.execute([&] {
+    r = tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, v.size()), 0.0,
+        [&](const tbb::blocked_range<std::size_t>& range, double acc) {
+          for (std::size_t i = range.begin(); i != range.end(); ++i) acc += std::sqrt(v[i]);
+          return acc;
+        },
+        std::plus<>());
+  });
+  return r;
+}
+
+// --- inclusive scan ---
+void weft_scan(const std::vector<std::int64_t>& in, std::vector<std::int64_t>& out) {
+  weft::parallel_inclusive_scan(env->pool, in.begin(), in.end(), out.begin());
+}
+void tbb_scan(const std::vector<std::int64_t>& in, std::vector<std::int64_t>& out) {
+  env->arena.execute([&] {
+    tbb::parallel_scan(
+        tbb::blocked_range<std::size_t>(0, in.size()), std::int64_t{0},
+        [&](const tbb::blocked_range<std::size_t>& range, std::int64_t sum, bool is_final) {
+          for (std::size_t i = range.begin(); i != range.end(); ++i) {
+            sum += in[i];
+            if (is_final) out[i] = sum;
+          }
+          return sum;
+        },
+        std::plus<>());
+  });
+}
+
+// --- sort ---
+template <class T>
+void weft_sort(std::vector<T>& v) {
+  weft::parallel_sort(env->pool, v.begin(), v.end());
+}
+template <class T>
+void tbb_sort(std::vector<T>& v) {
+  env->arena.execute([&] { tbb::parallel_sort(v.begin(), v.end()); });
+}
+
+// --- invoke: a recursive sum split in halves by parallel_invoke ---
+std::int64_t weft_tree(const std::int64_t* p, std::size_t n) {
+  if (n <= kInvokeLeaf) return std::accumulate(p, p + n, std::int64_t{0});
+  std::int64_t a = 0, b = 0;
+  weft::parallel_invoke(
+      env->pool, [&] { a = weft_tree(p, n / 2); }, [&] { b = weft_tree(p + n / 2, n - n / 2); });
+  return a + b;
+}
+std::int64_t tbb_tree_in_arena(const std::int64_t* p, std::size_t n) {
+  if (n <= kInvokeLeaf) return std::accumulate(p, p + n, std::int64_t{0});
+  std::int64_t a = 0, b = 0;
+  tbb::parallel_invoke([&] { a = tbb_tree_in_arena(p, n / 2); },
+                       [&] { b = tbb_tree_in_arena(p + n / 2, n - n / 2); });
+  return a + b;
+}
+std::int64_t tbb_tree(const std::int64_t* p, std::size_t n) {
+  std::int64_t r = 0;
+  env->arena.execute([&] { r = tbb_tree_in_arena(p, n); });
+  return r;
+}
+
+void bm_reduce(benchmark::State& state, bool weft) {
+  const auto& v = env->data.ints;
+  const std::int64_t want = std::accumulate(v.begin(), v.end(), std::int64_t{0});
+  bool ok = true;
+  for (auto _ : state) {
+    std::int64_t r = 0;
+    state.SetIterationTime(seconds([&] { r = weft ? weft_sum(v) : tbb_sum(v); }));
+    ok = ok && r == want;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+void bm_transform_reduce(benchmark::State& state, bool weft) {
+  const auto& v = env->data.doubles;
+  double want = 0;
+  for (double x : v) want += std::sqrt(x);
+  bool ok = true;
+  for (auto _ : state) {
+    double r = 0;
+    state.SetIterationTime(seconds([&] { r = weft ? weft_roots(v) : tbb_roots(v); }));
+    ok = ok && std::abs(r - want) <= 1e-9 * want;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+void bm_scan(benchmark::State& state, bool weft) {
+  const auto& in = env->data.ints;
+  std::vector<std::int64_t> want(in.size()), out(in.size());
+  std::inclusive_scan(in.begin(), in.end(), want.begin());
+  bool checked = false, ok = true;
+  for (auto _ : state) {
+    state.SetIterationTime(seconds([&] { weft ? weft_scan(in, out) : tbb_scan(in, out); }));
+    if (!checked) ok = out == want, checked = true;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+template <class T>
+void bm_sort(benchmark::State& state, const std::vector<T>& unsorted, bool weft) {
+  std::vector<T> want = unsorted;
+  std::sort(want.begin(), want.end());
+  std::vector<T> v;
+  bool checked = false, ok = true;
+  for (auto _ : state) {
+    v = unsorted;  // untimed
+    state.SetIterationTime(seconds([&] { weft ? weft_sort(v) : tbb_sort(v); }));
+    if (!checked) ok = v == want, checked = true;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+void bm_invoke(benchmark::State& state, bool weft) {
+  const auto& v = env->data.ints;
+  const std::size_t n = std::min(kInvokeSize, v.size());
+  const std::int64_t want = std::accumulate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n), std::int64_t{0});
+  bool ok = true;
+  for (auto _ : state) {
+    std::int64_t r = 0;
+    state.SetIterationTime(seconds([&] { r = weft ? weft_tree(v.data(), n) : tbb_tree(v.data(), n); }));
+    ok = ok && r == want;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const unsigned threads = bench_threads();
+  Env environment(threads);
+  env = &environment;
+  static_assert(kScanSize <= kReduceSize);
+  struct Case {
+    const char* name;
+    std::function<void(benchmark::State&, bool)> run;
+  };
+  const std::vector<Case> cases = {
+      {"reduce_sum_int64_16M", bm_reduce},
+      {"transform_reduce_sqrt_16M", bm_transform_reduce},
+      {"inclusive_scan_int64_16M", bm_scan},
+      {"sort_int32_4M", [](benchmark::State& s, bool w) { bm_sort(s, env->data.unsorted, w); }},
+      {"sort_string_512K", [](benchmark::State& s, bool w) { bm_sort(s, env->data.words, w); }},
+      {"invoke_tree_4M_leaf4096", bm_invoke},
+  };
+  for (const Case& c : cases) {
+    for (const bool weft : {true, false}) {
+      const std::string name = std::string(c.name) + (weft ? "/weft" : "/oneTBB");
+      benchmark::RegisterBenchmark(name.c_str(), [run = c.run, weft](benchmark::State& s) { run(s, weft); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseManualTime();
+    }
+  }
+  benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("oneTBB", TBB_runtime_version());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

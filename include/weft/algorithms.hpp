@@ -1,0 +1,229 @@
+// weft's parallel algorithms on a pool, blocking like weft::parallel_for: parallel_reduce,
+// parallel_transform_reduce, parallel_inclusive_scan, parallel_exclusive_scan, parallel_sort, parallel_invoke.
+// (Inside a TaskScope, scope.parallel_reduce(...) and the others make the same algorithm a job of the graph.)
+//
+// What they share:
+// - Ranges are random-access iterators [first, last); a reversed range (last before first) is refused with
+//   std::invalid_argument naming the call. Operations, transforms and comparators are taken by value, as std's
+//   algorithms take them, and called concurrently through const references (std::sort, under the cutoff, copies
+//   its comparator as usual); parallel_invoke calls its callables in place, never copying them.
+// - Partitioning is parallel_for's: grain 0 (the default) cuts the range into about 64 blocks per worker, run by
+//   parallel_for's automatic partitioner; grain g > 0 makes blocks of g elements. A range of one block runs
+//   inline in the calling thread.
+// - Callable from any thread, and from inside a weft task or job (nested): a waiting worker runs other tasks
+//   meanwhile. The first exception thrown by a callable stops the pieces not yet started and is rethrown here;
+//   others are dropped. Throws pool_closed if the pool is shutting down.
+// - A callable of the wrong shape does not compile, with a static_assert saying what it must take.
+#pragma once
+
+#include "weft/detail/require_cpp20.hpp"
+
+#include <concepts>
+#include <cstddef>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "weft/detail/algorithm_core.hpp"
+#include "weft/detail/for_range.hpp"
+#include "weft/detail/require_callable.hpp"
+#include "weft/pool.hpp"
+
+namespace weft {
+
+// A reduction or scan operation over values T and elements E: op(T, E) and op(T, T) both give something a T
+// can be made from, and so does an element (each block's partial starts from its first element). It must be
+// associative; it need not be commutative (partial results combine in order).
+template <class Op, class T, class E>
+concept ReduceOperation = std::constructible_from<T, E> && std::invocable<const Op&, T, E> &&
+    std::invocable<const Op&, T, T> &&
+    std::constructible_from<T, std::invoke_result_t<const Op&, T, E>> &&
+    std::constructible_from<T, std::invoke_result_t<const Op&, T, T>> &&
+    std::assignable_from<T&, std::invoke_result_t<const Op&, T, T>>;
+
+// A transform of transform_reduce: tr(element) gives something a T can be made from.
+template <class Tr, class T, class It>
+concept ReduceTransform = std::invocable<const Tr&, std::iter_reference_t<It>> &&
+    std::constructible_from<T, std::invoke_result_t<const Tr&, std::iter_reference_t<It>>>;
+
+// A comparator parallel_sort accepts: a strict weak order on the elements, which may be swapped (std::sortable).
+template <class Comp, class It>
+concept SortComparator = std::sortable<It, Comp>;
+
+namespace detail {
+template <class T, class E, class Op>
+constexpr bool check_reduce_op() {
+  static_assert(ReduceOperation<Op, T, E>,
+                "weft parallel reduce/scan: op must be callable as op(T, element) and op(T, T), T being the type of "
+                "init (or the elements' value type for an inclusive scan without one), each returning a value a T "
+                "can be made from, and a T must be constructible from an element; "
+                "e.g. [](T a, const T& b) { return a + b; }");
+  return ReduceOperation<Op, T, E>;
+}
+}  // namespace detail
+
+// Reduces [first, last) on `pool`: the result of std::reduce(first, last, init, op), i.e. init combined with every
+// element by op. op must be associative; it need not be commutative: partial results are combined in range
+// order, so string concatenation or a matrix product gives the sequential result. An empty range gives init.
+//
+// Example:
+//   std::vector<double> v(n, 0.5);
+//   double sum = weft::parallel_reduce(pool, v.begin(), v.end(), 0.0);
+//   std::string s = weft::parallel_reduce(pool, words.begin(), words.end(), std::string(), std::plus<>());
+template <std::random_access_iterator It, class T, class Op = std::plus<>>
+[[nodiscard]] T parallel_reduce(Pool& pool, It first, It last, T init, Op op = {}, std::size_t grain = 0) {
+  if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
+    detail::require_callable(op, "weft::parallel_reduce");
+    const std::size_t n = detail::element_count(first, last, "weft::parallel_reduce");
+    if (detail::make_blocks(n, grain, pool.size()).count <= 1) {
+      return n == 0 ? init
+                    : T(std::invoke(op, std::move(init), detail::fold_block<T>(first, n, op, detail::Identity{})));
+    }
+    return detail::run_algorithm<T>(pool, "weft::parallel_reduce", [&](Subflow& sf) {
+      return detail::reduce_core(sf, first, n, std::move(init), op, detail::Identity{}, grain, kUnlimited);
+    });
+  } else {
+    return init;
+  }
+}
+
+// std::transform_reduce(first, last, init, reduce, transform) on `pool`: init combined by `reduce` with
+// transform(x) for every element x, partial results combined in range order (reduce associative, not
+// necessarily commutative). transform is called once per element, concurrently.
+//
+// Example:
+//   std::vector<std::string> words = {"a", "bb", "ccc"};
+//   auto size = [](const std::string& w) { return w.size(); };
+//   std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0},
+//                                                         std::plus<>(), size);  // 6
+template <std::random_access_iterator It, class T, class Op, class Tr>
+[[nodiscard]] T parallel_transform_reduce(Pool& pool, It first, It last, T init, Op reduce, Tr transform,
+                                          std::size_t grain = 0) {
+  static_assert(ReduceTransform<Tr, T, It>,
+                "weft::parallel_transform_reduce: transform must be callable with an element and return a value a "
+                "T (the type of init) can be made from");
+  if constexpr (ReduceTransform<Tr, T, It>) {
+    using E = std::invoke_result_t<const Tr&, std::iter_reference_t<It>>;
+    if constexpr (detail::check_reduce_op<T, E, Op>()) {
+      detail::require_callable(reduce, "weft::parallel_transform_reduce");
+      detail::require_callable(transform, "weft::parallel_transform_reduce");
+      const std::size_t n = detail::element_count(first, last, "weft::parallel_transform_reduce");
+      if (detail::make_blocks(n, grain, pool.size()).count <= 1) {
+        return n == 0 ? init
+                      : T(std::invoke(reduce, std::move(init), detail::fold_block<T>(first, n, reduce, transform)));
+      }
+      return detail::run_algorithm<T>(pool, "weft::parallel_transform_reduce", [&](Subflow& sf) {
+        return detail::reduce_core(sf, first, n, std::move(init), reduce, transform, grain, kUnlimited);
+      });
+    }
+  }
+  return init;
+}
+
+namespace detail {
+template <class It, class Out, class T, class Op>
+Out blocking_scan(Pool& pool, const char* call, It first, It last, Out out, std::optional<T> init, const Op& op,
+                  bool inclusive, std::size_t grain) {
+  static_assert(std::indirectly_writable<Out, const T&>,
+                "weft parallel scan: the output iterator must accept the scan's values (T)");
+  require_callable(op, call);
+  const std::size_t n = element_count(first, last, call);
+  if (make_blocks(n, grain, pool.size()).count <= 1) {
+    if (n != 0) scan_block(first, out, n, std::move(init), op, inclusive);
+  } else {
+    static_cast<void>(run_algorithm<Unit>(pool, call, [&](Subflow& sf) {
+      return scan_core(sf, first, n, out, std::move(init), op, inclusive, grain, kUnlimited);
+    }));
+  }
+  return out + static_cast<std::iter_difference_t<Out>>(n);
+}
+}  // namespace detail
+
+// std::inclusive_scan(first, last, out, op) on `pool`: out[i] = x[0] op x[1] op ... op x[i], computed in the
+// elements' value type. A blocked two-pass scan (about 2n applications of op): op must be associative, need not
+// be commutative. out is a random-access iterator; it may be first (in place), other overlap is undefined.
+// Returns out + (last - first).
+//
+// Example:
+//   std::vector<int> v(n, 1), prefix(n);
+//   weft::parallel_inclusive_scan(pool, v.begin(), v.end(), prefix.begin());  // 1, 2, 3, ...
+template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
+Out parallel_inclusive_scan(Pool& pool, It first, It last, Out out, Op op = {}, std::size_t grain = 0) {
+  using T = std::iter_value_t<It>;
+  if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
+    return detail::blocking_scan(pool, "weft::parallel_inclusive_scan", first, last, out, std::optional<T>(), op,
+                                 true, grain);
+  } else {
+    return out;
+  }
+}
+
+// std::exclusive_scan(first, last, out, init, op) on `pool`: out[0] = init, out[i] = init op x[0] op ... op
+// x[i-1], computed in the type of init. Otherwise as parallel_inclusive_scan (in place allowed).
+//
+// Example:
+//   std::vector<std::size_t> sizes = {3, 1, 2}, offsets(3);
+//   weft::parallel_exclusive_scan(pool, sizes.begin(), sizes.end(), offsets.begin(), std::size_t{0});  // 0, 3, 4
+template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op = std::plus<>>
+Out parallel_exclusive_scan(Pool& pool, It first, It last, Out out, T init, Op op = {}, std::size_t grain = 0) {
+  if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
+    return detail::blocking_scan(pool, "weft::parallel_exclusive_scan", first, last, out,
+                                 std::optional<T>(std::move(init)), op, false, grain);
+  } else {
+    return out;
+  }
+}
+
+// Sorts [first, last) by comp (std::less<> by default) on `pool`, as std::sort(first, last, comp) would, but NOT
+// stably: equivalent elements may end up in any order. A parallel quicksort (partitions around a ninther
+// median pivot, parts of at most max(2048, n / (64 * workers)) elements sorted by std::sort; depth-bounded, so
+// O(n log n) whatever the input); an already sorted range is detected and left as it is. If comp throws, the
+// range holds its elements in an unspecified order.
+//
+// Example:
+//   std::vector<int> v = {3, 1, 2};
+//   weft::parallel_sort(pool, v.begin(), v.end());                   // 1, 2, 3
+//   weft::parallel_sort(pool, v.begin(), v.end(), std::greater<>());  // 3, 2, 1
+template <std::random_access_iterator It, class Comp = std::less<>>
+void parallel_sort(Pool& pool, It first, It last, Comp comp = {}) {
+  static_assert(SortComparator<Comp, It>,
+                "weft::parallel_sort: comp must be a strict weak order on the elements, callable as "
+                "comp(const T&, const T&) -> bool, and the elements must be swappable (std::sortable)");
+  if constexpr (SortComparator<Comp, It>) {
+    detail::require_callable(comp, "weft::parallel_sort");
+    const std::size_t n = detail::element_count(first, last, "weft::parallel_sort");
+    if (n <= detail::kSortCutoff) {
+      std::sort(first, last, comp);
+      return;
+    }
+    static_cast<void>(detail::run_algorithm<detail::Unit>(
+        pool, "weft::parallel_sort", [&](Subflow& sf) { return detail::sort_core(sf, first, last, comp); }));
+  }
+}
+
+// Calls every one of fs... (each callable with no arguments) on `pool`, possibly at once, and returns when all
+// have returned. The callables are called in place (never copied); their results are discarded.
+//
+// Example:
+//   weft::parallel_invoke(pool, [&] { left = build(l); }, [&] { right = build(r); }, [&] { log("building"); });
+template <class... Fs>
+void parallel_invoke(Pool& pool, Fs&&... fs) {
+  static_assert(sizeof...(Fs) >= 1, "weft::parallel_invoke: give at least one callable");
+  static_assert((std::invocable<Fs&> && ...),
+                "weft::parallel_invoke: every argument after the pool must be callable with no arguments");
+  if constexpr ((std::invocable<Fs&> && ...) && sizeof...(Fs) >= 1) {
+    (detail::require_callable(fs, "weft::parallel_invoke"), ...);
+    if constexpr (sizeof...(Fs) == 1) {
+      (std::invoke(fs), ...);
+    } else {
+      auto refs = std::forward_as_tuple(fs...);
+      static_cast<void>(detail::run_algorithm<detail::Unit>(
+          pool, "weft::parallel_invoke", [&](Subflow& sf) { return detail::invoke_core(sf, refs); }));
+    }
+  }
+}
+
+}  // namespace weft
