@@ -161,6 +161,9 @@ class Engine {
   }
 
   void worker_main(Worker& self);
+  // On a worker's way out after a shutdown began: drops what is left in its own deque, outside batch and
+  // mailbox (counted in dropped_by_waiters_). See worker_main.
+  void drop_own_pending(Worker& self) noexcept;
   [[nodiscard]] std::string apply_thread_options(Worker& self);
   [[nodiscard]] Task* find_task(Worker& self);
   [[nodiscard]] Task* take_injected(Worker& self, Priority priority);

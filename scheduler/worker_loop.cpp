@@ -31,7 +31,13 @@ void Engine::worker_main(Worker& self) {
     // (A task already running finishes; a Future::get inside it still runs the tasks it needs meanwhile.)
     // acquire: pairs with the shutdown stores.
     const State now = state_.load(std::memory_order_acquire);
-    if (stops_tasks(now)) return;
+    if (stops_tasks(now)) {
+      // A task this worker pushed (or was sent) just as a DropPending shutdown's drop pass went by stays here
+      // until after this worker is joined; a worker elsewhere may be waiting for it (a subflow's join, a
+      // pipeline's tasks), and the join would wait for that worker. Dropped on the way out instead.
+      drop_own_pending(self);
+      return;
+    }
     if (!woken) {
       if (Task* task = find_task(self)) {
         execute(self, task);
@@ -79,6 +85,15 @@ void Engine::worker_main(Worker& self) {
     // in long tasks and 2 asleep beside 2 pending tasks).
     woken = true;
   }
+}
+
+void Engine::drop_own_pending(Worker& self) noexcept {
+  std::uint64_t count = 0;
+  while (auto task = self.deque.pop()) count += drop(*task, self.ref());
+  while (auto task = self.from_outside.pop()) count += drop(*task, self.ref());
+  while (auto task = self.take_from_mailbox(self.ref())) count += drop(*task, self.ref());
+  // relaxed: finish_shutdown reads it after joining this worker.
+  if (count != 0) dropped_by_waiters_.fetch_add(count, std::memory_order_relaxed);
 }
 
 Task* Engine::find_task(Worker& self) {
