@@ -10,7 +10,7 @@
 #include <random>
 #include <ranges>
 #include <string>
-#include <vector>
+#include <thread>
 
 #include "tests/pipeline/pipeline_test_support.hpp"
 
@@ -168,6 +168,59 @@ TEST_CASE("an exception at the first and at the last item of each place") {
       }
     }
   });
+}
+
+
+TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report the same one") {
+  // The first `workers` items meet in a stage and throw together, so that their exceptions race to be the
+  // pipeline's first. Whichever wins, the sink's job must fail with the one wait() rethrows. Needs a second
+  // worker (the first item waits in the stage for the others); the shared mode is forced, as in the automatic
+  // mode the first item's carrier keeps the source's turn and the others would never come.
+  const ForcedMode shared(TestMode::shared);
+  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 300 : 5'000);
+  for (const unsigned workers : {2u, 4u, 8u}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog(named("exceptions at once", workers), patience(120));
+    Pool pool(PoolOptions{.threads = workers});
+    std::uint64_t mismatched = 0;
+    std::string example;
+    for (std::uint64_t round = 0; round < rounds; ++round) {
+      TaskScope scope{pool};
+      std::uint64_t next = 0;
+      auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
+        if (next == 100) return std::nullopt;
+        return next++;
+      });
+      std::atomic<unsigned> met{0};
+      auto staged = scope.stage(
+          numbers,
+          [&](std::uint64_t x) {
+            if (x < workers) {
+              met.fetch_add(1);
+              while (met.load() < workers) std::this_thread::yield();
+              throw StageFailure("item " + std::to_string(x));
+            }
+            return x;
+          },
+          {.concurrency = kUnlimited});
+      Job<void> done = scope.sink(staged, [](std::uint64_t) {});
+      std::string rethrown;
+      try {
+        static_cast<void>(scope.run_and_wait());
+      } catch (const StageFailure& e) {
+        rethrown = e.what();
+      }
+      std::string from_job;
+      try {
+        done.get();
+      } catch (const StageFailure& e) {
+        from_job = e.what();
+      }
+      if (rethrown != from_job && mismatched++ == 0) example = "wait(): " + rethrown + ", job: " + from_job;
+    }
+    INFO("rounds where they differ: " << mismatched << " of " << rounds << ", e.g. " << example);
+    CHECK(mismatched == 0);
+  }
 }
 
 }  // namespace

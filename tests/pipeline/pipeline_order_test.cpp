@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
