@@ -1,8 +1,10 @@
-// Forms of TaskScope and parallel_for calls that must not compile, each refused by a static_assert that says
-// what to write instead (WEFT_CASE 1 and up), and the accepted forms beside them (WEFT_CASE 0), which must
-// compile cleanly: so a refusal is the one form's, not the file's. Compiled by check_compile.py, never linked.
+// Forms of TaskScope (pipelines included) and parallel_for calls that must not compile, each refused by a
+// static_assert that says what to write instead (WEFT_CASE 1 and up), and the accepted forms beside them
+// (WEFT_CASE 0), which must compile cleanly: so a refusal is the one form's, not the file's. Compiled by
+// check_compile.py, never linked.
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -49,6 +51,13 @@ void build(weft::Pool& pool) {
   weft::parallel_invoke(pool, [&] { r += 1; }, [] {});
   scope.parallel_reduce(v.begin(), v.end(), 0L, [](long x, long y) { return x + y; }, {.name = "sum"});
   scope.parallel_invoke({.name = "pair"}, [] {}, [] {});
+  // Pipelines: a source of std::optional<T>; stages taking the item by value, T&& or const T&, returning the
+  // next item or a std::optional of it; a fan-out stage returning a range; a sink returning nothing.
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  auto named = scope.stage(numbers, [](int x) { return std::to_string(x); });
+  auto kept = scope.stage(named, [](std::string&& x) -> std::optional<std::string> { return x; });
+  auto lengths = scope.fan_out(kept, [](const std::string& x) { return std::vector<std::size_t>{x.size()}; });
+  scope.sink(lengths, [](std::size_t) {});
 #elif WEFT_CASE == 1
   scope.when_all({a, b}, [](int x, int y) { return x + y; });  // one argument per job: needs a tuple
 #elif WEFT_CASE == 2
@@ -85,6 +94,20 @@ void build(weft::Pool& pool) {
   scope.parallel_invoke([] {}, [](int x) { return x; });
 #elif WEFT_CASE == 16
   scope.parallel_inclusive_scan(v.begin(), v.end(), v.begin(), [](const std::string& x) { return x; });
+#elif WEFT_CASE == 17
+  scope.source([] { return 1; });  // not a std::optional: the stream could never end
+#elif WEFT_CASE == 18
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  scope.stage(numbers, [](int) {});  // consumes the item: that is a sink
+#elif WEFT_CASE == 19
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  scope.sink(numbers, [](int x) { return x; });  // returns a value nobody receives
+#elif WEFT_CASE == 20
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  scope.fan_out(numbers, [](int x) { return x; });  // not a range
+#elif WEFT_CASE == 21
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  scope.stage(numbers, [](const std::string& x) { return x; });  // takes another type than the stream's items
 #else
 #error "no such WEFT_CASE"
 #endif
