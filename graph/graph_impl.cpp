@@ -231,7 +231,7 @@ void GraphImpl::compile() {
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
-Run GraphImpl::run(Pool& pool, const Caller& caller) {
+Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live) {
   // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
   // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
   sched::require_stack(caller.call);
@@ -259,6 +259,8 @@ Run GraphImpl::run(Pool& pool, const Caller& caller) {
     throw;
   }
   current_ = state;
+  // seq_cst: pairs with TaskScope::cancel() from a node of this run (which it happens before anyway).
+  if (live != nullptr) live->store(state.get(), std::memory_order_seq_cst);
   if (!state->start(state))
     throw pool_closed(std::string(caller.call) + ": the pool is shut down (or shutting down); the run did not start");
   return Run(std::move(state));

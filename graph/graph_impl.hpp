@@ -66,7 +66,8 @@ class GraphImpl {
   void reserve(std::size_t nodes, std::size_t edges);
   void dump(std::ostream& out) const;
   void compile();
-  Run run(Pool& pool, const Caller& caller);
+  // `live`, if given, gets the run's state before any node starts (GraphAccess::run).
+  Run run(Pool& pool, const Caller& caller, std::atomic<void*>* live = nullptr);
   // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
   void wait_for_run_end() noexcept;
 

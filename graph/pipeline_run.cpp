@@ -695,12 +695,14 @@ void Run::destroy_content(Slot* slot) noexcept {
 
 void Run::fail(std::exception_ptr error) noexcept {
   {
+    // Recorded in the run under the lock too: two stages failing at once must leave the same exception first
+    // in the pipeline (the sink's job) and in the run (wait()).
     const std::lock_guard<std::mutex> hold(error_lock_);
     if (!error_) error_ = error;
+    // The run's first exception: it cancels the scope's other jobs, and wait() rethrows it.
+    SubflowAccess::record_exception(subflow_, std::move(error));
   }
   stop_.store(true, std::memory_order_relaxed);
-  // The run's first exception: it cancels the scope's other jobs, and wait() rethrows it.
-  SubflowAccess::record_exception(subflow_, std::move(error));
 }
 
 }  // namespace weft::detail::pipeline

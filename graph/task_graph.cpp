@@ -85,6 +85,13 @@ Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller) {
   return graph.impl_->run(pool, caller);
 }
 
+Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live) {
+  if (!graph.impl_) throw_moved_from("run");
+  return graph.impl_->run(pool, caller, &live);
+}
+
+void GraphAccess::cancel_live(void* live) noexcept { static_cast<RunState*>(live)->cancel(); }
+
 RunStatus GraphAccess::wait(Run& run, const Caller& caller) {
   if (run.state_ != nullptr && run.state_->is_caller_inside()) {
     std::string message = caller.call;

@@ -3,6 +3,7 @@
 
 #include "weft/detail/require_cpp20.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -239,6 +240,11 @@ struct GraphAccess {
                                caller);
   }
   static Run run(TaskGraph& graph, Pool& pool, const Caller& caller);
+  // run(), and before any node starts, stores the run's state into `live` (for cancel_live: a node may cancel
+  // its own run before run() has returned).
+  static Run run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live);
+  // Cancels the run whose state run() stored (it stays alive while a node of it or a Run handle exists).
+  static void cancel_live(void* live) noexcept;
   // Run::wait(), except that a call from inside the run (one of its nodes or their subflow children), which
   // could never return, throws weft::would_deadlock naming caller.call.
   static RunStatus wait(Run& run, const Caller& caller);

@@ -416,7 +416,9 @@ class TaskScope {
   }
   // No job starts after this; running ones finish. Does nothing before run() or after the run.
   void cancel() noexcept {
-    if (run_.valid()) run_.cancel();
+    // Also from a job, possibly before run() has returned: through the state run() stored before any job
+    // started (seq_cst: see GraphImpl::run). Null before run(): nothing to do.
+    if (void* live = shared_->live_run.load(std::memory_order_seq_cst)) detail::GraphAccess::cancel_live(live);
   }
 
   // Jobs added so far.

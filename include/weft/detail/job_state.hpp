@@ -25,6 +25,9 @@ struct ScopeShared {
   // release by the scope when it changes phase; acquire by Job::get(), which then sees every job's final
   // status, because the scope publishes `finished` only after Run::wait() returned.
   std::atomic<ScopePhase> phase{ScopePhase::building};
+  // The run's state (graph/run_state.hpp), stored by TaskScope::run() before any job starts: cancel() from a
+  // job reaches the run before run() has returned. Null before run().
+  std::atomic<void*> live_run{nullptr};
 };
 
 // What every job's slot has, whatever its result type.

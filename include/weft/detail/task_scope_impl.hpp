@@ -163,8 +163,10 @@ inline void TaskScope::run() {
   }
   if (graph_.size() != 0) {
     try {
-      run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"});
+      run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"},
+                                      shared_->live_run);
     } catch (...) {
+      shared_->live_run.store(nullptr, std::memory_order_seq_cst);  // a run that did not start may be gone
       start_error_ = std::current_exception();
       mark(detail::ScopePhase::finished);
       throw;

@@ -136,6 +136,7 @@ Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::S
   if (!in.valid()) {
     std::string message = who;
     message += ": the stream is empty (a default-constructed weft::Stream)";
+    if (!options.name.empty()) message += ", given to stage '" + options.name + "'";
     throw invalid_graph(message);
   }
   if (in.pipeline_->scope() != shared_.get()) {
