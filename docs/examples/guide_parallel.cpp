@@ -1,0 +1,97 @@
+// The examples of docs/guide.md's chapters on parallel loops and algorithms, and on tuning (threads, pinning,
+// priorities, affinity, grain), compiled and run: each function shows one thing and checks what it did; main()
+// exits with 1 if any check fails. docs/guide.md quotes these lines verbatim (check_quotes.py).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <weft/weft.hpp>
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "guide_parallel: FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+void loops(weft::Pool& pool) {
+  const std::size_t n = 100000;
+  std::vector<double> roots(n);
+  weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { roots[i] = std::sqrt(double(i)); });
+  std::vector<int> values(n, 1);
+  weft::parallel_for(pool, values.begin(), values.end(), [](int& x) { x *= 2; });
+  weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t lo, std::size_t hi) {  // a chunk at a time
+    for (std::size_t i = lo; i != hi; ++i) values[i] += 1;
+  });
+  check(roots[49] == 7.0 && std::all_of(values.begin(), values.end(), [](int x) { return x == 3; }), "loops");
+}
+
+void algorithms(weft::Pool& pool) {
+  std::vector<int> v(100000);
+  std::mt19937 random(7);
+  for (int& x : v) x = static_cast<int>(random() % 1000);
+  long sum = weft::parallel_reduce(pool, v.begin(), v.end(), 0L);
+  std::vector<std::string> words = {"a", "bb", "ccc"};
+  std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0},
+                                                        std::plus<>(), [](const std::string& w) { return w.size(); });
+  std::vector<long> prefix(v.size());
+  weft::parallel_inclusive_scan(pool, v.begin(), v.end(), prefix.begin());
+  weft::parallel_sort(pool, v.begin(), v.end());
+  int left = 0;
+  int right = 0;
+  weft::parallel_invoke(pool, [&] { left = 1; }, [&] { right = 2; });
+  check(sum == prefix.back() && letters == 6 && std::is_sorted(v.begin(), v.end()) && left + right == 3,
+        "algorithms");
+}
+
+void scope_loops(weft::Pool& pool) {
+  std::vector<float> samples(4096, 2.0f);
+  weft::TaskScope scope{pool};
+  weft::Job<void> load = scope.submit([&] { std::fill(samples.begin(), samples.end(), 3.0f); });
+  weft::Job<void> scale =
+      scope.parallel_for_after({load}, samples.begin(), samples.end(), [](float& x) { x *= 2.0f; });
+  weft::Job<double> total = scope.parallel_reduce_after({scale}, samples.begin(), samples.end(), 0.0);
+  scope.run_and_wait();
+  check(total.get() == 6.0 * 4096, "a loop and a reduction as jobs of a scope");
+}
+
+void tuning() {
+  weft::Pool pool{weft::PoolOptions{
+      .threads = 2,                                      // 0 (the default): one per CPU this process may use
+      .pinning = weft::Pinning::one_per_cpu,             // worker i on the i-th CPU the process may use
+      .name = "render",                                  // threads named render-0, render-1 (top -H, gdb)
+      .spin_before_park = std::chrono::microseconds(20), // idle workers look for work this long, then sleep
+      .max_queued = 10000,                               // post/submit block past this; try_post does not
+  }};
+  weft::Future<int> urgent = pool.submit_with({.priority = weft::Priority::High}, [] { return 1; });
+  weft::Future<int> local = pool.submit_with({.affinity = 0}, [&pool] {
+    return pool.current_worker().value_or(0) == 0 ? 1 : 0;  // worker 0 unless it was stuck: see affinity_patience
+  });
+  std::vector<int> items(1 << 16, 1);
+  weft::parallel_for(pool, items.begin(), items.end(), [](int& x) { x += 1; }, /* grain */ 1024);
+  static_cast<void>(local.get());
+  check(urgent.get() == 1 && items.back() == 2, "tuning options");
+}
+
+}  // namespace
+
+int main() {
+  weft::Pool pool;
+  loops(pool);
+  algorithms(pool);
+  scope_loops(pool);
+  tuning();
+  if (failures != 0) return 1;
+  std::printf("guide_parallel: ok\n");
+  return 0;
+}
