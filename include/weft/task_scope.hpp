@@ -21,7 +21,7 @@
 #include "weft/detail/algorithm_core.hpp"
 #include "weft/detail/for_range.hpp"
 #include "weft/detail/for_splitter.hpp"
-#include "weft/detail/job.hpp"
+#include "weft/job.hpp"
 #include "weft/detail/job_state.hpp"
 #include "weft/detail/job_traits.hpp"
 #include "weft/detail/require_callable.hpp"

@@ -8,6 +8,8 @@
 #include "weft/algorithms.hpp"
 #include "weft/errors.hpp"
 #include "weft/future.hpp"
+#include "weft/job.hpp"
+#include "weft/loop_body.hpp"
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"

@@ -1,6 +1,5 @@
-// The Example blocks of the public headers (include/weft/*.hpp, and weft/detail/job.hpp, which documents Job
-// and AnyJob), copied verbatim, each in a function that declares what the example takes as given (a pool, a
-// vector, n). Compiled by check_compile.py with -Wall -Wextra -Wpedantic -Werror, so that an example a user
+// The Example blocks of the public headers (include/weft/*.hpp), copied verbatim, each in a function that
+// declares what the example takes as given (a pool, a vector, n). Compiled by check_compile.py with -Wall -Wextra -Wpedantic -Werror, so that an example a user
 // pastes compiles cleanly: no unused parameter in its lambdas. A variable an example leaves unused is used
 // after it, as the code that follows it would. When a header's example changes, change it here too.
 #include <cmath>

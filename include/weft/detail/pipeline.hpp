@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "weft/detail/job.hpp"
+#include "weft/job.hpp"
 #include "weft/stream.hpp"
 
 namespace weft {

@@ -1,6 +1,8 @@
-// weft::Job<T> and weft::AnyJob: the handles of TaskScope jobs and their results. Public API, in namespace weft;
-// users include it through weft/task_scope.hpp (the only public headers live directly in include/weft/).
+// weft::Job<T> and weft::AnyJob: the handles of TaskScope jobs and their results (weft/task_scope.hpp includes
+// this header).
 #pragma once
+
+#include "weft/detail/require_cpp20.hpp"
 
 #include <memory>
 #include <stdexcept>
