@@ -100,6 +100,37 @@ void GraphImpl::make_limiters(std::vector<CompiledNode>& compiled,
   }
 }
 
+void GraphImpl::make_semaphore_tables(std::vector<CompiledNode>& compiled, std::vector<SemaphoreNode>& nodes,
+                                      std::vector<SemaphoreNeed>& needs,
+                                      std::vector<Semaphore*>& semaphores) const {
+  const std::size_t n = bodies_.size();
+  for (std::size_t i = 0; !options_.empty() && i < n; ++i) {
+    if (options_index_[i] == kNoIndex) continue;
+    const NodeOptions& options = options_[options_index_[i]];
+    if (options.semaphores.empty()) continue;
+    // Posted, never run in place: taking the units may park it, which only a task of its own can do.
+    compiled[i].runs_in_place = false;
+    compiled[i].has_semaphores = true;
+    const auto begin = static_cast<std::uint32_t>(needs.size());
+    for (Semaphore* const semaphore : options.semaphores) {
+      auto* const first = needs.data() + begin;
+      auto* const end = needs.data() + needs.size();
+      auto* const same = std::find_if(first, end, [&](const SemaphoreNeed& need) {
+        return need.semaphore == semaphore;
+      });
+      if (same != end) {
+        ++same->units;
+      } else {
+        needs.push_back({semaphore, 1});
+        semaphores.push_back(semaphore);
+      }
+    }
+    nodes.push_back({static_cast<std::uint32_t>(i), begin, static_cast<std::uint32_t>(needs.size())});
+  }
+  std::sort(semaphores.begin(), semaphores.end());
+  semaphores.erase(std::unique(semaphores.begin(), semaphores.end()), semaphores.end());
+}
+
 void GraphImpl::lay_out_unchecked(const char* call) {
   const std::size_t n = bodies_.size();
   std::vector<CompiledNode> compiled(n);
@@ -217,6 +248,10 @@ void GraphImpl::lay_out_unchecked(const char* call) {
   std::vector<std::uint32_t> limited_nodes;
   std::uint64_t max_affinity_plus_one = 0;
   make_limiters(compiled, limiters, limited_nodes, max_affinity_plus_one, call);
+  std::vector<SemaphoreNode> semaphore_nodes;
+  std::vector<SemaphoreNeed> semaphore_needs;
+  std::vector<Semaphore*> semaphores;
+  make_semaphore_tables(compiled, semaphore_nodes, semaphore_needs, semaphores);
 
   std::unique_ptr<graph::ClaimCursor[]> group_cursors;
   if (!groups.empty()) group_cursors = std::make_unique<graph::ClaimCursor[]>(groups.size());
@@ -230,6 +265,9 @@ void GraphImpl::lay_out_unchecked(const char* call) {
   limiters_ = std::move(limiters);
   limited_nodes_ = std::move(limited_nodes);
   roots_ = std::move(roots);
+  semaphore_nodes_ = std::move(semaphore_nodes);
+  semaphore_needs_ = std::move(semaphore_needs);
+  semaphores_ = std::move(semaphores);
   max_affinity_plus_one_ = max_affinity_plus_one;
   compiled_nodes_ = n;
   compiled_edges_ = edges_.size();

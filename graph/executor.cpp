@@ -113,7 +113,11 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
   RunState* const outer = std::exchange(tl_current_run, this);
   switch (kind) {
     case GraphTaskKind::node:
-      run_node(index);
+      if (graph_.node(index).has_semaphores) [[unlikely]] {
+        run_node_with_semaphores(index);
+      } else {
+        run_node(index);
+      }
       break;
     case GraphTaskKind::activation: {
       static_assert(graph::TokenRun<NodeTokens>);
@@ -378,6 +382,7 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
                   "' was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)");
   switch (kind) {
     case GraphTaskKind::node:
+      if (graph_.node(node).has_semaphores) semaphore_task_dropped(node);
       add_skipped(1);
       break;
     case GraphTaskKind::activation:
@@ -435,6 +440,8 @@ void RunState::fail(std::exception_ptr error) noexcept {
 void RunState::cancel_from_inside() noexcept {
   // A parked producer needs no wake-up: the next pop takes its role over and sees the cancellation.
   cancelled_.store(true, std::memory_order_seq_cst);
+  // Nodes parked on a semaphore skip at once instead of waiting for units another run may hold for long.
+  wake_parked_on_cancel();
 }
 
 void RunState::finish_unit() noexcept {

@@ -11,6 +11,7 @@
 #include "scheduler/stack_guard.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
+#include "weft/semaphore.hpp"
 
 namespace weft::detail {
 namespace {
@@ -20,7 +21,7 @@ std::atomic<std::uint64_t> next_graph_id{1};
 [[nodiscard]] bool has_default_options(const NodeOptions& options) noexcept {
   return options.name.empty() && options.priority == Priority::Normal && !options.affinity &&
          options.concurrency == kUnlimited && options.capacity == kUnbounded &&
-         options.overflow == Overflow::Block && options.tokens == 1;
+         options.overflow == Overflow::Block && options.tokens == 1 && options.semaphores.empty();
 }
 
 // "<call>: NodeOptions::<option> = <value> for <noun> '<name>': <rule>".
@@ -97,6 +98,39 @@ void GraphImpl::throw_bad_edge(Node from, Node to, const char* what, const std::
   throw invalid_graph(message);
 }
 
+namespace {
+
+// NodeOptions::semaphores: no null entry, no more units of one semaphore than its count, one token.
+void validate_semaphores(const NodeOptions& options, const std::string& node, const Caller& caller) {
+  const std::vector<Semaphore*>& list = options.semaphores;
+  if (list.empty()) return;
+  if (options.tokens > 1) {
+    throw_option(caller, node, "semaphores",
+                 "a list of " + std::to_string(list.size()) + (list.size() == 1 ? " entry" : " entries"),
+                 "not allowed with tokens = " + std::to_string(options.tokens) +
+                     ": a node with semaphores runs one token per activation (use tokens = 1, e.g. one node or "
+                     "a TaskScope job per unit of work, or NodeOptions::concurrency to limit the node alone)");
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string entry = "semaphores[" + std::to_string(i) + "]";
+    if (list[i] == nullptr) throw_option(caller, node, entry.c_str(), "null", "must point to a weft::Semaphore");
+    std::size_t units = 0;
+    std::size_t first = i;
+    for (std::size_t j = 0; j <= i; ++j) {
+      if (list[j] != list[i]) continue;
+      if (units++ == 0) first = j;
+    }
+    if (units > list[i]->count()) {
+      std::string rule = "the semaphore of semaphores[" + std::to_string(first) + "] (count ";
+      rule += std::to_string(list[i]->count()) + ") is listed " + std::to_string(units) + " times up to here: ";
+      rule += "a node taking more units than a semaphore's count could never start";
+      throw_option(caller, node, entry.c_str(), "the same weft::Semaphore again", rule);
+    }
+  }
+}
+
+}  // namespace
+
 void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const Caller& caller) const {
   const std::string node = options.name.empty() ? "node " + std::to_string(index) : options.name;
   if (options.concurrency == 0)
@@ -118,6 +152,7 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const 
     rule += " tokens, 16 bytes each (use Overflow::Block, or a smaller capacity)";
     throw_option(caller, node, "capacity", std::to_string(options.capacity), rule);
   }
+  validate_semaphores(options, node, caller);
 }
 
 Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller) {

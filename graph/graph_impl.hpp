@@ -47,8 +47,26 @@ struct CompiledNode {
   std::uint32_t succ_end = 0;
   std::uint32_t join_init = 0;       // distinct predecessors: the join counter's value at the start of a run
   std::uint32_t limiter = kNoIndex;  // index into limiters_ for a node with tokens > 1, else kNoIndex
-  // Priority Normal, no affinity, one token: the thread that makes it ready may run it in place.
+  // Priority Normal, no affinity, one token, no semaphores: the thread that makes it ready may run it in place.
   bool runs_in_place = true;
+  // The node takes units of semaphores (NodeOptions::semaphores): tested only when its task starts, never on
+  // the in-place path, which such a node never takes (graph/semaphore.cpp).
+  bool has_semaphores = false;
+};
+// The flag sits in what was padding: a node's layout, and so a run's walk over the nodes, is as before.
+static_assert(sizeof(CompiledNode) == 20);
+
+// A node's units of one semaphore (its NodeOptions::semaphores with repeats counted), in the order first listed.
+struct SemaphoreNeed {
+  Semaphore* semaphore;
+  std::size_t units;
+};
+
+// A node with semaphores: its needs are semaphore_needs()[begin, end).
+struct SemaphoreNode {
+  std::uint32_t node;
+  std::uint32_t begin;
+  std::uint32_t end;
 };
 
 class GraphImpl {
@@ -96,6 +114,12 @@ class GraphImpl {
     return limited_nodes_[limiter_index];
   }
   [[nodiscard]] const std::vector<std::uint32_t>& roots() const noexcept { return roots_; }
+  // The nodes with semaphores, by increasing node index; their needs; every semaphore the graph's nodes name.
+  [[nodiscard]] const std::vector<SemaphoreNode>& semaphore_nodes() const noexcept { return semaphore_nodes_; }
+  [[nodiscard]] const SemaphoreNeed* semaphore_needs() const noexcept { return semaphore_needs_.data(); }
+  [[nodiscard]] const std::vector<Semaphore*>& semaphores() const noexcept { return semaphores_; }
+  // Where `node` (which has semaphores) is in semaphore_nodes().
+  [[nodiscard]] std::uint32_t semaphore_slot(std::uint32_t node) const noexcept;
   // Sets every join counter to its start value (after a run that lost tasks; see RunState::finish_unit).
   void reset_join_counters() noexcept {
     for (std::size_t i = 0; i < compiled_.size(); ++i)
@@ -144,6 +168,9 @@ class GraphImpl {
   void make_limiters(std::vector<CompiledNode>& compiled, std::vector<std::unique_ptr<graph::Limiter>>& limiters,
                      std::vector<std::uint32_t>& limited_nodes, std::uint64_t& max_affinity_plus_one,
                      const char* call) const;
+  // The semaphore tables of the nodes that have NodeOptions::semaphores; such nodes never run in place.
+  void make_semaphore_tables(std::vector<CompiledNode>& compiled, std::vector<SemaphoreNode>& nodes,
+                             std::vector<SemaphoreNeed>& needs, std::vector<Semaphore*>& semaphores) const;
   [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left, const char* call) const;
 
   const std::uint64_t id_;
@@ -167,6 +194,9 @@ class GraphImpl {
   std::vector<std::unique_ptr<graph::Limiter>> limiters_;
   std::vector<std::uint32_t> limited_nodes_;  // limiter index -> node index
   std::vector<std::uint32_t> roots_;
+  std::vector<SemaphoreNode> semaphore_nodes_;
+  std::vector<SemaphoreNeed> semaphore_needs_;
+  std::vector<Semaphore*> semaphores_;  // distinct, sorted by address
   std::uint64_t max_affinity_plus_one_ = 0;  // 0: no node has an affinity (64 bits: affinity + 1 cannot wrap)
 
   std::atomic<bool> running_{false};

@@ -13,6 +13,14 @@ namespace weft::detail {
 
 RunState::RunState(GraphImpl& graph, Pool& pool) : graph_(graph), pool_(pool) {
   dropped_by_limiter_.assign(graph.limiter_count(), {kNoIndex, 0});
+  const std::vector<SemaphoreNode>& semaphore_nodes = graph.semaphore_nodes();
+  if (!semaphore_nodes.empty()) {
+    semaphore_waiters_ = std::make_unique<SemaphoreWaiter[]>(semaphore_nodes.size());
+    for (std::size_t i = 0; i < semaphore_nodes.size(); ++i) {
+      semaphore_waiters_[i].run = this;
+      semaphore_waiters_[i].node = semaphore_nodes[i].node;
+    }
+  }
 }
 
 bool RunState::is_caller_inside() const noexcept {
@@ -56,8 +64,11 @@ void RunState::wait_quietly() noexcept {
 }
 
 void RunState::cancel() noexcept {
-  // Nothing to wake: a producer parked on a full inbox is taken over by the next pop, which sees this.
-  if (!done()) cancelled_.store(true, std::memory_order_seq_cst);
+  // A producer parked on a full inbox needs no wake-up: the next pop takes its role over and sees this.
+  if (done()) return;
+  cancelled_.store(true, std::memory_order_seq_cst);
+  // Nodes parked on a semaphore skip at once instead of waiting for units that another run may hold for long.
+  wake_parked_on_cancel();
 }
 
 void RunState::add_stage_drops(std::string name, std::uint64_t count) noexcept {

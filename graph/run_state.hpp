@@ -21,6 +21,18 @@
 
 namespace weft::detail {
 
+// A parked node of a run (graph/semaphore.cpp): one per node with semaphores, allocated with the run, linked
+// into the waiters of the semaphore it lacked units of.
+struct SemaphoreWaiter {
+  SemaphoreWaiter* next = nullptr;
+  RunState* run = nullptr;
+  std::uint32_t node = kNoIndex;
+  std::size_t units = 0;  // of the semaphore it is parked on
+  // Set by the release that re-posted it (under that semaphore's lock), cleared by the retry: the retry tries
+  // that semaphore first, or, if it never tries it, hands the wake-up on (graph/semaphore.cpp).
+  Semaphore* woken_from = nullptr;
+};
+
 // The kinds of pool task a run posts.
 enum class GraphTaskKind : std::uint8_t {
   node,        // run a one-token node, then whatever it makes ready in place
@@ -86,6 +98,9 @@ class RunState {
   // add_unit may only be called by a holder of a unit (so the count cannot reach zero meanwhile).
   void add_unit() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
   void finish_unit() noexcept;
+  // A node of this run parked on a semaphore was woken: posts it again (it retries taking its units), and ends
+  // the unit it held while parked (graph/semaphore.cpp).
+  void resume_parked(std::uint32_t node) noexcept;
   // The run whose node the calling thread is executing (innermost), or null.
   [[nodiscard]] static RunState* current() noexcept;
   // True if the calling thread is inside one of this run's nodes or subflow children: waiting for the run
@@ -94,6 +109,20 @@ class RunState {
 
  private:
   void run_node(std::uint32_t node) noexcept;
+  // Semaphores (graph/semaphore.cpp). A task of a node with semaphores: takes its units (or parks it), runs it,
+  // gives them back, then goes on with its successors as run_node does.
+  void run_node_with_semaphores(std::uint32_t node) noexcept;
+  enum class Take : std::uint8_t { taken, parked, skip };
+  // All of the node's units, or none: parked (the task ends; a release re-posts it), or skip (cancelled).
+  [[nodiscard]] Take take_semaphores(std::uint32_t node) noexcept;
+  // Gives back the units of the node's first `count` needs, starting at need `start` (wrapping).
+  void give_semaphores(std::uint32_t slot, std::uint32_t start, std::uint32_t count) noexcept;
+  // A task of a node with semaphores was dropped: hands on a wake-up it was given (see SemaphoreWaiter).
+  void semaphore_task_dropped(std::uint32_t node) noexcept;
+  // After cancelled_ is set: re-posts this run's parked nodes, which then skip.
+  void wake_parked_on_cancel() noexcept;
+  // add_unit for a thread that may not hold one: false if the run has already ended.
+  [[nodiscard]] bool try_add_unit() noexcept;
   // A multi-token node's side of this run, as its token flow (graph/token_flow.hpp) asks for it.
   class NodeTokens;
   // Runs one execution of `node` (skips it if cancelled), joining its subflow.
@@ -144,6 +173,8 @@ class RunState {
   std::atomic<bool> roots_claimed_{false};
   // Filled when the run ends (sized at the start, so ending allocates nothing): {node, tokens dropped}.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
+  // One per node with semaphores, indexed as graph_.semaphore_nodes() (null if there are none).
+  std::unique_ptr<SemaphoreWaiter[]> semaphore_waiters_;
   std::mutex stage_drops_lock_;
   std::vector<std::pair<std::string, std::uint64_t>> stage_drops_;  // {"pipeline/stage", items dropped}
 };

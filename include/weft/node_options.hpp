@@ -8,10 +8,13 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "weft/pool_options.hpp"
 
 namespace weft {
+
+class Semaphore;  // weft/semaphore.hpp
 
 // What a node's bounded inbox does with a token that finds it full. Only an inbox smaller than one activation's
 // tokens (capacity < tokens) can ever be full: any other never drops or fails a token, whatever this says.
@@ -35,8 +38,9 @@ inline constexpr std::size_t kMaxInboxCapacity = std::size_t{1} << 20;
 // Options of one node. Every member has a default, so designated initializers naming only some compile cleanly:
 //   weft::NodeOptions{.concurrency = 2, .capacity = 64, .overflow = weft::Overflow::Block}
 // Out-of-range values (concurrency 0, capacity 0, tokens 0, an inbox that can overflow with a capacity above
-// kMaxInboxCapacity, an affinity past the pool's workers) throw weft::invalid_option naming the call, the node,
-// the option, the value and the limit: when the node is added, or for affinity when the graph is run on a pool.
+// kMaxInboxCapacity, an affinity past the pool's workers, a bad semaphores list) throw weft::invalid_option
+// naming the call, the node, the option, the value and the limit: when the node is added, or for affinity when
+// the graph is run on a pool.
 //
 // Memory: a node with tokens > 1 gets its inbox when the graph is compiled, 16 bytes per slot:
 // - an inbox that can overflow (Drop or Fail, capacity < tokens): exactly `capacity` slots;
@@ -66,6 +70,14 @@ struct NodeOptions {
   Overflow overflow = Overflow::Block;
   // Executions per activation (>= 1).
   std::size_t tokens = 1;
+  // Units the node takes before its body starts and gives back when its execution ends (after its subflow
+  // joined, before its successors start; also if it throws or the run is cancelled): one unit of each entry,
+  // so a semaphore listed twice gives two. All or none are taken; a node that cannot take them waits without
+  // holding a worker (see weft::Semaphore). Every semaphore must outlive the runs. Refused with
+  // weft::invalid_option: a null entry, more units of one semaphore than its count (the node could never
+  // start), and semaphores on a node with tokens > 1 (docs/graph.md, "Semaphores"). A node with semaphores is
+  // always posted to the pool, never run in place by the thread that made it ready.
+  std::vector<Semaphore*> semaphores{};
 };
 
 }  // namespace weft

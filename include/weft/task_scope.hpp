@@ -44,7 +44,9 @@ namespace weft {
 // - Every job function takes weft::NodeOptions (name, priority, affinity, concurrency; bad values throw
 //   weft::invalid_option naming the call, e.g. weft::TaskScope::then, and the job). A job runs once:
 //   NodeOptions::tokens other than 1 is refused. For a parallel_for, `concurrency` bounds the chunks executing
-//   at once. A callable of the wrong shape does not compile, with a static_assert saying what it must take.
+//   at once. NodeOptions::semaphores (weft::Semaphore) are taken once per job: a parallel_for job holds them
+//   while all its chunks run. A callable of the wrong shape does not compile, with a static_assert saying what
+//   it must take.
 // - run() starts the run (a second run() throws graph_busy: the scope is one-shot); wait() blocks until it is
 //   over (on a pool worker it runs other tasks meanwhile) and rethrows the first exception of any job, which
 //   cancelled the run: jobs not started by then are skipped (their get() throws weft::job_cancelled).

@@ -21,6 +21,7 @@
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
+#include "weft/semaphore.hpp"
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"
@@ -87,6 +88,13 @@ void subflow_hpp(weft::TaskGraph& graph, long lo, long mid, long hi) {
 void node_options_hpp() {
   const auto options = weft::NodeOptions{.concurrency = 2, .capacity = 64, .overflow = weft::Overflow::Block};
   (void)options;
+}
+
+void semaphore_hpp(weft::Pool& pool) {
+  weft::Semaphore db{1};  // one connection: at most one query at a time
+  weft::TaskGraph g;
+  for (int q = 0; q < 8; ++q) g.add_node([] { /* query */ }, weft::NodeOptions{.semaphores = {&db}});
+  g.run(pool).wait();     // never two queries at once; db.available() == 1 again
 }
 
 void task_graph_hpp_run(weft::TaskGraph& graph, weft::Pool& pool) {
