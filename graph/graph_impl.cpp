@@ -231,7 +231,7 @@ void GraphImpl::compile() {
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
-Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live) {
+Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, std::unique_ptr<RunRepeat> repeat) {
   // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
   // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
   sched::require_stack(caller.call);
@@ -254,6 +254,7 @@ Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live) {
     }
     for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
     state = std::make_shared<RunState>(*this, pool);
+    state->set_repeat(std::move(repeat));
   } catch (...) {
     running_.store(false, std::memory_order_release);
     throw;

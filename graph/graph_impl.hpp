@@ -21,6 +21,13 @@ namespace weft::detail {
 
 class RunState;
 
+// run_n / run_until: how many more passes of the graph one Run makes, or the predicate that says when to stop
+// (checked before each pass; true stops). Held by the run's state; null there for a plain run (one pass).
+struct RunRepeat {
+  std::uint64_t remaining = 0;  // run_n: passes still to start (unused when `until` is set)
+  RunPredicate until;           // run_until: called before each pass, and once more after the last
+};
+
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
 // Nodes a graph may hold: they are indexed with 32 bits, and kNoIndex is no node.
 inline constexpr std::size_t kMaxNodes = kNoIndex;
@@ -67,7 +74,9 @@ class GraphImpl {
   void dump(std::ostream& out) const;
   void compile();
   // `live`, if given, gets the run's state before any node starts (GraphAccess::run).
-  Run run(Pool& pool, const Caller& caller, std::atomic<void*>* live = nullptr);
+  // `repeat`, if given, makes the run several passes (run_n / run_until).
+  Run run(Pool& pool, const Caller& caller, std::atomic<void*>* live = nullptr,
+          std::unique_ptr<RunRepeat> repeat = nullptr);
   // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
   void wait_for_run_end() noexcept;
 

@@ -80,6 +80,7 @@ RunStats RunState::stats() const {
       if (node != kNoIndex) stats.dropped_by_node[node] = dropped;
     stats.dropped_by_stage = stage_drops_;
   }
+  stats.passes = passes_.load(std::memory_order_relaxed);
   return stats;
 }
 

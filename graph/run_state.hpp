@@ -40,6 +40,8 @@ class RunState {
   // Posts the roots. `self` keeps this state alive until the last unit of work has told the waiters.
   // Returns false if the pool refused the run (shut down): the run has then already ended, failed.
   [[nodiscard]] bool start(std::shared_ptr<RunState> self) noexcept;
+  // Before start(): makes the run several passes (run_n / run_until; see pass_ended).
+  void set_repeat(std::unique_ptr<RunRepeat> repeat) noexcept { repeat_ = std::move(repeat); }
 
   // For Run.
   RunStatus wait();
@@ -112,6 +114,13 @@ class RunState {
   // worker is idle).
   void run_members(std::uint32_t index, bool outside) noexcept;
   [[nodiscard]] bool claim_roots() noexcept;
+  // Starts a pass: resets the roots' cursor and claim, and posts the first roots task (with its two units).
+  void post_roots() noexcept;
+  // The pass's last unit finished: collects its statistics, then either starts the next pass (run_n /
+  // run_until) from this thread, or ends the run. Out of line: a unit that is not the last never gets here.
+  [[gnu::noinline]] void pass_ended() noexcept;
+  // run_n / run_until: whether another pass is to start (never after an exception or a cancel).
+  [[nodiscard]] bool another_pass() noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;
 
@@ -142,7 +151,12 @@ class RunState {
   std::uint32_t roots_count_ = 0;
   // The first roots task was claimed, by a worker running it or by an outside waiter (help_from_outside).
   std::atomic<bool> roots_claimed_{false};
-  // Filled when the run ends (sized at the start, so ending allocates nothing): {node, tokens dropped}.
+  // run_n / run_until (null: one pass). Touched only by start() and pass_ended(), which the pending count
+  // orders one after another.
+  std::unique_ptr<RunRepeat> repeat_;
+  std::atomic<std::uint64_t> passes_{0};  // relaxed: read by stats() as a snapshot, exact once done
+  std::atomic<bool> refused_{false};      // the pool refused a pass's roots task (start() reports it)
+  // Filled at the end of each pass (sized at the start, so ending allocates nothing): {node, tokens dropped}.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
   std::mutex stage_drops_lock_;
   std::vector<std::pair<std::string, std::uint64_t>> stage_drops_;  // {"pipeline/stage", items dropped}

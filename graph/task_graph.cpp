@@ -64,6 +64,20 @@ Run TaskGraph::run(Pool& pool) {
   return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"});
 }
 
+Run TaskGraph::run_n(Pool& pool, std::size_t n) {
+  if (!impl_) throw_moved_from("run_n");
+  auto repeat = std::make_unique<detail::RunRepeat>();
+  repeat->remaining = n;
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_n"}, nullptr, std::move(repeat));
+}
+
+Run TaskGraph::run_until_erased(Pool& pool, detail::RunPredicate&& predicate) {
+  if (!impl_) throw_moved_from("run_until");
+  auto repeat = std::make_unique<detail::RunRepeat>();
+  repeat->until = std::move(predicate);
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_until"}, nullptr, std::move(repeat));
+}
+
 std::size_t TaskGraph::size() const noexcept { return impl_ ? impl_->size() : 0; }
 
 std::size_t TaskGraph::edge_count() const {

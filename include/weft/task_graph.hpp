@@ -50,6 +50,8 @@ struct NodeCall {
 // one cache line; a callable that captures more is stored on the heap, once, when the node is added.
 inline constexpr std::size_t kNodeBodyCapacity = 56;
 using NodeBody = small_function<void(NodeCall&), kNodeBodyCapacity>;
+// run_until's predicate, type-erased once per call (not per pass).
+using RunPredicate = small_function<bool()>;
 
 // The node body adapter: f may take (Subflow&, std::size_t), (Subflow&), (std::size_t) or nothing.
 template <class F>
@@ -112,6 +114,9 @@ struct RunStats {
   // Items dropped by the Overflow::Drop stages of a TaskScope's pipelines, as {"pipeline/stage", count}, for
   // each stage that dropped any (also counted in `dropped`).
   std::vector<std::pair<std::string, std::uint64_t>> dropped_by_stage;
+  // Passes of the graph this Run started: 1 for run(), up to n for run_n, as many as the predicate allowed for
+  // run_until (0 if it stopped before the first). The counts above add up over all passes.
+  std::uint64_t passes = 0;
 };
 
 // One run of a TaskGraph. Move-only.
@@ -215,6 +220,34 @@ class TaskGraph {
   // Starts a run on `pool`. Throws graph_busy if a run is in flight, cycle_error, invalid_option (an affinity
   // past the pool's workers), pool_closed.
   Run run(Pool& pool);
+  // Runs the graph `n` times in a row, as one Run (Taskflow's run_n): each pass starts when the previous one has
+  // ended, started by the last unit of work of that pass (no thread waits in between). The passes stop early
+  // after an exception (wait() rethrows it) or cancel() (wait() says cancelled). n == 0: the Run is over at once
+  // and completed. RunStats add up over the passes (RunStats::passes counts them). Throws as run() does.
+  //
+  // Example:
+  //   std::atomic<int> count{0};
+  //   g.add_node([&] { ++count; });
+  //   g.run_n(pool, 5).wait();  // count == 5
+  Run run_n(Pool& pool, std::size_t n);
+  // Runs the graph again and again, as one Run, until predicate() returns true (Taskflow's run_until). The
+  // predicate is called before each pass, the first included (true at once: no pass runs), so it is called
+  // once more than there are passes, the last call being the one that returns true; it is never called
+  // concurrently with a pass nor with itself, on the thread that ends a pass (a pool worker) or, the first
+  // time, on the caller's. If it throws, the run fails with that exception. Stops early like run_n.
+  //
+  // Example:
+  //   int passes = 0;
+  //   g.run_until(pool, [&] { return passes++ == 3; }).wait();  // the graph ran 3 times
+  template <class P>
+    requires std::predicate<std::decay_t<P>&>
+  Run run_until(Pool& pool, P&& predicate) {
+    detail::require_callable(predicate, "weft::TaskGraph::run_until");
+    return run_until_erased(pool, detail::RunPredicate(
+                                      [f = std::decay_t<P>(std::forward<P>(predicate))]() mutable -> bool {
+                                        return static_cast<bool>(f());
+                                      }));
+  }
 
   [[nodiscard]] std::size_t size() const noexcept;         // nodes
   [[nodiscard]] std::size_t edge_count() const;            // distinct edges
@@ -226,6 +259,7 @@ class TaskGraph {
  private:
   friend struct detail::GraphAccess;
   Node add_node_body(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
+  Run run_until_erased(Pool& pool, detail::RunPredicate&& predicate);
 
   std::unique_ptr<detail::GraphImpl> impl_;
 };

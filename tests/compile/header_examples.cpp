@@ -3,6 +3,7 @@
 // vector, n). Compiled by check_compile.py with -Wall -Wextra -Wpedantic -Werror, so that an example a user
 // pastes compiles cleanly: no unused parameter in its lambdas. A variable an example leaves unused is used
 // after it, as the code that follows it would. When a header's example changes, change it here too.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -110,6 +111,17 @@ void task_graph_hpp_add_edges(weft::TaskGraph& g) {
   auto parse = g.add_node([] {});
   auto index = g.add_node([] {});
   g.add_edges(load, {parse, index});
+}
+
+void task_graph_hpp_run_n(weft::Pool& pool, weft::TaskGraph& g) {
+  std::atomic<int> count{0};
+  g.add_node([&] { ++count; });
+  g.run_n(pool, 5).wait();  // count == 5
+}
+
+void task_graph_hpp_run_until(weft::Pool& pool, weft::TaskGraph& g) {
+  int passes = 0;
+  g.run_until(pool, [&] { return passes++ == 3; }).wait();  // the graph ran 3 times
 }
 
 void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
