@@ -445,6 +445,7 @@ void RunState::fail(std::exception_ptr error) noexcept {
 void RunState::cancel_from_inside() noexcept {
   // A parked producer needs no wake-up: the next pop takes its role over and sees the cancellation.
   cancelled_.store(true, std::memory_order_seq_cst);
+  cancel_children();  // module nodes' inner runs (one load when there are none)
 }
 
 void RunState::finish_unit() noexcept {

@@ -67,6 +67,10 @@ class GraphImpl {
 
   // `caller` names the public call in errors (TaskGraph's own, or TaskScope's, parallel_for's).
   Node add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller);
+  // A module node running `inner` (TaskGraph::add_graph); `inner` is checked by the caller not to be this one.
+  Node add_module(GraphImpl& inner, NodeOptions&& options);
+  // A module node's execution: runs `inner` as one run on the node's pool and waits for it (graph_impl.cpp).
+  void run_module(GraphImpl& inner, std::uint32_t index, NodeCall& call);
   void add_edge(Node from, Node to);
   // Every edge is checked before any is added: a refused call changes nothing.
   void add_edges(Node from, std::initializer_list<Node> to);
@@ -161,6 +165,8 @@ class GraphImpl {
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  // Module nodes (add_graph), by node index in increasing order: {node, the graph it runs}. For dump().
+  std::vector<std::pair<std::uint32_t, const GraphImpl*>> modules_;
   // The node and edge counts the layout below was made for (none yet: no count matches).
   std::size_t compiled_nodes_ = std::numeric_limits<std::size_t>::max();
   std::size_t compiled_edges_ = 0;

@@ -88,6 +88,10 @@ class RunState {
   // add_unit may only be called by a holder of a unit (so the count cannot reach zero meanwhile).
   void add_unit() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
   void finish_unit() noexcept;
+  // Module nodes (TaskGraph::add_graph): the inner runs in flight, cancelled when this run is (cancel(), or an
+  // error). attach_child cancels `child` at once if this run already is; detach_child before `child` may go.
+  void attach_child(RunState& child);
+  void detach_child(RunState& child) noexcept;
   // The run whose node the calling thread is executing (innermost), or null.
   [[nodiscard]] static RunState* current() noexcept;
   // True if the calling thread is inside one of this run's nodes or subflow children: waiting for the run
@@ -104,6 +108,8 @@ class RunState {
   [[nodiscard]] std::uint32_t finish_node(std::uint32_t node) noexcept;
   void run_node_successors(std::uint32_t node) noexcept;
   void cancel_from_inside() noexcept;
+  // Cancels the inner runs of module nodes in flight (after cancelled_ was set).
+  void cancel_children() noexcept;
   void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept;
   // Claims roots and starts them until none is left (or, on an outside thread, no worker is idle).
   void run_roots(bool outside) noexcept;
@@ -158,6 +164,11 @@ class RunState {
   std::atomic<bool> refused_{false};      // the pool refused a pass's roots task (start() reports it)
   // Filled at the end of each pass (sized at the start, so ending allocates nothing): {node, tokens dropped}.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
+  // Module nodes' inner runs in flight (see attach_child). has_children_ spares cancel() the lock in a run
+  // that never had any.
+  std::atomic<bool> has_children_{false};
+  std::mutex children_lock_;
+  std::vector<RunState*> children_;
   std::mutex stage_drops_lock_;
   std::vector<std::pair<std::string, std::uint64_t>> stage_drops_;  // {"pipeline/stage", items dropped}
 };

@@ -34,6 +34,17 @@ Node TaskGraph::add_node_body(detail::NodeBody&& body, NodeOptions&& options, co
   return impl_->add_node(std::move(body), std::move(options), caller);
 }
 
+Node TaskGraph::add_graph(TaskGraph& inner, NodeOptions options) {
+  if (!impl_) throw_moved_from("add_graph");
+  const std::string node = options.name.empty() ? "node " + std::to_string(impl_->size()) : options.name;
+  if (!inner.impl_)
+    throw invalid_graph("weft::TaskGraph::add_graph: `inner` (for module node '" + node + "') was moved from");
+  if (inner.impl_ == impl_)
+    throw invalid_graph("weft::TaskGraph::add_graph: `inner` (for module node '" + node +
+                        "') is this graph itself: a graph cannot be a node of itself");
+  return impl_->add_module(*inner.impl_, std::move(options));
+}
+
 void TaskGraph::add_edge(Node from, Node to) {
   if (!impl_) throw_moved_from("add_edge");
   impl_->add_edge(from, to);

@@ -205,6 +205,27 @@ class TaskGraph {
     return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
                          std::move(options), detail::Caller{"weft::TaskGraph::add_node"});
   }
+  // Adds a module node (Taskflow's composed_of): each execution runs `inner` on the same pool as one run of it,
+  // and ends when that run has ended. `inner` keeps its own compiled layout (compiled by its first run, reused
+  // by every later one), is shared, not copied: it must outlive every run of this graph, and may be changed
+  // only while neither graph runs. While the inner run is in flight the module node's thread waits through the
+  // scheduler's wait point (a worker runs other tasks meanwhile). An exception of the inner run fails the
+  // module node as a body exception would (wait() rethrows the inner one); cancelling this graph's run (or its
+  // failing) cancels the inner run in flight. A graph runs once at a time: if `inner` is already running when
+  // the module node starts (two module nodes of it that may run at once, a graph composed into a graph that is
+  // composed into it, or a run of it started elsewhere), the module node fails with weft::graph_busy naming it.
+  // Throws invalid_graph if `inner` is this graph or was moved from; invalid_option for tokens > 1 (one
+  // graph cannot run twice at once). Dump shows a module node as a 3-D box.
+  //
+  // Example:
+  //   weft::TaskGraph inner;
+  //   inner.add_node([] { /* ... */ });
+  //   weft::TaskGraph outer;
+  //   auto before = outer.add_node([] { /* ... */ });
+  //   auto module = outer.add_graph(inner, weft::NodeOptions{.name = "inner"});
+  //   outer.add_edge(before, module);
+  //   outer.run(pool).wait();
+  Node add_graph(TaskGraph& inner, NodeOptions options = {});
   // `to` runs after `from`. Adding the same edge twice is allowed and counts once.
   void add_edge(Node from, Node to);
   // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});  A bad node anywhere in the list

@@ -124,6 +124,16 @@ void task_graph_hpp_run_until(weft::Pool& pool, weft::TaskGraph& g) {
   g.run_until(pool, [&] { return passes++ == 3; }).wait();  // the graph ran 3 times
 }
 
+void task_graph_hpp_add_graph(weft::Pool& pool) {
+  weft::TaskGraph inner;
+  inner.add_node([] { /* ... */ });
+  weft::TaskGraph outer;
+  auto before = outer.add_node([] { /* ... */ });
+  auto module = outer.add_graph(inner, weft::NodeOptions{.name = "inner"});
+  outer.add_edge(before, module);
+  outer.run(pool).wait();
+}
+
 void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
   weft::Pool pool;
   weft::TaskScope scope{pool};
