@@ -48,9 +48,15 @@ void GraphImpl::dump(std::ostream& out) const {
                                          [](const auto& entry, std::uint32_t index) { return entry.first < index; });
     const bool is_module = module != modules_.end() && module->first == i;
     if (is_module) label += "\\nmodule: " + std::to_string(module->second->size()) + " nodes";
-    out << "  n" << i << " [label=\"" << label << "\"" << (is_module ? ", shape=box3d" : "") << "];\n";
+    // A condition node (add_condition): a diamond, its weak out-edges dashed.
+    const bool is_condition = std::binary_search(conditions_.begin(), conditions_.end(), i);
+    out << "  n" << i << " [label=\"" << label << "\"" << (is_module ? ", shape=box3d" : "")
+        << (is_condition ? ", shape=diamond" : "") << "];\n";
   }
-  for (const auto& [from, to] : edges_) out << "  n" << from << " -> n" << to << ";\n";
+  for (const auto& [from, to] : edges_) {
+    const bool weak = std::binary_search(conditions_.begin(), conditions_.end(), from);
+    out << "  n" << from << " -> n" << to << (weak ? " [style=dashed]" : "") << ";\n";
+  }
   out << "}\n";
 }
 

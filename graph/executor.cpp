@@ -54,7 +54,7 @@ class RunState::NodeTokens {
   void post_executor() noexcept {
     run_.post(GraphTaskKind::executor, limiter_index_, &run_.graph_.options(node_));
   }
-  void execute(std::uint64_t token) noexcept { run_.execute(node_, token); }
+  void execute(std::uint64_t token) noexcept { (void)run_.execute(node_, token); }
   void skipped(std::uint64_t count) noexcept { run_.add_skipped(count); }
   void dropped() noexcept { run_.dropped_.fetch_add(1, std::memory_order_relaxed); }
   void inbox_full() noexcept {
@@ -196,8 +196,8 @@ void RunState::run_roots(bool outside) noexcept {
 void RunState::run_node(std::uint32_t node) noexcept {
   const sched::Engine& engine = PoolAccess::engine(pool_);
   while (node != kNoIndex) {
-    execute(node, 0);
-    node = finish_node(node);
+    const std::size_t branch = execute(node, 0);
+    node = finish_node(node, branch);
     // A node run in place is Normal: a High task waiting in the pool goes first, as it would at a task boundary.
     if (node != kNoIndex && engine.worker_should_yield_to_high()) [[unlikely]] {
       ready(node);
@@ -206,17 +206,17 @@ void RunState::run_node(std::uint32_t node) noexcept {
   }
 }
 
-void RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
+std::size_t RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
   if (cancelled()) {
     add_skipped(1);
-    return;
+    return kNoBranch;
   }
   if (PoolAccess::engine(pool_).dropping()) [[unlikely]] {
     // A DropPending shutdown has begun: work already running in place (a chain inside one task) stops at this
     // node boundary as the pool's queued tasks stop, and the run fails with task_dropped.
     stop_for_drop_pending(node);
     add_skipped(1);
-    return;
+    return kNoBranch;
   }
   // A node that runs in place has default options: Normal priority, without an options look-up.
   const Priority priority =
@@ -229,10 +229,15 @@ void RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
     record_exception(std::current_exception());
   }
   SubflowAccess::join_if_spawned(subflow);
+  return call.branch;  // a condition's pick (kNoBranch if it threw); kNoBranch for any other node
 }
 
-std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
+std::uint32_t RunState::finish_node(std::uint32_t node, std::size_t branch) noexcept {
   const CompiledNode& done = graph_.node(node);
+  // A condition node starts one successor by index, through a weak edge: no join counter (its only cost on the
+  // common path is this test of a flag on the line just loaded).
+  if (done.condition) [[unlikely]]
+    return finish_condition(node, branch);
   const std::uint32_t* successors = graph_.successors();
   std::uint32_t in_place = kNoIndex;
   // Runs `next` here later or posts it now: the first successor that may run in place is kept for the caller.
@@ -270,6 +275,17 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
     start(next);
   }
   return in_place;
+}
+
+std::uint32_t RunState::finish_condition(std::uint32_t node, std::size_t branch) noexcept {
+  const CompiledNode& done = graph_.node(node);
+  // Out of range (or no pick: skipped, threw): no successor starts. That is how a loop ends.
+  if (branch >= done.succ_end - done.succ_begin) return kNoIndex;
+  // No join groups in a graph with conditions (compile.cpp): the entry is a node.
+  const std::uint32_t next = graph_.successors()[done.succ_begin + branch];
+  if (graph_.node(next).runs_in_place) return next;
+  ready(next);
+  return kNoIndex;
 }
 
 void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcept {
@@ -347,7 +363,7 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
 }
 
 void RunState::run_node_successors(std::uint32_t node) noexcept {
-  const std::uint32_t next = finish_node(node);
+  const std::uint32_t next = finish_node(node, kNoBranch);  // a multi-token node: never a condition
   if (next == kNoIndex) return;
   if (PoolAccess::engine(pool_).worker_should_yield_to_high()) [[unlikely]] {
     ready(next);  // behind a High task in the pool, as in run_node
@@ -469,7 +485,9 @@ void RunState::pass_ended() noexcept {
     // A run that lost tasks left join counters part-way down (a run that completes or is cancelled takes every
     // node through finish_node, which counts each one down to zero and back to its start): set them all back,
     // or the next run would start a node before its predecessors finished.
-    if (lost_tasks_.load(std::memory_order_relaxed)) graph_.reset_join_counters();
+    // A graph with condition nodes may leave counters part-way down in any pass (a branch not taken leaves its
+    // target's other strong predecessors' counts in place): set them back too (O(nodes), such graphs only).
+    if (lost_tasks_.load(std::memory_order_relaxed) || graph_.has_conditions()) graph_.reset_join_counters();
     if (!another_pass()) break;
     // No unit of the last pass is left, so nothing else touches pending_: this thread holds the starter's unit
     // of the next pass while it posts the roots, as start() does for the first.

@@ -58,6 +58,20 @@ class ModuleBody {
 
 }  // namespace
 
+Node GraphImpl::add_condition(NodeBody&& body, NodeOptions&& options) {
+  const Caller caller{"weft::TaskGraph::add_condition"};
+  require_idle("add_condition");
+  if (options.tokens > 1) {
+    const std::string node = options.name.empty() ? "node " + std::to_string(size()) : options.name;
+    throw_option(caller, node, "tokens", std::to_string(options.tokens),
+                 "a condition node picks one successor per execution: must be 1");
+  }
+  conditions_.reserve(conditions_.size() + 1);  // so that recording it below cannot throw after the node exists
+  const Node node = add_node(std::move(body), std::move(options), caller);
+  conditions_.push_back(node.index());
+  return node;
+}
+
 Node GraphImpl::add_module(GraphImpl& inner, NodeOptions&& options) {
   const Caller caller{"weft::TaskGraph::add_graph"};
   require_idle("add_graph");

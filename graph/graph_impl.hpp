@@ -56,6 +56,9 @@ struct CompiledNode {
   std::uint32_t limiter = kNoIndex;  // index into limiters_ for a node with tokens > 1, else kNoIndex
   // Priority Normal, no affinity, one token: the thread that makes it ready may run it in place.
   bool runs_in_place = true;
+  // A condition node (add_condition): its successor entries are weak edges, one of which it starts by index
+  // (RunState::finish_condition). Tested once per finished node; false in a graph without conditions.
+  bool condition = false;
 };
 
 class GraphImpl {
@@ -67,6 +70,11 @@ class GraphImpl {
 
   // `caller` names the public call in errors (TaskGraph's own, or TaskScope's, parallel_for's).
   Node add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller);
+  // A condition node (TaskGraph::add_condition): its out-edges are weak (see CompiledNode::condition).
+  Node add_condition(NodeBody&& body, NodeOptions&& options);
+  // The graph has condition nodes: a run may leave join counters part-way down (a branch not taken), so each
+  // pass ends by setting them all back.
+  [[nodiscard]] bool has_conditions() const noexcept { return !conditions_.empty(); }
   // A module node running `inner` (TaskGraph::add_graph); `inner` is checked by the caller not to be this one.
   Node add_module(GraphImpl& inner, NodeOptions&& options);
   // A module node's execution: runs `inner` as one run on the node's pool and waits for it (graph_impl.cpp).
@@ -165,6 +173,8 @@ class GraphImpl {
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  // Condition nodes (add_condition), in increasing order.
+  std::vector<std::uint32_t> conditions_;
   // Module nodes (add_graph), by node index in increasing order: {node, the graph it runs}. For dump().
   std::vector<std::pair<std::uint32_t, const GraphImpl*>> modules_;
   // The node and edge counts the layout below was made for (none yet: no count matches).

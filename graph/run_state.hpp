@@ -102,10 +102,14 @@ class RunState {
   void run_node(std::uint32_t node) noexcept;
   // A multi-token node's side of this run, as its token flow (graph/token_flow.hpp) asks for it.
   class NodeTokens;
-  // Runs one execution of `node` (skips it if cancelled), joining its subflow.
-  void execute(std::uint32_t node, std::uint64_t token) noexcept;
+  // Runs one execution of `node` (skips it if cancelled), joining its subflow. Returns the branch a condition
+  // node picked (kNoBranch for other nodes, and for a skipped or failed execution).
+  std::size_t execute(std::uint32_t node, std::uint64_t token) noexcept;
   // The node finished: counts down its successors; returns one to run in place (or kNoIndex), posts the rest.
-  [[nodiscard]] std::uint32_t finish_node(std::uint32_t node) noexcept;
+  // `branch`: what execute() returned (used by condition nodes only).
+  [[nodiscard]] std::uint32_t finish_node(std::uint32_t node, std::size_t branch) noexcept;
+  // finish_node of a condition node: starts its `branch`-th successor, if there is one, ignoring join counters.
+  [[nodiscard]] std::uint32_t finish_condition(std::uint32_t node, std::size_t branch) noexcept;
   void run_node_successors(std::uint32_t node) noexcept;
   void cancel_from_inside() noexcept;
   // Cancels the inner runs of module nodes in flight (after cancelled_ was set).

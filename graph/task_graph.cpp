@@ -34,6 +34,11 @@ Node TaskGraph::add_node_body(detail::NodeBody&& body, NodeOptions&& options, co
   return impl_->add_node(std::move(body), std::move(options), caller);
 }
 
+Node TaskGraph::add_condition_body(detail::NodeBody&& body, NodeOptions&& options) {
+  if (!impl_) throw_moved_from("add_condition");
+  return impl_->add_condition(std::move(body), std::move(options));
+}
+
 Node TaskGraph::add_graph(TaskGraph& inner, NodeOptions options) {
   if (!impl_) throw_moved_from("add_graph");
   const std::string node = options.name.empty() ? "node " + std::to_string(impl_->size()) : options.name;

@@ -41,10 +41,16 @@ struct Caller {
   const char* noun = "node";
 };
 
-// What a node body is called with: the execution's Subflow and the token index.
+// No branch: what a condition node's execution that did not return (skipped, threw) leaves in NodeCall::branch,
+// and what any other node's leaves there.
+inline constexpr std::size_t kNoBranch = static_cast<std::size_t>(-1);
+
+// What a node body is called with: the execution's Subflow and the token index; a condition node's body writes
+// the successor it picked into `branch`.
 struct NodeCall {
   Subflow& subflow;
   std::size_t token;
+  std::size_t branch = kNoBranch;
 };
 // 56 bytes inline (64 in all): a graph of a million nodes is walked once per run, so a node's closure is kept to
 // one cache line; a callable that captures more is stored on the heap, once, when the node is added.
@@ -74,7 +80,46 @@ class NodeBodyAdapter {
  private:
   F f_;
 };
+// A condition node's body adapter: f takes nothing or the execution's Subflow&, and returns an integer; a
+// negative one picks no successor, as one past the last does.
+template <class F>
+class ConditionBodyAdapter {
+ public:
+  template <class G>
+  explicit ConditionBodyAdapter(G&& f) : f_(std::forward<G>(f)) {}
+  void operator()(NodeCall& call) {
+    if constexpr (std::is_invocable_v<F&, Subflow&>) {
+      call.branch = to_branch(f_(call.subflow));
+    } else {
+      call.branch = to_branch(f_());
+    }
+  }
+
+ private:
+  template <class I>
+  static std::size_t to_branch(I value) noexcept {
+    if constexpr (std::is_signed_v<I>) {
+      if (value < 0) return kNoBranch;
+    }
+    return static_cast<std::uint64_t>(value) > static_cast<std::uint64_t>(kNoBranch)
+               ? kNoBranch
+               : static_cast<std::size_t>(value);
+  }
+  F f_;
+};
+
+template <class R>
+concept BranchIndex = std::integral<R> && !std::same_as<std::remove_cv_t<R>, bool>;
 }  // namespace detail
+
+// A callable a condition node can run: it takes nothing or the execution's Subflow&, and returns an integer
+// (not bool: false and true would silently mean the first and second successor), the index of the successor
+// to start.
+template <class F>
+concept ConditionCallable =
+    (std::invocable<std::decay_t<F>&> && detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&>>) ||
+    (std::invocable<std::decay_t<F>&, Subflow&> &&
+     detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&, Subflow&>>);
 
 // A callable a node can run: it takes nothing, the token index (std::size_t), the execution's Subflow&, or both
 // (Subflow&, std::size_t). Its result, if any, is discarded (TaskScope keeps results).
@@ -226,6 +271,34 @@ class TaskGraph {
   //   outer.add_edge(before, module);
   //   outer.run(pool).wait();
   Node add_graph(TaskGraph& inner, NodeOptions options = {});
+  // Adds a condition node (Taskflow's condition task): f (see ConditionCallable) returns i, and the i-th
+  // successor of the node, in the order its edge was first added, starts at once; an i out of range (or
+  // negative) starts none, which is how a loop ends. Edges out of a condition node are weak: they do not count
+  // in their target's join counter, and a cycle through one is allowed (a loop); compile() still refuses a
+  // cycle of ordinary (strong) edges only, with cycle_error. A node may so run several times in one run; a
+  // strong edge from it counts once per execution. The run starts with the nodes that have no incoming edge at
+  // all, strong or weak. A node picked by a condition starts whatever its strong predecessors did (so give a
+  // node that is the target of weak edges strong ones only where they cannot race with them, as in Taskflow).
+  // If f throws, the run fails with it and no successor starts; a skipped execution (cancelled) starts none.
+  // Throws invalid_option for tokens > 1 (a condition picks one successor per execution).
+  //
+  // Example:
+  //   int i = 0;
+  //   auto init = g.add_node([&] { i = 0; });
+  //   auto body = g.add_node([&] { ++i; });
+  //   auto again = g.add_condition([&] { return i < 10 ? 0 : 1; });
+  //   auto done = g.add_node([] { /* ... */ });
+  //   g.add_edge(init, body);
+  //   g.add_edge(body, again);
+  //   g.add_edges(again, {body, done});  // 0: loop back to body, 1: on to done
+  //   g.run(pool).wait();                // body ran 10 times
+  template <class F>
+    requires ConditionCallable<F>
+  Node add_condition(F&& f, NodeOptions options = {}) {
+    detail::require_callable(f, "weft::TaskGraph::add_condition");
+    return add_condition_body(
+        detail::NodeBody(detail::ConditionBodyAdapter<std::decay_t<F>>(std::forward<F>(f))), std::move(options));
+  }
   // `to` runs after `from`. Adding the same edge twice is allowed and counts once.
   void add_edge(Node from, Node to);
   // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});  A bad node anywhere in the list
@@ -281,6 +354,7 @@ class TaskGraph {
   friend struct detail::GraphAccess;
   Node add_node_body(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
   Run run_until_erased(Pool& pool, detail::RunPredicate&& predicate);
+  Node add_condition_body(detail::NodeBody&& body, NodeOptions&& options);
 
   std::unique_ptr<detail::GraphImpl> impl_;
 };

@@ -134,6 +134,18 @@ void task_graph_hpp_add_graph(weft::Pool& pool) {
   outer.run(pool).wait();
 }
 
+void task_graph_hpp_add_condition(weft::Pool& pool, weft::TaskGraph& g) {
+  int i = 0;
+  auto init = g.add_node([&] { i = 0; });
+  auto body = g.add_node([&] { ++i; });
+  auto again = g.add_condition([&] { return i < 10 ? 0 : 1; });
+  auto done = g.add_node([] { /* ... */ });
+  g.add_edge(init, body);
+  g.add_edge(body, again);
+  g.add_edges(again, {body, done});  // 0: loop back to body, 1: on to done
+  g.run(pool).wait();                // body ran 10 times
+}
+
 void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
   weft::Pool pool;
   weft::TaskScope scope{pool};
