@@ -47,7 +47,10 @@ void GraphImpl::dump(std::ostream& out) const {
     const auto module = std::lower_bound(modules_.begin(), modules_.end(), i,
                                          [](const auto& entry, std::uint32_t index) { return entry.first < index; });
     const bool is_module = module != modules_.end() && module->first == i;
-    if (is_module) label += "\\nmodule: " + std::to_string(module->second->size()) + " nodes";
+    if (is_module) {
+      const std::size_t nodes = module->second->size();
+      label += "\\nmodule: " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+    }
     // A condition node (add_condition): a diamond, its weak out-edges dashed.
     const bool is_condition = std::binary_search(conditions_.begin(), conditions_.end(), i);
     out << "  n" << i << " [label=\"" << label << "\"" << (is_module ? ", shape=box3d" : "")
