@@ -145,13 +145,25 @@ void GraphImpl::lay_out_unchecked(const char* call) {
   //    there can be no cycle;
   //  - by_target: the edges came in strictly increasing (to, from) order, so none repeats.
   std::vector<std::uint32_t> start(n + 2, 0);
+  // Condition nodes (add_condition): their out-edges are weak, left out of join counters, join groups and the
+  // cycle check. A graph without any takes none of the branches below on `conditions`.
+  const bool conditions = !conditions_.empty();
+  std::vector<std::uint8_t> weak_target;  // has an incoming weak edge: not a root even with no strong one
+  if (conditions) {
+    weak_target.assign(n, 0);
+    for (const std::uint32_t c : conditions_) compiled[c].condition = true;
+  }
   std::size_t with_predecessors = 0;
   bool forward = true;
   bool by_target = true;
   std::uint64_t last_key = 0;  // below every edge's key: a self-edge is never added
   for (const auto& [from, to] : edges_) {
     ++start[from + 2];
-    with_predecessors += compiled[to].join_init++ == 0 ? 1 : 0;
+    if (conditions && compiled[from].condition) [[unlikely]] {
+      weak_target[to] = 1;
+    } else {
+      with_predecessors += compiled[to].join_init++ == 0 ? 1 : 0;
+    }
     const std::uint64_t key = std::uint64_t{to} << 32 | from;
     forward &= from < to;
     by_target &= key > last_key;
@@ -160,7 +172,7 @@ void GraphImpl::lay_out_unchecked(const char* call) {
   // Join groups need whole runs of edges per target (by target), members after their predecessors (forward: no
   // cycle check walks the lists) and a group index that fits beside kJoinGroupBit.
   std::vector<JoinGroup> groups;
-  if (by_target && forward && n < kJoinGroupBit) groups = find_join_groups(edges_, compiled, start, 2);
+  if (by_target && forward && n < kJoinGroupBit && !conditions) groups = find_join_groups(edges_, compiled, start, 2);
   for (std::size_t i = 2; i < n + 2; ++i) start[i] += start[i - 1];
   std::vector<std::uint32_t> targets(start[n + 1]);
   if (groups.empty()) {
@@ -203,7 +215,8 @@ void GraphImpl::lay_out_unchecked(const char* call) {
       for (std::uint32_t e = start[i]; e != start[i + 1]; ++e) {
         const std::uint32_t target = targets[e];
         if (taken_by[target] == source) {
-          --compiled[target].join_init;  // counted twice above; still >= 1, so the root count holds
+          // Counted twice above (a weak edge not at all); still >= 1, so the root count holds.
+          if (!compiled[i].condition) --compiled[target].join_init;
           continue;
         }
         taken_by[target] = source;
@@ -221,17 +234,25 @@ void GraphImpl::lay_out_unchecked(const char* call) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t count = compiled[i].join_init;
     join[i].store(count, std::memory_order_relaxed);
-    if (count == 0) roots.push_back(static_cast<std::uint32_t>(i));
+    // A root has no incoming edge at all, strong or weak (as in Taskflow): a loop's head is not one.
+    if (count == 0 && (!conditions || weak_target[i] == 0)) roots.push_back(static_cast<std::uint32_t>(i));
   }
   if (!forward) {
     // Kahn's algorithm: every node must be reachable in topological order, else there is a cycle.
     std::vector<std::uint32_t> indegree(n);
     for (std::size_t i = 0; i < n; ++i) indegree[i] = compiled[i].join_init;
+    // Over strong edges only: a cycle through a condition's weak edge is a loop, allowed.
     std::vector<std::uint32_t> order;
     order.reserve(n);
-    order.assign(roots.begin(), roots.end());
+    if (conditions) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (indegree[i] == 0) order.push_back(static_cast<std::uint32_t>(i));  // roots and loop heads
+    } else {
+      order.assign(roots.begin(), roots.end());
+    }
     for (std::size_t head = 0; head < order.size(); ++head) {
       const CompiledNode& node = compiled[order[head]];
+      if (node.condition) continue;
       for (std::uint32_t e = node.succ_begin; e != node.succ_end; ++e)
         if (--indegree[targets[e]] == 0) order.push_back(targets[e]);
     }
@@ -279,7 +300,7 @@ void GraphImpl::throw_cycle(const std::vector<std::uint32_t>& indegree_left, con
   const std::size_t n = bodies_.size();
   std::vector<std::uint32_t> some_predecessor(n, kNoIndex);
   for (std::size_t from = 0; from < n; ++from) {
-    if (indegree_left[from] == 0) continue;
+    if (indegree_left[from] == 0 || compiled_[from].condition) continue;  // weak edges are in no cycle refused
     for (std::uint32_t e = compiled_[from].succ_begin; e != compiled_[from].succ_end; ++e)
       if (indegree_left[succ_[e]] != 0) some_predecessor[succ_[e]] = static_cast<std::uint32_t>(from);
   }

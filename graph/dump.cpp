@@ -1,4 +1,5 @@
 // TaskGraph::dump: the graph as Graphviz DOT, for looking at what was built.
+#include <algorithm>
 #include <ostream>
 #include <string>
 
@@ -42,9 +43,23 @@ void GraphImpl::dump(std::ostream& out) const {
     std::string label = escaped(name(i));
     const std::string details = describe(options(i));
     if (!details.empty()) label += "\\n" + escaped(details);  // DOT's line break inside a label
-    out << "  n" << i << " [label=\"" << label << "\"];\n";
+    // A module node (add_graph): a 3-D box saying how many nodes the graph it runs has.
+    const auto module = std::lower_bound(modules_.begin(), modules_.end(), i,
+                                         [](const auto& entry, std::uint32_t index) { return entry.first < index; });
+    const bool is_module = module != modules_.end() && module->first == i;
+    if (is_module) {
+      const std::size_t nodes = module->second->size();
+      label += "\\nmodule: " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+    }
+    // A condition node (add_condition): a diamond, its weak out-edges dashed.
+    const bool is_condition = std::binary_search(conditions_.begin(), conditions_.end(), i);
+    out << "  n" << i << " [label=\"" << label << "\"" << (is_module ? ", shape=box3d" : "")
+        << (is_condition ? ", shape=diamond" : "") << "];\n";
   }
-  for (const auto& [from, to] : edges_) out << "  n" << from << " -> n" << to << ";\n";
+  for (const auto& [from, to] : edges_) {
+    const bool weak = std::binary_search(conditions_.begin(), conditions_.end(), from);
+    out << "  n" << from << " -> n" << to << (weak ? " [style=dashed]" : "") << ";\n";
+  }
   out << "}\n";
 }
 

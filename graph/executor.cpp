@@ -54,7 +54,7 @@ class RunState::NodeTokens {
   void post_executor() noexcept {
     run_.post(GraphTaskKind::executor, limiter_index_, &run_.graph_.options(node_));
   }
-  void execute(std::uint64_t token) noexcept { run_.execute(node_, token); }
+  void execute(std::uint64_t token) noexcept { (void)run_.execute(node_, token); }
   void skipped(std::uint64_t count) noexcept { run_.add_skipped(count); }
   void dropped() noexcept { run_.dropped_.fetch_add(1, std::memory_order_relaxed); }
   void inbox_full() noexcept {
@@ -81,31 +81,41 @@ class RunState::NodeTokens {
 bool RunState::start(std::shared_ptr<RunState> self) noexcept {
   self_ = std::move(self);
   node_count_ = graph_.size();
-  // One task starts the roots, claiming them from the roots' cursor (graph/claim_cursor.hpp): posting 2^20
-  // roots one by one from an outside thread would push each through the shared injection queue.
-  const auto roots = static_cast<std::uint32_t>(graph_.roots().size());
-  roots_count_ = roots;
-  bool accepted = true;
-  if (roots != 0) {
-    // Two units: one for the task itself, one for running the roots, which an outside waiter may take over
-    // (help_from_outside); whoever claims the roots gives that second unit back once it no longer needs it.
-    add_unit();
-    add_unit();
-    graph::ClaimCursor& cursor = graph_.roots_cursor();
-    cursor.reset(0, roots);
-    cursor.keep_one_queued([&] {
-      try {
-        PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
-      } catch (const weft::pool_closed&) {
-        // Refused: the task's destructor already failed the run and gave its unit back.
-        accepted = false;
-      } catch (...) {
-        // Out of memory: likewise accounted; wait() reports the run failed.
-      }
-    });
+  roots_count_ = static_cast<std::uint32_t>(graph_.roots().size());
+  // run_n / run_until start even their first pass in pass_ended (reached at once through the starter's unit),
+  // so that the count or predicate is checked before every pass in one place.
+  if (repeat_ == nullptr) {
+    passes_.store(1, std::memory_order_relaxed);
+    post_roots();
   }
   finish_unit();  // the starter's own unit: the run may end right here
-  return accepted;
+  return !refused_.load(std::memory_order_relaxed);
+}
+
+void RunState::post_roots() noexcept {
+  // One task starts the roots, claiming them from the roots' cursor (graph/claim_cursor.hpp): posting 2^20
+  // roots one by one from an outside thread would push each through the shared injection queue.
+  const std::uint32_t roots = roots_count_;
+  if (roots == 0) return;
+  // Two units: one for the task itself, one for running the roots, which an outside waiter may take over
+  // (help_from_outside); whoever claims the roots gives that second unit back once it no longer needs it.
+  add_unit();
+  add_unit();
+  graph::ClaimCursor& cursor = graph_.roots_cursor();
+  cursor.reset(0, roots);
+  // A later pass of run_n / run_until: the roots are to claim again. release, after the cursor's reset: an
+  // outside waiter that claims them (acq_rel) finds the cursor ready.
+  roots_claimed_.store(false, std::memory_order_release);
+  cursor.keep_one_queued([&] {
+    try {
+      PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
+    } catch (const weft::pool_closed&) {
+      // Refused: the task's destructor already failed the run and gave its unit back.
+      refused_.store(true, std::memory_order_relaxed);
+    } catch (...) {
+      // Out of memory: likewise accounted; wait() reports the run failed.
+    }
+  });
 }
 
 void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
@@ -190,8 +200,8 @@ void RunState::run_roots(bool outside) noexcept {
 void RunState::run_node(std::uint32_t node) noexcept {
   const sched::Engine& engine = PoolAccess::engine(pool_);
   while (node != kNoIndex) {
-    execute(node, 0);
-    node = finish_node(node);
+    const std::size_t branch = execute(node, 0);
+    node = finish_node(node, branch);
     // A node run in place is Normal: a High task waiting in the pool goes first, as it would at a task boundary.
     if (node != kNoIndex && engine.worker_should_yield_to_high()) [[unlikely]] {
       ready(node);
@@ -200,17 +210,17 @@ void RunState::run_node(std::uint32_t node) noexcept {
   }
 }
 
-void RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
+std::size_t RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
   if (cancelled()) {
     add_skipped(1);
-    return;
+    return kNoBranch;
   }
   if (PoolAccess::engine(pool_).dropping()) [[unlikely]] {
     // A DropPending shutdown has begun: work already running in place (a chain inside one task) stops at this
     // node boundary as the pool's queued tasks stop, and the run fails with task_dropped.
     stop_for_drop_pending(node);
     add_skipped(1);
-    return;
+    return kNoBranch;
   }
   // A node that runs in place has default options: Normal priority, without an options look-up.
   const Priority priority =
@@ -223,10 +233,15 @@ void RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
     record_exception(std::current_exception());
   }
   SubflowAccess::join_if_spawned(subflow);
+  return call.branch;  // a condition's pick (kNoBranch if it threw); kNoBranch for any other node
 }
 
-std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
+std::uint32_t RunState::finish_node(std::uint32_t node, std::size_t branch) noexcept {
   const CompiledNode& done = graph_.node(node);
+  // A condition node starts one successor by index, through a weak edge: no join counter (its only cost on the
+  // common path is this test of a flag on the line just loaded).
+  if (done.condition) [[unlikely]]
+    return finish_condition(node, branch);
   const std::uint32_t* successors = graph_.successors();
   std::uint32_t in_place = kNoIndex;
   // Runs `next` here later or posts it now: the first successor that may run in place is kept for the caller.
@@ -264,6 +279,17 @@ std::uint32_t RunState::finish_node(std::uint32_t node) noexcept {
     start(next);
   }
   return in_place;
+}
+
+std::uint32_t RunState::finish_condition(std::uint32_t node, std::size_t branch) noexcept {
+  const CompiledNode& done = graph_.node(node);
+  // Out of range (or no pick: skipped, threw): no successor starts. That is how a loop ends.
+  if (branch >= done.succ_end - done.succ_begin) return kNoIndex;
+  // No join groups in a graph with conditions (compile.cpp): the entry is a node.
+  const std::uint32_t next = graph_.successors()[done.succ_begin + branch];
+  if (graph_.node(next).runs_in_place) return next;
+  ready(next);
+  return kNoIndex;
 }
 
 void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcept {
@@ -340,8 +366,8 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
   }
 }
 
-void RunState::run_node_successors(std::uint32_t node) noexcept {
-  const std::uint32_t next = finish_node(node);
+void RunState::run_node_successors(std::uint32_t node, std::size_t branch) noexcept {
+  const std::uint32_t next = finish_node(node, branch);
   if (next == kNoIndex) return;
   if (PoolAccess::engine(pool_).worker_should_yield_to_high()) [[unlikely]] {
     ready(next);  // behind a High task in the pool, as in run_node
@@ -442,24 +468,62 @@ void RunState::cancel_from_inside() noexcept {
   cancelled_.store(true, std::memory_order_seq_cst);
   // Nodes parked on a semaphore skip at once instead of waiting for units another run may hold for long.
   wake_parked_on_cancel();
+  cancel_children();  // module nodes' inner runs (one load when there are none)
 }
 
 void RunState::finish_unit() noexcept {
-  // acq_rel: every unit's work happens-before the last decrement, which then publishes the end of the run.
+  // acq_rel: every unit's work happens-before the last decrement, which then publishes the end of the pass.
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  std::shared_ptr<RunState> keep = std::move(self_);  // this state outlives the wake-up below
-  for (std::size_t i = 0; i < graph_.limiter_count(); ++i) {
-    graph::Limiter& limiter = graph_.limiter(static_cast<std::uint32_t>(i));
-    const std::uint64_t dropped = limiter.dropped.load(std::memory_order_relaxed);
-    if (dropped != 0) dropped_by_limiter_[i] = {graph_.limited_node(static_cast<std::uint32_t>(i)), dropped};
+  pass_ended();
+}
+
+void RunState::pass_ended() noexcept {
+  // A loop, not a recursion: a pass with nothing to run (no roots) ends inside post_roots' caller at once.
+  for (;;) {
+    for (std::size_t i = 0; i < graph_.limiter_count(); ++i) {
+      graph::Limiter& limiter = graph_.limiter(static_cast<std::uint32_t>(i));
+      const std::uint64_t dropped = limiter.dropped.load(std::memory_order_relaxed);
+      if (dropped == 0) continue;
+      // Added up over the passes of run_n / run_until; the limiter counts from zero again for the next one.
+      dropped_by_limiter_[i].first = graph_.limited_node(static_cast<std::uint32_t>(i));
+      dropped_by_limiter_[i].second += dropped;
+      limiter.dropped.store(0, std::memory_order_relaxed);
+    }
+    // A run that lost tasks left join counters part-way down (a run that completes or is cancelled takes every
+    // node through finish_node, which counts each one down to zero and back to its start): set them all back,
+    // or the next run would start a node before its predecessors finished.
+    // A graph with condition nodes may leave counters part-way down in any pass (a branch not taken leaves its
+    // target's other strong predecessors' counts in place): set them back too (O(nodes), such graphs only).
+    if (lost_tasks_.load(std::memory_order_relaxed) || graph_.has_conditions()) graph_.reset_join_counters();
+    if (!another_pass()) break;
+    // No unit of the last pass is left, so nothing else touches pending_: this thread holds the starter's unit
+    // of the next pass while it posts the roots, as start() does for the first.
+    pending_.store(1, std::memory_order_relaxed);
+    passes_.fetch_add(1, std::memory_order_relaxed);
+    post_roots();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;  // the pass goes on on the pool
   }
-  // A run that lost tasks left join counters part-way down (a run that completes or is cancelled takes every
-  // node through finish_node, which counts each one down to zero and back to its start): set them all back,
-  // or the next run would start a node before its predecessors finished.
-  if (lost_tasks_.load(std::memory_order_relaxed)) graph_.reset_join_counters();
+  std::shared_ptr<RunState> keep = std::move(self_);  // this state outlives the wake-up below
   graph_.run_ended();  // from here on the graph may be changed, run again or destroyed: touch it no more
   done_.store(true, std::memory_order_release);
   done_signal_.notify();
+}
+
+bool RunState::another_pass() noexcept {
+  if (repeat_ == nullptr) return false;
+  // An exception (the run failed: its first one is what wait() rethrows) or a cancel ends the passes.
+  if (cancelled() || has_error_.load(std::memory_order_acquire)) return false;
+  if (repeat_->until) {
+    try {
+      return !repeat_->until();
+    } catch (...) {
+      fail(std::current_exception());  // the predicate's exception is the run's
+      return false;
+    }
+  }
+  if (repeat_->remaining == 0) return false;
+  --repeat_->remaining;
+  return true;
 }
 
 }  // namespace weft::detail

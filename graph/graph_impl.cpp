@@ -8,6 +8,7 @@
 #include <string>
 
 #include "graph/run_state.hpp"
+#include "graph/subflow_access.hpp"
 #include "scheduler/stack_guard.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
@@ -43,7 +44,75 @@ std::atomic<std::uint64_t> next_graph_id{1};
 
 const NodeOptions kDefaultOptions{};
 
+// A module node's body (TaskGraph::add_graph): 24 bytes, inline in the NodeBody.
+class ModuleBody {
+ public:
+  ModuleBody(GraphImpl& outer, GraphImpl& inner, std::uint32_t index) noexcept
+      : outer_(&outer), inner_(&inner), index_(index) {}
+  void operator()(NodeCall& call) { outer_->run_module(*inner_, index_, call); }
+
+ private:
+  GraphImpl* outer_;  // GraphImpl does not move (TaskGraph holds it by unique_ptr): these stay valid
+  GraphImpl* inner_;
+  std::uint32_t index_;
+};
+
 }  // namespace
+
+Node GraphImpl::add_condition(NodeBody&& body, NodeOptions&& options) {
+  const Caller caller{"weft::TaskGraph::add_condition"};
+  require_idle("add_condition");
+  if (options.tokens > 1) {
+    const std::string node = options.name.empty() ? "node " + std::to_string(size()) : options.name;
+    throw_option(caller, node, "tokens", std::to_string(options.tokens),
+                 "a condition node picks one successor per execution: must be 1");
+  }
+  conditions_.reserve(conditions_.size() + 1);  // so that recording it below cannot throw after the node exists
+  const Node node = add_node(std::move(body), std::move(options), caller);
+  conditions_.push_back(node.index());
+  return node;
+}
+
+Node GraphImpl::add_module(GraphImpl& inner, NodeOptions&& options) {
+  const Caller caller{"weft::TaskGraph::add_graph"};
+  require_idle("add_graph");
+  // One module node runs its graph once at a time; tokens > 1 would start it `tokens` times at once.
+  if (options.tokens > 1) {
+    const std::string node = options.name.empty() ? "node " + std::to_string(size()) : options.name;
+    throw_option(caller, node, "tokens", std::to_string(options.tokens),
+                 "a module node runs its graph once per execution and a graph runs once at a time: must be 1");
+  }
+  modules_.reserve(modules_.size() + 1);  // so that recording it below cannot throw after the node exists
+  const Node node = add_node(NodeBody(ModuleBody(*this, inner, static_cast<std::uint32_t>(size()))),
+                             std::move(options), caller);
+  modules_.emplace_back(node.index(), &inner);
+  return node;
+}
+
+void GraphImpl::run_module(GraphImpl& inner, std::uint32_t index, NodeCall& call) {
+  RunState& outer_run = SubflowAccess::run(call.subflow);
+  Run run;
+  try {
+    run = inner.run(outer_run.pool(), Caller{"weft::TaskGraph::add_graph"});
+  } catch (const graph_busy&) {
+    // Refused at once, never waited for: a composition cycle or two module nodes of one graph cannot hang.
+    std::string message = "weft::TaskGraph: module node '";
+    message += name(index);
+    message += "' cannot run its graph: a run of that graph is in flight (a graph runs once at a time: two module "
+               "nodes of one graph that may run at once, a graph composed into itself through another, or a run "
+               "of it started elsewhere)";
+    throw graph_busy(message);
+  }
+  RunState& inner_run = *run.state_;
+  outer_run.attach_child(inner_run);  // cancelling the outer run cancels this one
+  struct Detach {
+    RunState& outer;
+    RunState& inner;
+    ~Detach() { outer.detach_child(inner); }
+  } detach{outer_run, inner_run};
+  // Through the scheduler's one wait point: on a worker, it runs other tasks (the inner run's among them).
+  (void)run.wait();  // rethrows the inner run's first exception: it fails this node
+}
 
 GraphImpl::GraphImpl() : id_(next_graph_id.fetch_add(1, std::memory_order_relaxed)) {}
 
@@ -266,7 +335,7 @@ void GraphImpl::compile() {
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
-Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live) {
+Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, std::unique_ptr<RunRepeat> repeat) {
   // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
   // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
   sched::require_stack(caller.call);
@@ -289,6 +358,7 @@ Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live) {
     }
     for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
     state = std::make_shared<RunState>(*this, pool);
+    state->set_repeat(std::move(repeat));
   } catch (...) {
     running_.store(false, std::memory_order_release);
     throw;

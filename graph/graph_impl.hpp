@@ -21,6 +21,13 @@ namespace weft::detail {
 
 class RunState;
 
+// run_n / run_until: how many more passes of the graph one Run makes, or the predicate that says when to stop
+// (checked before each pass; true stops). Held by the run's state; null there for a plain run (one pass).
+struct RunRepeat {
+  std::uint64_t remaining = 0;  // run_n: passes still to start (unused when `until` is set)
+  RunPredicate until;           // run_until: called before each pass, and once more after the last
+};
+
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
 // Nodes a graph may hold: they are indexed with 32 bits, and kNoIndex is no node.
 inline constexpr std::size_t kMaxNodes = kNoIndex;
@@ -52,8 +59,11 @@ struct CompiledNode {
   // The node takes units of semaphores (NodeOptions::semaphores): tested only when its task starts, never on
   // the in-place path, which such a node never takes (graph/semaphore.cpp).
   bool has_semaphores = false;
+  // A condition node (add_condition): its successor entries are weak edges, one of which it starts by index
+  // (RunState::finish_condition). Tested once per finished node; false in a graph without conditions.
+  bool condition = false;
 };
-// The flag sits in what was padding: a node's layout, and so a run's walk over the nodes, is as before.
+// The flags sit in what was padding: a node's layout, and so a run's walk over the nodes, is as before.
 static_assert(sizeof(CompiledNode) == 20);
 
 // A node's units of one semaphore (its NodeOptions::semaphores with repeats counted), in the order first listed.
@@ -78,6 +88,15 @@ class GraphImpl {
 
   // `caller` names the public call in errors (TaskGraph's own, or TaskScope's, parallel_for's).
   Node add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller);
+  // A condition node (TaskGraph::add_condition): its out-edges are weak (see CompiledNode::condition).
+  Node add_condition(NodeBody&& body, NodeOptions&& options);
+  // The graph has condition nodes: a run may leave join counters part-way down (a branch not taken), so each
+  // pass ends by setting them all back.
+  [[nodiscard]] bool has_conditions() const noexcept { return !conditions_.empty(); }
+  // A module node running `inner` (TaskGraph::add_graph); `inner` is checked by the caller not to be this one.
+  Node add_module(GraphImpl& inner, NodeOptions&& options);
+  // A module node's execution: runs `inner` as one run on the node's pool and waits for it (graph_impl.cpp).
+  void run_module(GraphImpl& inner, std::uint32_t index, NodeCall& call);
   void add_edge(Node from, Node to);
   // Every edge is checked before any is added: a refused call changes nothing.
   void add_edges(Node from, std::initializer_list<Node> to);
@@ -85,7 +104,9 @@ class GraphImpl {
   void dump(std::ostream& out) const;
   void compile();
   // `live`, if given, gets the run's state before any node starts (GraphAccess::run).
-  Run run(Pool& pool, const Caller& caller, std::atomic<void*>* live = nullptr);
+  // `repeat`, if given, makes the run several passes (run_n / run_until).
+  Run run(Pool& pool, const Caller& caller, std::atomic<void*>* live = nullptr,
+          std::unique_ptr<RunRepeat> repeat = nullptr);
   // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
   void wait_for_run_end() noexcept;
 
@@ -179,6 +200,10 @@ class GraphImpl {
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  // Condition nodes (add_condition), in increasing order.
+  std::vector<std::uint32_t> conditions_;
+  // Module nodes (add_graph), by node index in increasing order: {node, the graph it runs}. For dump().
+  std::vector<std::pair<std::uint32_t, const GraphImpl*>> modules_;
   // The node and edge counts the layout below was made for (none yet: no count matches).
   std::size_t compiled_nodes_ = std::numeric_limits<std::size_t>::max();
   std::size_t compiled_edges_ = 0;

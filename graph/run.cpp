@@ -1,4 +1,6 @@
 // weft::Run and the waiting side of a RunState: wait, cancel, statistics.
+#include <algorithm>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -69,6 +71,30 @@ void RunState::cancel() noexcept {
   cancelled_.store(true, std::memory_order_seq_cst);
   // Nodes parked on a semaphore skip at once instead of waiting for units that another run may hold for long.
   wake_parked_on_cancel();
+  cancel_children();
+}
+
+void RunState::attach_child(RunState& child) {
+  {
+    const std::lock_guard<std::mutex> hold(children_lock_);
+    children_.push_back(&child);
+  }
+  has_children_.store(true, std::memory_order_seq_cst);
+  // seq_cst, with cancel()'s store of cancelled_ and then its look at has_children_ / the list: either the
+  // canceller finds `child` in the list or this load finds the run cancelled.
+  if (cancelled()) child.cancel();
+}
+
+void RunState::detach_child(RunState& child) noexcept {
+  const std::lock_guard<std::mutex> hold(children_lock_);
+  std::erase(children_, &child);
+}
+
+void RunState::cancel_children() noexcept {
+  if (!has_children_.load(std::memory_order_seq_cst)) return;
+  // Under the lock: a child is detached (and may go) only after its module node stopped waiting for it.
+  const std::lock_guard<std::mutex> hold(children_lock_);
+  for (RunState* child : children_) child->cancel();
 }
 
 void RunState::add_stage_drops(std::string name, std::uint64_t count) noexcept {
@@ -91,6 +117,7 @@ RunStats RunState::stats() const {
       if (node != kNoIndex) stats.dropped_by_node[node] = dropped;
     stats.dropped_by_stage = stage_drops_;
   }
+  stats.passes = passes_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -52,6 +52,8 @@ class RunState {
   // Posts the roots. `self` keeps this state alive until the last unit of work has told the waiters.
   // Returns false if the pool refused the run (shut down): the run has then already ended, failed.
   [[nodiscard]] bool start(std::shared_ptr<RunState> self) noexcept;
+  // Before start(): makes the run several passes (run_n / run_until; see pass_ended).
+  void set_repeat(std::unique_ptr<RunRepeat> repeat) noexcept { repeat_ = std::move(repeat); }
 
   // For Run.
   RunStatus wait();
@@ -101,6 +103,10 @@ class RunState {
   // A node of this run parked on a semaphore was woken: posts it again (it retries taking its units), and ends
   // the unit it held while parked (graph/semaphore.cpp).
   void resume_parked(std::uint32_t node) noexcept;
+  // Module nodes (TaskGraph::add_graph): the inner runs in flight, cancelled when this run is (cancel(), or an
+  // error). attach_child cancels `child` at once if this run already is; detach_child before `child` may go.
+  void attach_child(RunState& child);
+  void detach_child(RunState& child) noexcept;
   // The run whose node the calling thread is executing (innermost), or null.
   [[nodiscard]] static RunState* current() noexcept;
   // True if the calling thread is inside one of this run's nodes or subflow children: waiting for the run
@@ -125,12 +131,22 @@ class RunState {
   [[nodiscard]] bool try_add_unit() noexcept;
   // A multi-token node's side of this run, as its token flow (graph/token_flow.hpp) asks for it.
   class NodeTokens;
-  // Runs one execution of `node` (skips it if cancelled), joining its subflow.
-  void execute(std::uint32_t node, std::uint64_t token) noexcept;
+  // Runs one execution of `node` (skips it if cancelled), joining its subflow. Returns the branch a condition
+  // node picked (kNoBranch for other nodes, and for a skipped or failed execution).
+  std::size_t execute(std::uint32_t node, std::uint64_t token) noexcept;
   // The node finished: counts down its successors; returns one to run in place (or kNoIndex), posts the rest.
-  [[nodiscard]] std::uint32_t finish_node(std::uint32_t node) noexcept;
-  void run_node_successors(std::uint32_t node) noexcept;
+  // `branch`: what execute() returned (used by condition nodes only).
+  [[nodiscard]] std::uint32_t finish_node(std::uint32_t node, std::size_t branch) noexcept;
+  // finish_node of a condition node: starts its `branch`-th successor, if there is one, ignoring join counters.
+  // Out of line: inlined into finish_node, it changed that function's code for every node (callgrind, chain_1k:
+  // 5 more instructions per node); out of line, the common path pays the flag test only.
+  [[nodiscard, gnu::noinline]] std::uint32_t finish_condition(std::uint32_t node, std::size_t branch) noexcept;
+  // Finishes `node` (a multi-token node's last token, or a node that held semaphores) and runs what it made
+  // ready. `branch`: what execute() returned, for a condition node (a multi-token node is never one).
+  void run_node_successors(std::uint32_t node, std::size_t branch = kNoBranch) noexcept;
   void cancel_from_inside() noexcept;
+  // Cancels the inner runs of module nodes in flight (after cancelled_ was set).
+  void cancel_children() noexcept;
   void post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* options) noexcept;
   // Claims roots and starts them until none is left (or, on an outside thread, no worker is idle).
   void run_roots(bool outside) noexcept;
@@ -141,6 +157,13 @@ class RunState {
   // worker is idle).
   void run_members(std::uint32_t index, bool outside) noexcept;
   [[nodiscard]] bool claim_roots() noexcept;
+  // Starts a pass: resets the roots' cursor and claim, and posts the first roots task (with its two units).
+  void post_roots() noexcept;
+  // The pass's last unit finished: collects its statistics, then either starts the next pass (run_n /
+  // run_until) from this thread, or ends the run. Out of line: a unit that is not the last never gets here.
+  [[gnu::noinline]] void pass_ended() noexcept;
+  // run_n / run_until: whether another pass is to start (never after an exception or a cancel).
+  [[nodiscard]] bool another_pass() noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;
 
@@ -171,10 +194,20 @@ class RunState {
   std::uint32_t roots_count_ = 0;
   // The first roots task was claimed, by a worker running it or by an outside waiter (help_from_outside).
   std::atomic<bool> roots_claimed_{false};
-  // Filled when the run ends (sized at the start, so ending allocates nothing): {node, tokens dropped}.
+  // run_n / run_until (null: one pass). Touched only by start() and pass_ended(), which the pending count
+  // orders one after another.
+  std::unique_ptr<RunRepeat> repeat_;
+  std::atomic<std::uint64_t> passes_{0};  // relaxed: read by stats() as a snapshot, exact once done
+  std::atomic<bool> refused_{false};      // the pool refused a pass's roots task (start() reports it)
+  // Filled at the end of each pass (sized at the start, so ending allocates nothing): {node, tokens dropped}.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> dropped_by_limiter_;
   // One per node with semaphores, indexed as graph_.semaphore_nodes() (null if there are none).
   std::unique_ptr<SemaphoreWaiter[]> semaphore_waiters_;
+  // Module nodes' inner runs in flight (see attach_child). has_children_ spares cancel() the lock in a run
+  // that never had any.
+  std::atomic<bool> has_children_{false};
+  std::mutex children_lock_;
+  std::vector<RunState*> children_;
   std::mutex stage_drops_lock_;
   std::vector<std::pair<std::string, std::uint64_t>> stage_drops_;  // {"pipeline/stage", items dropped}
 };

@@ -169,11 +169,11 @@ void RunState::run_node_with_semaphores(std::uint32_t node) noexcept {
     case Take::taken:
       break;
   }
-  execute(node, 0);  // joins the node's subflow
+  const std::size_t branch = execute(node, 0);  // joins the node's subflow; a condition's pick
   const std::uint32_t slot = graph_.semaphore_slot(node);
   const SemaphoreNode& entry = graph_.semaphore_nodes()[slot];
   give_semaphores(slot, 0, entry.end - entry.begin);  // before any successor starts
-  run_node_successors(node);
+  run_node_successors(node, branch);
 }
 
 RunState::Take RunState::take_semaphores(std::uint32_t node) noexcept {

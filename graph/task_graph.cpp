@@ -34,6 +34,22 @@ Node TaskGraph::add_node_body(detail::NodeBody&& body, NodeOptions&& options, co
   return impl_->add_node(std::move(body), std::move(options), caller);
 }
 
+Node TaskGraph::add_condition_body(detail::NodeBody&& body, NodeOptions&& options) {
+  if (!impl_) throw_moved_from("add_condition");
+  return impl_->add_condition(std::move(body), std::move(options));
+}
+
+Node TaskGraph::add_graph(TaskGraph& inner, NodeOptions options) {
+  if (!impl_) throw_moved_from("add_graph");
+  const std::string node = options.name.empty() ? "node " + std::to_string(impl_->size()) : options.name;
+  if (!inner.impl_)
+    throw invalid_graph("weft::TaskGraph::add_graph: `inner` (for module node '" + node + "') was moved from");
+  if (inner.impl_ == impl_)
+    throw invalid_graph("weft::TaskGraph::add_graph: `inner` (for module node '" + node +
+                        "') is this graph itself: a graph cannot be a node of itself");
+  return impl_->add_module(*inner.impl_, std::move(options));
+}
+
 void TaskGraph::add_edge(Node from, Node to) {
   if (!impl_) throw_moved_from("add_edge");
   impl_->add_edge(from, to);
@@ -62,6 +78,20 @@ void TaskGraph::compile() {
 Run TaskGraph::run(Pool& pool) {
   if (!impl_) throw_moved_from("run");
   return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"});
+}
+
+Run TaskGraph::run_n(Pool& pool, std::size_t n) {
+  if (!impl_) throw_moved_from("run_n");
+  auto repeat = std::make_unique<detail::RunRepeat>();
+  repeat->remaining = n;
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_n"}, nullptr, std::move(repeat));
+}
+
+Run TaskGraph::run_until_erased(Pool& pool, detail::RunPredicate&& predicate) {
+  if (!impl_) throw_moved_from("run_until");
+  auto repeat = std::make_unique<detail::RunRepeat>();
+  repeat->until = std::move(predicate);
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_until"}, nullptr, std::move(repeat));
 }
 
 std::size_t TaskGraph::size() const noexcept { return impl_ ? impl_->size() : 0; }

@@ -41,15 +41,23 @@ struct Caller {
   const char* noun = "node";
 };
 
-// What a node body is called with: the execution's Subflow and the token index.
+// No branch: what a condition node's execution that did not return (skipped, threw) leaves in NodeCall::branch,
+// and what any other node's leaves there.
+inline constexpr std::size_t kNoBranch = static_cast<std::size_t>(-1);
+
+// What a node body is called with: the execution's Subflow and the token index; a condition node's body writes
+// the successor it picked into `branch`.
 struct NodeCall {
   Subflow& subflow;
   std::size_t token;
+  std::size_t branch = kNoBranch;
 };
 // 56 bytes inline (64 in all): a graph of a million nodes is walked once per run, so a node's closure is kept to
 // one cache line; a callable that captures more is stored on the heap, once, when the node is added.
 inline constexpr std::size_t kNodeBodyCapacity = 56;
 using NodeBody = small_function<void(NodeCall&), kNodeBodyCapacity>;
+// run_until's predicate, type-erased once per call (not per pass).
+using RunPredicate = small_function<bool()>;
 
 // The node body adapter: f may take (Subflow&, std::size_t), (Subflow&), (std::size_t) or nothing.
 template <class F>
@@ -72,7 +80,46 @@ class NodeBodyAdapter {
  private:
   F f_;
 };
+// A condition node's body adapter: f takes nothing or the execution's Subflow&, and returns an integer; a
+// negative one picks no successor, as one past the last does.
+template <class F>
+class ConditionBodyAdapter {
+ public:
+  template <class G>
+  explicit ConditionBodyAdapter(G&& f) : f_(std::forward<G>(f)) {}
+  void operator()(NodeCall& call) {
+    if constexpr (std::is_invocable_v<F&, Subflow&>) {
+      call.branch = to_branch(f_(call.subflow));
+    } else {
+      call.branch = to_branch(f_());
+    }
+  }
+
+ private:
+  template <class I>
+  static std::size_t to_branch(I value) noexcept {
+    if constexpr (std::is_signed_v<I>) {
+      if (value < 0) return kNoBranch;
+    }
+    return static_cast<std::uint64_t>(value) > static_cast<std::uint64_t>(kNoBranch)
+               ? kNoBranch
+               : static_cast<std::size_t>(value);
+  }
+  F f_;
+};
+
+template <class R>
+concept BranchIndex = std::integral<R> && !std::same_as<std::remove_cv_t<R>, bool>;
 }  // namespace detail
+
+// A callable a condition node can run: it takes nothing or the execution's Subflow&, and returns an integer
+// (not bool: false and true would silently mean the first and second successor), the index of the successor
+// to start.
+template <class F>
+concept ConditionCallable =
+    (std::invocable<std::decay_t<F>&> && detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&>>) ||
+    (std::invocable<std::decay_t<F>&, Subflow&> &&
+     detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&, Subflow&>>);
 
 // A callable a node can run: it takes nothing, the token index (std::size_t), the execution's Subflow&, or both
 // (Subflow&, std::size_t). Its result, if any, is discarded (TaskScope keeps results).
@@ -112,6 +159,9 @@ struct RunStats {
   // Items dropped by the Overflow::Drop stages of a TaskScope's pipelines, as {"pipeline/stage", count}, for
   // each stage that dropped any (also counted in `dropped`).
   std::vector<std::pair<std::string, std::uint64_t>> dropped_by_stage;
+  // Passes of the graph this Run started: 1 for run(), up to n for run_n, as many as the predicate allowed for
+  // run_until (0 if it stopped before the first). The counts above add up over all passes.
+  std::uint64_t passes = 0;
 };
 
 // One run of a TaskGraph. Move-only.
@@ -200,6 +250,55 @@ class TaskGraph {
     return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
                          std::move(options), detail::Caller{"weft::TaskGraph::add_node"});
   }
+  // Adds a module node (Taskflow's composed_of): each execution runs `inner` on the same pool as one run of it,
+  // and ends when that run has ended. `inner` keeps its own compiled layout (compiled by its first run, reused
+  // by every later one), is shared, not copied: it must outlive every run of this graph, and may be changed
+  // only while neither graph runs. While the inner run is in flight the module node's thread waits through the
+  // scheduler's wait point (a worker runs other tasks meanwhile). An exception of the inner run fails the
+  // module node as a body exception would (wait() rethrows the inner one); cancelling this graph's run (or its
+  // failing) cancels the inner run in flight. A graph runs once at a time: if `inner` is already running when
+  // the module node starts (two module nodes of it that may run at once, a graph composed into a graph that is
+  // composed into it, or a run of it started elsewhere), the module node fails with weft::graph_busy naming it.
+  // Throws invalid_graph if `inner` is this graph or was moved from; invalid_option for tokens > 1 (one
+  // graph cannot run twice at once). Dump shows a module node as a 3-D box.
+  //
+  // Example:
+  //   weft::TaskGraph inner;
+  //   inner.add_node([] { /* ... */ });
+  //   weft::TaskGraph outer;
+  //   auto before = outer.add_node([] { /* ... */ });
+  //   auto module = outer.add_graph(inner, weft::NodeOptions{.name = "inner"});
+  //   outer.add_edge(before, module);
+  //   outer.run(pool).wait();
+  Node add_graph(TaskGraph& inner, NodeOptions options = {});
+  // Adds a condition node (Taskflow's condition task): f (see ConditionCallable) returns i, and the i-th
+  // successor of the node, in the order its edge was first added, starts at once; an i out of range (or
+  // negative) starts none, which is how a loop ends. Edges out of a condition node are weak: they do not count
+  // in their target's join counter, and a cycle through one is allowed (a loop); compile() still refuses a
+  // cycle of ordinary (strong) edges only, with cycle_error. A node may so run several times in one run; a
+  // strong edge from it counts once per execution. The run starts with the nodes that have no incoming edge at
+  // all, strong or weak. A node picked by a condition starts whatever its strong predecessors did (so give a
+  // node that is the target of weak edges strong ones only where they cannot race with them, as in Taskflow).
+  // If f throws, the run fails with it and no successor starts; a skipped execution (cancelled) starts none.
+  // Throws invalid_option for tokens > 1 (a condition picks one successor per execution).
+  //
+  // Example:
+  //   int i = 0;
+  //   auto init = g.add_node([&] { i = 0; });
+  //   auto body = g.add_node([&] { ++i; });
+  //   auto again = g.add_condition([&] { return i < 10 ? 0 : 1; });
+  //   auto done = g.add_node([] { /* ... */ });
+  //   g.add_edge(init, body);
+  //   g.add_edge(body, again);
+  //   g.add_edges(again, {body, done});  // 0: loop back to body, 1: on to done
+  //   g.run(pool).wait();                // body ran 10 times
+  template <class F>
+    requires ConditionCallable<F>
+  Node add_condition(F&& f, NodeOptions options = {}) {
+    detail::require_callable(f, "weft::TaskGraph::add_condition");
+    return add_condition_body(
+        detail::NodeBody(detail::ConditionBodyAdapter<std::decay_t<F>>(std::forward<F>(f))), std::move(options));
+  }
   // `to` runs after `from`. Adding the same edge twice is allowed and counts once.
   void add_edge(Node from, Node to);
   // Every node of `to` runs after `from`:  g.add_edges(load, {parse, index});  A bad node anywhere in the list
@@ -215,6 +314,34 @@ class TaskGraph {
   // Starts a run on `pool`. Throws graph_busy if a run is in flight, cycle_error, invalid_option (an affinity
   // past the pool's workers), pool_closed.
   Run run(Pool& pool);
+  // Runs the graph `n` times in a row, as one Run (Taskflow's run_n): each pass starts when the previous one has
+  // ended, started by the last unit of work of that pass (no thread waits in between). The passes stop early
+  // after an exception (wait() rethrows it) or cancel() (wait() says cancelled). n == 0: the Run is over at once
+  // and completed. RunStats add up over the passes (RunStats::passes counts them). Throws as run() does.
+  //
+  // Example:
+  //   std::atomic<int> count{0};
+  //   g.add_node([&] { ++count; });
+  //   g.run_n(pool, 5).wait();  // count == 5
+  Run run_n(Pool& pool, std::size_t n);
+  // Runs the graph again and again, as one Run, until predicate() returns true (Taskflow's run_until). The
+  // predicate is called before each pass, the first included (true at once: no pass runs), so it is called
+  // once more than there are passes, the last call being the one that returns true; it is never called
+  // concurrently with a pass nor with itself, on the thread that ends a pass (a pool worker) or, the first
+  // time, on the caller's. If it throws, the run fails with that exception. Stops early like run_n.
+  //
+  // Example:
+  //   int passes = 0;
+  //   g.run_until(pool, [&] { return passes++ == 3; }).wait();  // the graph ran 3 times
+  template <class P>
+    requires std::predicate<std::decay_t<P>&>
+  Run run_until(Pool& pool, P&& predicate) {
+    detail::require_callable(predicate, "weft::TaskGraph::run_until");
+    return run_until_erased(pool, detail::RunPredicate(
+                                      [f = std::decay_t<P>(std::forward<P>(predicate))]() mutable -> bool {
+                                        return static_cast<bool>(f());
+                                      }));
+  }
 
   [[nodiscard]] std::size_t size() const noexcept;         // nodes
   [[nodiscard]] std::size_t edge_count() const;            // distinct edges
@@ -226,6 +353,8 @@ class TaskGraph {
  private:
   friend struct detail::GraphAccess;
   Node add_node_body(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
+  Run run_until_erased(Pool& pool, detail::RunPredicate&& predicate);
+  Node add_condition_body(detail::NodeBody&& body, NodeOptions&& options);
 
   std::unique_ptr<detail::GraphImpl> impl_;
 };

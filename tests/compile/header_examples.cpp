@@ -2,6 +2,7 @@
 // declares what the example takes as given (a pool, a vector, n). Compiled by check_compile.py with -Wall -Wextra -Wpedantic -Werror, so that an example a user
 // pastes compiles cleanly: no unused parameter in its lambdas. A variable an example leaves unused is used
 // after it, as the code that follows it would. When a header's example changes, change it here too.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -117,6 +118,39 @@ void task_graph_hpp_add_edges(weft::TaskGraph& g) {
   auto parse = g.add_node([] {});
   auto index = g.add_node([] {});
   g.add_edges(load, {parse, index});
+}
+
+void task_graph_hpp_run_n(weft::Pool& pool, weft::TaskGraph& g) {
+  std::atomic<int> count{0};
+  g.add_node([&] { ++count; });
+  g.run_n(pool, 5).wait();  // count == 5
+}
+
+void task_graph_hpp_run_until(weft::Pool& pool, weft::TaskGraph& g) {
+  int passes = 0;
+  g.run_until(pool, [&] { return passes++ == 3; }).wait();  // the graph ran 3 times
+}
+
+void task_graph_hpp_add_graph(weft::Pool& pool) {
+  weft::TaskGraph inner;
+  inner.add_node([] { /* ... */ });
+  weft::TaskGraph outer;
+  auto before = outer.add_node([] { /* ... */ });
+  auto module = outer.add_graph(inner, weft::NodeOptions{.name = "inner"});
+  outer.add_edge(before, module);
+  outer.run(pool).wait();
+}
+
+void task_graph_hpp_add_condition(weft::Pool& pool, weft::TaskGraph& g) {
+  int i = 0;
+  auto init = g.add_node([&] { i = 0; });
+  auto body = g.add_node([&] { ++i; });
+  auto again = g.add_condition([&] { return i < 10 ? 0 : 1; });
+  auto done = g.add_node([] { /* ... */ });
+  g.add_edge(init, body);
+  g.add_edge(body, again);
+  g.add_edges(again, {body, done});  // 0: loop back to body, 1: on to done
+  g.run(pool).wait();                // body ran 10 times
 }
 
 void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
