@@ -365,7 +365,15 @@ std::vector<std::string> fan_priority_events(Priority source, Priority x_priorit
     return out;
   });
   auto x = scope.stage(
-      elements, [&](int e) { log.add("X" + std::to_string(e)); return e; },
+      elements,
+      [&](int e) {
+        // Appended, not "X" + to_string(e): GCC 12 at -O3 without LTO warns falsely on that (-Wrestrict,
+        // GCC bug 105329), which -Werror turns into an error.
+        std::string event = "X";
+        event += std::to_string(e);
+        log.add(std::move(event));
+        return e;
+      },
       {.capacity = 64, .priority = x_priority});
   Job<void> done = scope.sink(x, [](int) {});
   run_on_the_worker(scope, done);
