@@ -183,7 +183,7 @@ class Pool {
     using State = detail::FutureTask<R, std::decay_t<F>, std::decay_t<Args>...>;
     // A task with an affinity must run on the pool, never inline in a waiter: it gets no inline counter.
     auto* state =
-        new State(options.affinity ? nullptr : inline_runs(), std::forward<F>(f), std::forward<Args>(args)...);
+        new State(options.affinity ? nullptr : inline_runs(), this, std::forward<F>(f), std::forward<Args>(args)...);
     Future<R> future = detail::FutureAccess::adopt<R>(state);
     // The queue's reference stays ours until the pool accepts the state: refused or thrown, it is dropped here.
     struct QueueHold {
