@@ -39,6 +39,14 @@ void future_hpp() {
   (void)v;
 }
 
+void pool_submit_subflow(weft::Pool& pool) {
+  std::vector<int> squares(4);
+  weft::Future<void> f = pool.submit([&squares](weft::Subflow& sf) {
+    for (int i = 0; i < 4; ++i) sf.spawn([&squares, i] { squares[i] = i * i; });
+  });
+  f.get();  // every child finished: squares == {0, 1, 4, 9}
+}
+
 void future_then(weft::Pool& pool) {
   weft::Future<int> a = pool.submit([] { return 20; });
   weft::Future<std::string> b = std::move(a).then([](int v) { return std::to_string(v + 1); });
