@@ -19,6 +19,11 @@ struct PoolAccess {
   }
 
   [[nodiscard]] static sched::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
+
+  // Queues a future's state as itself (Pool::enqueue_state): an accepted state becomes the pool's.
+  static SubmitStatus enqueue_state(Pool& pool, TaskHeader* state, TaskOptions options, InlineTag inline_tag) {
+    return pool.enqueue_state(state, options, Admission::block, {}, inline_tag);
+  }
 };
 
 }  // namespace weft::detail

@@ -4,11 +4,15 @@
 #include "weft/detail/require_cpp20.hpp"
 
 #include <chrono>
+#include <concepts>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/future_state.hpp"
+#include "weft/detail/require_callable.hpp"
+#include "weft/pool_options.hpp"
 #include "weft/errors.hpp"
 
 namespace weft {
@@ -16,6 +20,23 @@ namespace weft {
 namespace detail {
 struct FutureAccess;
 }
+
+template <class T>
+class Future;
+
+// A callable Future<T>::then accepts: f(T&&) (any parameter a T prvalue binds to), or f() for a Future<void>.
+namespace detail {
+template <class F, class T>
+struct is_continuation_for : std::bool_constant<std::is_invocable_v<F&, T&&>> {};
+template <class F>
+struct is_continuation_for<F, void> : std::bool_constant<std::is_invocable_v<F&>> {};
+}  // namespace detail
+template <class F, class T>
+concept ContinuationFor = detail::is_continuation_for<std::decay_t<F>, T>::value;
+
+// The future then(f) returns on a Future<T>.
+template <class T, class F>
+using then_future_t = Future<typename detail::then_result<T, std::decay_t<F>>::type>;
 
 // The eventual result of one submitted task. Move-only; get() may be called once.
 //
@@ -28,6 +49,7 @@ struct FutureAccess;
 // - Destroying a Future without get() does not cancel the task: it still runs, its result is discarded.
 // - get() or wait() on an invalid Future (default-constructed, moved-from, or after get()) throws
 //   std::logic_error.
+// - then(f) chains a continuation that runs as a task on the same pool once the value is set (see then()).
 //
 // Example:
 //   weft::Pool pool;
@@ -75,6 +97,50 @@ class [[nodiscard]] Future {
            detail::wait_until_ready_for(*state_, detail::clamp_to_nanoseconds(timeout));
   }
 
+  // A continuation without a scope: consumes this future and returns the future of f(value) (f() for a
+  // Future<void>), which runs as a task on the pool that made this future, with `options` (priority, affinity),
+  // once the value is set; at once (queued, never called here) if it already is.
+  //
+  // Contract:
+  // - f is called at most once, always on one of the pool's workers: never by the thread that sets the value
+  //   (the finished task's worker only queues it), never inline by a thread waiting for the returned future.
+  //   So a chain of any length (a million then()s) never nests on a stack.
+  // - If this future's task threw, f is not called and the returned future rethrows the same exception; so
+  //   an exception travels down a chain. If f throws, the returned future rethrows that.
+  // - Nothing is lost silently: if the task was dropped by a shutdown, or the pool refuses the continuation
+  //   (shut down before it could be queued), f is not called and the returned future throws task_dropped.
+  // - The pool that made the future (Pool::submit or an earlier then) must not have been destroyed when then()
+  //   is called; after a shutdown (not destroyed) then() is fine and reports task_dropped as above. Every
+  //   Future comes from a pool: there is no pool-less Future to chain on.
+  // - Rvalue-only (std::move(fut).then(f)): a future has one consumer, and it is either get() or then().
+  // - Throws std::logic_error on an invalid future, std::invalid_argument for an empty f (null function
+  //   pointer, empty std::function), weft::invalid_option for options the pool cannot honour (an affinity past
+  //   its workers); in each case this future is left unchanged.
+  //
+  // Example:
+  //   weft::Future<int> a = pool.submit([] { return 20; });
+  //   weft::Future<std::string> b = std::move(a).then([](int v) { return std::to_string(v + 1); });
+  //   weft::Future<void> c = std::move(b).then([](std::string s) { std::puts(s.c_str()); });
+  //   c.get();  // "21" printed; rethrows the first exception of the chain
+  template <class F>
+    requires ContinuationFor<F, T>
+  [[nodiscard]] then_future_t<T, F> then(F&& f, TaskOptions options = {}) && {
+    using U = typename detail::then_result<T, std::decay_t<F>>::type;
+    static_assert(!std::is_reference_v<U>,
+                  "weft::Future::then(f): f returns a reference; return a pointer or std::reference_wrapper instead");
+    require_valid("then");
+    detail::require_callable(f, "weft::Future::then");
+    detail::validate_continuation_options(state_->pool(), options);
+    auto* next = new detail::ThenTask<U, T, std::decay_t<F>>(state_->pool(), options, std::forward<F>(f));
+    Future<U> result(next);
+    detail::FutureResult<T>* const antecedent = std::exchange(state_, nullptr);
+    next->set_antecedent(antecedent);  // our reference goes to the continuation
+    // If the antecedent is already final this queues `next` now; else its finisher will. `antecedent` may be
+    // gone once this returns (the continuation releases it when it runs).
+    antecedent->attach_continuation(next);
+    return result;
+  }
+
   // Waits, then returns the value or rethrows the task's exception. Leaves the future invalid.
   T get() {
     require_valid("get");
@@ -92,6 +158,8 @@ class [[nodiscard]] Future {
 
  private:
   friend struct detail::FutureAccess;
+  template <class>
+  friend class Future;  // then() makes the Future of another type
   explicit Future(detail::FutureResult<T>* state) noexcept : state_(state) {}
 
   struct Holder {

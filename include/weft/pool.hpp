@@ -24,6 +24,8 @@
 
 namespace weft {
 
+class Subflow;  // weft/subflow.hpp
+
 namespace sched {
 class Engine;  // scheduler/engine.hpp: the pool's workers, queues and parking
 }
@@ -31,7 +33,20 @@ namespace detail {
 // How a submission waits for room when PoolOptions::max_queued tasks are queued.
 enum class Admission : std::uint8_t { block, try_once, until };
 struct PoolAccess;  // scheduler/pool_access.hpp: internal entry points for weft's own front-ends
+// Pool::submit of a callable taking Subflow&: defined by weft/task_scope.hpp (the graph layer), which gives it
+// a run to belong to; the scheduler itself knows no graphs.
+template <class F>
+struct SubflowSubmit;
+template <class F, class = void>
+inline constexpr bool subflow_submit_defined = false;
+template <class F>
+inline constexpr bool subflow_submit_defined<F, std::void_t<decltype(sizeof(SubflowSubmit<F>))>> = true;
 }
+
+// A callable Pool::submit runs with a weft::Subflow& (and no other argument): one that takes nothing is a
+// plain task, so it is excluded here.
+template <class F>
+concept SubflowTask = !std::invocable<std::decay_t<F>&> && std::invocable<std::decay_t<F>&, Subflow&>;
 
 // The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::accepted`.
 template <class T>
@@ -118,6 +133,37 @@ class Pool {
     return std::move(result.future);
   }
 
+  // Runs f(subflow) as a task whose future is ready only once f returned and every child it spawned (with all
+  // of theirs) finished: the implicit join of a TaskGraph node body that takes Subflow&. The first exception
+  // of f or of any child (which cancels the children not started yet) is the future's; the value is f's.
+  // The task, its children and their joins run on this pool (a join runs other tasks meanwhile, so one
+  // worker suffices); f gets `options` (TaskOptions: priority, affinity), the children its priority.
+  // Needs the graph layer: include <weft/task_scope.hpp> (or <weft/weft.hpp>). Each such task costs a
+  // one-job TaskScope (a small graph, built and run) on top of a plain submit.
+  //
+  // Example:
+  //   std::vector<int> squares(4);
+  //   weft::Future<void> f = pool.submit([&squares](weft::Subflow& sf) {
+  //     for (int i = 0; i < 4; ++i) sf.spawn([&squares, i] { squares[i] = i * i; });
+  //   });
+  //   f.get();  // every child finished: squares == {0, 1, 4, 9}
+  template <class F>
+    requires SubflowTask<F>
+  Future<std::invoke_result_t<std::decay_t<F>&, Subflow&>> submit(F&& f) {
+    return submit_with(TaskOptions{}, std::forward<F>(f));
+  }
+
+  // submit(f(Subflow&)) with per-task options.
+  template <class F>
+    requires SubflowTask<F>
+  Future<std::invoke_result_t<std::decay_t<F>&, Subflow&>> submit_with(TaskOptions options, F&& f) {
+    static_assert(detail::subflow_submit_defined<std::decay_t<F>>,
+                  "weft::Pool::submit(f(weft::Subflow&)) needs the graph layer: #include <weft/task_scope.hpp> "
+                  "(or <weft/weft.hpp>)");
+    detail::require_callable(f, "weft::Pool::submit");
+    return detail::SubflowSubmit<std::decay_t<F>>::submit(*this, std::forward<F>(f), options);
+  }
+
   // As submit, but never blocks: status full or closed instead of waiting or throwing.
   template <class F, class... Args>
     requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
@@ -183,7 +229,7 @@ class Pool {
     using State = detail::FutureTask<R, std::decay_t<F>, std::decay_t<Args>...>;
     // A task with an affinity must run on the pool, never inline in a waiter: it gets no inline counter.
     auto* state =
-        new State(options.affinity ? nullptr : inline_runs(), std::forward<F>(f), std::forward<Args>(args)...);
+        new State(options.affinity ? nullptr : inline_runs(), this, std::forward<F>(f), std::forward<Args>(args)...);
     Future<R> future = detail::FutureAccess::adopt<R>(state);
     // The queue's reference stays ours until the pool accepts the state: refused or thrown, it is dropped here.
     struct QueueHold {

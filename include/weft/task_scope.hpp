@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -536,6 +537,35 @@ class TaskScope {
   // The pipelines begun by source(); run() refuses one without a sink.
   std::vector<std::shared_ptr<detail::Pipeline>> pipelines_;
 };
+
+namespace detail {
+// Pool::submit of a callable taking Subflow& (declared in weft/pool.hpp): a plain pool task that runs f as the
+// one job of a TaskScope and waits for the scope, so f's children are joined (and their first exception
+// rethrown) before the task's future is ready. The result is kept in the task's frame, not in the Job (whose
+// get() only lends it), so a move-only result moves out.
+template <class F>
+struct SubflowSubmit {
+  using R = std::invoke_result_t<F&, Subflow&>;
+
+  template <class G>
+  static Future<R> submit(Pool& pool, G&& f, TaskOptions options) {
+    return pool.submit_with(options, [&pool, priority = options.priority, f = F(std::forward<G>(f))]() mutable -> R {
+      TaskScope scope(pool);
+      NodeOptions node;
+      node.priority = priority;
+      if constexpr (std::is_void_v<R>) {
+        (void)scope.submit([&f](Subflow& sf) { std::invoke(f, sf); }, std::move(node));
+        (void)scope.run_and_wait();  // rethrows the first exception of f or of a child
+      } else {
+        std::optional<R> result;
+        (void)scope.submit([&f, &result](Subflow& sf) { result.emplace(std::invoke(f, sf)); }, std::move(node));
+        (void)scope.run_and_wait();
+        return std::move(*result);
+      }
+    });
+  }
+};
+}  // namespace detail
 
 }  // namespace weft
 

@@ -40,6 +40,21 @@ void future_hpp() {
   (void)v;
 }
 
+void pool_submit_subflow(weft::Pool& pool) {
+  std::vector<int> squares(4);
+  weft::Future<void> f = pool.submit([&squares](weft::Subflow& sf) {
+    for (int i = 0; i < 4; ++i) sf.spawn([&squares, i] { squares[i] = i * i; });
+  });
+  f.get();  // every child finished: squares == {0, 1, 4, 9}
+}
+
+void future_then(weft::Pool& pool) {
+  weft::Future<int> a = pool.submit([] { return 20; });
+  weft::Future<std::string> b = std::move(a).then([](int v) { return std::to_string(v + 1); });
+  weft::Future<void> c = std::move(b).then([](std::string s) { std::puts(s.c_str()); });
+  c.get();  // "21" printed; rethrows the first exception of the chain
+}
+
 void pool_hpp() {
   weft::Pool pool{weft::PoolOptions{.threads = 4}};
   pool.post([] { /* fire and forget */ });
