@@ -178,7 +178,7 @@ class Engine {
   // waiter already ran inline runs no hooks here (it ran inside them there).
   void run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
   [[nodiscard]] bool has_hooks() const noexcept { return options_.on_task_start || options_.on_task_end; }
-  void call_hook(small_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
+  void call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
   // The calling thread's index among this engine's workers, or TaskEvent::not_a_worker.
   [[nodiscard]] unsigned worker_index_here() const noexcept;
   // Destroys a task unrun (its future reports task_dropped); returns 1 if it counts as a dropped task, 0 if it

@@ -12,6 +12,7 @@
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
 #include "weft/pool_options.hpp"
+#include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"

@@ -3,7 +3,9 @@
 // vector, n). Compiled by check_compile.py with -Wall -Wextra -Wpedantic -Werror, so that an example a user
 // pastes compiles cleanly: no unused parameter in its lambdas. A variable an example leaves unused is used
 // after it, as the code that follows it would. When a header's example changes, change it here too.
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <cstdio>
 #include <functional>
 #include <cstddef>
@@ -22,6 +24,8 @@
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
+#include "weft/pool_options.hpp"
+#include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"
@@ -69,6 +73,27 @@ void small_function_hpp() {
   std::size_t n = queued(7);      // 1001
   weft::small_function_inline_only<void()> checked = [] {};  // a too-big capture here would not compile
   (void)n;
+}
+
+void pool_options_hpp() {
+  std::atomic<int> errors{0};
+  const weft::PoolOptions base{.threads = 2, .on_error = [&errors](std::exception_ptr) { ++errors; }};
+  weft::PoolOptions io = base;  // shares on_error with base
+  io.name = "io";
+  weft::Pool compute{base};
+  weft::Pool io_pool{io};  // an exception posted to either pool counts in `errors`
+}
+
+void shared_function_hpp() {
+  std::atomic<int> calls{0};
+  weft::shared_function<void(int)> count = [&calls](int n) { calls += n; };
+  weft::shared_function<void(int)> same = count;  // no allocation: both call the one lambda
+  count(1);
+  same(2);  // calls == 3
+  auto owner = std::make_unique<int>(5);
+  weft::shared_function<int()> read = [p = std::move(owner)] { return *p; };  // move-only: still copyable
+  auto copy = read;  // copy() == 5
+  (void)copy;
 }
 
 long sum(long lo, long hi) { return (lo + hi) * (hi - lo + 1) / 2; }
