@@ -52,6 +52,14 @@ void pool_hpp() {
   (void)v;
 }
 
+void pool_hpp_thread_index() {
+  weft::Pool pool{weft::PoolOptions{.threads = 4}};
+  std::vector<long> partial(pool.max_thread_index(), 0);  // one accumulator per possible thread
+  weft::parallel_for(pool, 0, 1000, [&](int i) { partial[*pool.current_thread_index()] += i; });
+  long total = std::accumulate(partial.begin(), partial.end(), 0L);  // 499500
+  (void)total;
+}
+
 void parallel_for_hpp_indices(std::size_t n) {
   weft::Pool pool;
   std::vector<double> y(n);
