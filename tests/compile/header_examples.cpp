@@ -158,6 +158,15 @@ void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
   (void)out;
 }
 
+void task_scope_hpp_dump(weft::Pool& pool) {
+  weft::TaskScope scope{pool};
+  auto load = scope.submit([] { return 1; }, weft::NodeOptions{.name = "load"});
+  auto parse = scope.then(load, [](int x) { return x + 1; }, weft::NodeOptions{.name = "parse"});
+  std::ostringstream dot;
+  scope.dump(dot);  // digraph weft { n0 [label="load"]; n1 [label="parse"]; n0 -> n1; }
+  (void)parse;
+}
+
 void task_scope_hpp_members(weft::TaskScope& scope, std::vector<int>& v, std::vector<int>& out) {
   auto a = scope.submit([] { return 21; });
   auto b = scope.then(a, [](int x) { return x * 2; });  scope.then(b, [] { log("b done"); });
