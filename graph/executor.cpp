@@ -168,7 +168,8 @@ void RunState::help_from_outside() noexcept {
   if (roots == 0 || !claim_roots()) return;
   RunState* const outer = std::exchange(tl_current_run, this);
   // As one task of the pool: inside its hooks, and marked so that the pool's waits refuse to wait from here.
-  PoolAccess::engine(pool_).run_here(Priority::Normal, [this] { run_roots(true); });
+  // Refused (false) if the thread can have no slot in the pool: the roots task runs them all then.
+  (void)PoolAccess::engine(pool_).run_here(Priority::Normal, [this] { run_roots(true); });
   tl_current_run = outer;
   finish_unit();  // the roots' unit, which the claim handed to this thread
 }

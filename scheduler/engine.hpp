@@ -40,19 +40,23 @@ class Engine;
 // inside its own engine's tasks by being its worker; frames mark the other threads that run a task themselves
 // (a waiter running the task it waits for, an outside thread running its own slot's tasks or a graph's roots),
 // so that wait_idle, shutdown and the pool's destructor refuse to wait for themselves whichever thread runs
-// the task.
+// the task. A frame also carries the thread's index in the engine (Engine::current_thread_index): its worker
+// index, or size() + the index of the slot the thread owns.
 class RunningFrame {
  public:
-  explicit RunningFrame(const Engine& engine) noexcept;
+  RunningFrame(const Engine& engine, unsigned thread_index) noexcept;
   ~RunningFrame();
   RunningFrame(const RunningFrame&) = delete;
   RunningFrame& operator=(const RunningFrame&) = delete;
   // True if some frame on the calling thread's stack is `engine`'s.
   [[nodiscard]] static bool inside(const Engine& engine) noexcept;
+  // The thread index of the innermost frame of `engine` on the calling thread's stack, if there is one.
+  [[nodiscard]] static std::optional<unsigned> thread_index_in(const Engine& engine) noexcept;
 
  private:
   const Engine& engine_;
   RunningFrame* const outer_;
+  const unsigned thread_index_;
 };
 
 class Engine {
@@ -79,6 +83,11 @@ class Engine {
 
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
+  // Pool::current_thread_index: the worker index on a worker of this engine; size() + its slot's index on
+  // another thread inside a RunningFrame of this engine; else nullopt.
+  [[nodiscard]] std::optional<unsigned> current_thread_index() const noexcept;
+  // Every thread index is below this: the workers, then one index per slot an outside thread may own.
+  [[nodiscard]] unsigned max_thread_index() const noexcept { return size() + kMaxSlots; }
   // True if the calling thread is running one of this engine's tasks: as its worker, or itself (RunningFrame).
   [[nodiscard]] bool inside_own_task() const noexcept;
   [[nodiscard]] PoolStats stats() const;
@@ -96,11 +105,14 @@ class Engine {
   // Runs `work` on the calling thread as one task of this engine: inside the task hooks (TaskEvent::worker is
   // the thread's worker index here, or TaskEvent::not_a_worker) and inside a RunningFrame. For work a thread
   // outside the worker loop runs itself (a graph's roots taken over by the thread waiting for the run).
+  // A thread that is not a worker of this engine needs a slot for its thread index (one is adopted or made
+  // if it has none): when it cannot have one (kMaxSlots other threads hold them), `work` is not run and the
+  // call returns false; the caller leaves the work to the workers.
   template <class Work>
-  void run_here(Priority priority, Work&& work) noexcept;
+  bool run_here(Priority priority, Work&& work) noexcept;
   // A waiter (any thread, a worker of any engine included) runs a future's task of this engine itself if
   // nobody has started it; counted in inline_runs() so that wait_idle and Drain wait for it. Returns whether
-  // this call ran it.
+  // this call ran it. A thread that can have no thread index in this engine (see run_here) never claims it.
   bool run_inline(weft::detail::FutureStateBase& state) noexcept;
 
   // For an outside thread (never a worker of this engine) waiting without a deadline: runs tasks from the
@@ -172,13 +184,19 @@ class Engine {
   [[nodiscard]] Task* steal_from_slots(Worker& self);
   [[nodiscard]] OutsideSlot* slot_for_submission();
   void run_outside(OutsideSlot& slot, Task* task) noexcept;
+  // The calling thread's index for running a task of this engine itself: its worker index, or size() + the
+  // index of its slot (adopted or made here if it has none); nullopt if it can have no slot.
+  [[nodiscard]] std::optional<unsigned> thread_index_for_running() noexcept;
+  // run_here's body, for a thread whose index is known.
+  template <class Work>
+  void run_as(unsigned thread_index, Priority priority, Work&& work) noexcept;
   void finished_outside_runs() noexcept { idle_changed_.notify_all(); }
   void execute(Worker& self, Task* task) noexcept;
   // Runs and releases a queued task inside the task hooks (only when some are set). A future's task that a
   // waiter already ran inline runs no hooks here (it ran inside them there).
   void run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
   [[nodiscard]] bool has_hooks() const noexcept { return options_.on_task_start || options_.on_task_end; }
-  void call_hook(small_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
+  void call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
   // The calling thread's index among this engine's workers, or TaskEvent::not_a_worker.
   [[nodiscard]] unsigned worker_index_here() const noexcept;
   // Destroys a task unrun (its future reports task_dropped); returns 1 if it counts as a dropped task, 0 if it
@@ -271,8 +289,16 @@ class Engine {
 };
 
 template <class Work>
-void Engine::run_here(Priority priority, Work&& work) noexcept {
-  const RunningFrame frame(*this);
+bool Engine::run_here(Priority priority, Work&& work) noexcept {
+  const std::optional<unsigned> thread_index = thread_index_for_running();
+  if (!thread_index) return false;
+  run_as(*thread_index, priority, std::forward<Work>(work));
+  return true;
+}
+
+template <class Work>
+void Engine::run_as(unsigned thread_index, Priority priority, Work&& work) noexcept {
+  const RunningFrame frame(*this, thread_index);
   if (!has_hooks()) {
     work();
     return;

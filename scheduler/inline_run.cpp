@@ -14,7 +14,8 @@ thread_local RunningFrame* tls_running = nullptr;
 
 }  // namespace
 
-RunningFrame::RunningFrame(const Engine& engine) noexcept : engine_(engine), outer_(tls_running) {
+RunningFrame::RunningFrame(const Engine& engine, unsigned thread_index) noexcept
+    : engine_(engine), outer_(tls_running), thread_index_(thread_index) {
   tls_running = this;
 }
 
@@ -27,6 +28,30 @@ bool RunningFrame::inside(const Engine& engine) noexcept {
   return false;
 }
 
+std::optional<unsigned> RunningFrame::thread_index_in(const Engine& engine) noexcept {
+  for (const RunningFrame* frame = tls_running; frame != nullptr; frame = frame->outer_) {
+    if (&frame->engine_ == &engine) return frame->thread_index_;
+  }
+  return std::nullopt;
+}
+
+std::optional<unsigned> Engine::current_thread_index() const noexcept {
+  if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
+  return RunningFrame::thread_index_in(*this);
+}
+
+std::optional<unsigned> Engine::thread_index_for_running() noexcept {
+  if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
+  try {
+    // A slot is owned by one thread at a time and kept until that thread exits: size() + its index is unique
+    // among the threads running this engine's tasks, and stays the thread's for as long as it lives.
+    if (const OutsideSlot* slot = slot_for_submission()) return size() + slot->index;
+  } catch (...) {
+    // slot_for_submission fails only if its mutex does: no slot, so no index.
+  }
+  return std::nullopt;
+}
+
 unsigned Engine::worker_index_here() const noexcept {
   return tls_worker != nullptr && &tls_worker->engine == this ? tls_worker->index : TaskEvent::not_a_worker;
 }
@@ -34,9 +59,12 @@ unsigned Engine::worker_index_here() const noexcept {
 bool Engine::run_inline(weft::detail::FutureStateBase& state) noexcept {
   // seq_cst: counted before the claim; a worker that loses the claim to us happens-after it (see try_claim),
   // so idle() cannot see the queued copy finished without seeing this run started.
+  // The index first: a thread that can have none leaves the task to the workers rather than claim it.
+  const std::optional<unsigned> thread_index = thread_index_for_running();
+  if (!thread_index) return false;
   inline_runs_.started.fetch_add(1, std::memory_order_seq_cst);
   const bool won = state.try_claim();
-  if (won) run_here(state.priority, [&] { state.run_claimed(); });
+  if (won) run_as(*thread_index, state.priority, [&] { state.run_claimed(); });
   // release: idle() acquires it; everything the task did happens-before an idle() that sees it finished.
   inline_runs_.finished.fetch_add(1, std::memory_order_release);
   inline_run_finished();
@@ -46,7 +74,7 @@ bool Engine::run_inline(weft::detail::FutureStateBase& state) noexcept {
 void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
   if (options_.max_queued != 0) release_queued_slot();
   {
-    const RunningFrame frame(*this);
+    const RunningFrame frame(*this, size() + slot.index);
     if (has_hooks()) [[unlikely]] {
       run_hooked(domain_.current(), task, TaskEvent::not_a_worker);
     } else {

@@ -42,6 +42,9 @@ struct OutsideSlot {
   std::atomic<bool> entering{false};
   // Cleared by ~Engine: a lease on a dead slot is pruned by its thread, never used.
   std::atomic<bool> engine_alive{true};
+  // Its place in Engine::slots_, set before the slot is published and never changed: the owner's thread index
+  // in the engine is Engine::size() + index (Pool::current_thread_index).
+  unsigned index = 0;
 };
 
 }  // namespace weft::sched

@@ -49,6 +49,8 @@ std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy)
 ShutdownResult Pool::shutdown_for(std::chrono::nanoseconds timeout) { return engine_->shutdown_for(timeout); }
 unsigned Pool::size() const noexcept { return engine_->size(); }
 std::optional<unsigned> Pool::current_worker() const noexcept { return engine_->current_worker(); }
+std::optional<unsigned> Pool::current_thread_index() const noexcept { return engine_->current_thread_index(); }
+unsigned Pool::max_thread_index() const noexcept { return engine_->max_thread_index(); }
 PoolStats Pool::stats() const { return engine_->stats(); }
 std::vector<std::exception_ptr> Pool::take_errors() { return engine_->take_errors(); }
 

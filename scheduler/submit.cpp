@@ -235,6 +235,7 @@ OutsideSlot* Engine::slot_for_submission() {
     return nullptr;  // no memory for a slot: the shared queues still work
   }
   OutsideSlot* slot = made.get();
+  slot->index = count;
   slot_holders_[count] = made;
   slots_[count].store(slot, std::memory_order_relaxed);  // relaxed: published by the release store below
   // release: a reader that acquires the new count sees the slot constructed and its pointer stored. seq_cst

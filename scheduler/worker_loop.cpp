@@ -266,7 +266,7 @@ void Engine::run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) 
   call_hook(options_.on_task_end, event);
 }
 
-void Engine::call_hook(small_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept {
+void Engine::call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept {
   if (!hook) return;
   try {
     hook(event);

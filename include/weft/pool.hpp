@@ -199,8 +199,35 @@ class Pool {
 
   // Number of worker threads.
   [[nodiscard]] unsigned size() const noexcept;
-  // The calling thread's worker index if it is one of this pool's workers.
+  // The calling thread's worker index if it is one of this pool's workers. Only workers: a thread that runs a
+  // task of this pool itself while it waits gets nullopt here (see current_thread_index).
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
+  // Like oneTBB's this_task_arena::current_thread_index(): an index of the calling thread, in
+  // [0, max_thread_index()), while it runs a task of this pool (a hook of this pool included), whichever thread
+  // runs it; nullopt on a thread that is not running a task of this pool (weft::parallel_for calls f directly
+  // on an outside caller's thread, outside any task, for a range it does not split). Indices are unique among
+  // the threads running this pool's tasks at any one moment, so per-thread state can live in an array of
+  // max_thread_index() entries, each touched by one thread at a time:
+  // - a worker gets its worker index, in [0, size());
+  // - another thread running a task of this pool itself (a waiter in Future::get or Run::wait, a thread running
+  //   a graph's roots or its own slot's tasks; a worker of another pool included) gets size() + the index of
+  //   its slot in this pool, in [size(), max_thread_index()). A thread keeps its slot, and so its index, from
+  //   the first task it submits or runs itself until it exits (it is not leased per wait): its index is the
+  //   same for every task of this pool it runs. After it exits, another thread may get the same index.
+  // A thread that can have no slot (64 other threads hold this pool's slots) never runs a task of this pool
+  // itself: it waits for a worker to run it. Inside nested pools each pool answers for itself: a task of pool
+  // `inner` run while a worker of `outer` waits sees inner.current_thread_index() >= inner.size() and
+  // outer.current_thread_index() == that worker's index.
+  //
+  // Example:
+  //   weft::Pool pool{weft::PoolOptions{.threads = 4}};
+  //   std::vector<long> partial(pool.max_thread_index(), 0);  // one accumulator per possible thread
+  //   weft::parallel_for(pool, 0, 1000, [&](int i) { partial[*pool.current_thread_index()] += i; });
+  //   long total = std::accumulate(partial.begin(), partial.end(), 0L);  // 499500
+  [[nodiscard]] std::optional<unsigned> current_thread_index() const noexcept;
+  // One past the largest index current_thread_index() can return: size() plus the at most 64 slots for threads
+  // that are not workers. Fixed for the pool's life.
+  [[nodiscard]] unsigned max_thread_index() const noexcept;
   [[nodiscard]] PoolStats stats() const;
   // The exceptions kept because PoolOptions::on_error was unset (at most 64; PoolStats::errors counts all).
   [[nodiscard]] std::vector<std::exception_ptr> take_errors();

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "weft/small_function.hpp"
+#include "weft/shared_function.hpp"
 
 namespace weft {
 
@@ -62,6 +62,24 @@ struct TaskOptions {
 // Pool configuration. Every field has a working default; out-of-range values throw weft::invalid_option from
 // the Pool constructor, naming the field. Every member has a default member initializer, so that designated
 // initializers naming only some fields (PoolOptions{.threads = 4}) compile cleanly under -Wextra -Werror.
+//
+// Copying: PoolOptions is copyable and movable, so that one object can be the base of several pools. The hooks
+// (on_error, on_task_start, on_task_end) are weft::shared_function: a copy shares the one callable the hook was
+// given, it does not copy it. Chosen over copying the callable because (1) a hook is already called from many
+// threads at once and so must be thread-safe, which is all that sharing it between pools asks more; (2) a
+// move-only callable (one capturing a unique_ptr) can be a hook, which copying the callable would rule out;
+// (3) a copy never allocates nor copies captured state, and the call costs what it did (one load and one indirect
+// call). So the hooks of copies may be called concurrently from several pools, and what a hook captures (a
+// counter, a log) is shared by every pool configured from copies of it. To give each pool its own state, assign
+// a fresh callable to the copy's hook; assigning a hook rebinds that object only.
+//
+// Example:
+//   std::atomic<int> errors{0};
+//   const weft::PoolOptions base{.threads = 2, .on_error = [&errors](std::exception_ptr) { ++errors; }};
+//   weft::PoolOptions io = base;  // shares on_error with base
+//   io.name = "io";
+//   weft::Pool compute{base};
+//   weft::Pool io_pool{io};  // an exception posted to either pool counts in `errors`
 struct PoolOptions {
   // Number of worker threads; 0 means one per CPU this process may use. At most 4096.
   unsigned threads = 0;
@@ -88,14 +106,15 @@ struct PoolOptions {
   // a hook. Unset: the pool keeps the first ones (Pool::take_errors) and counts all (PoolStats::errors).
   // An exception thrown by on_error itself is counted and kept in the same way, never lost.
   // Called from any worker, possibly from several at once: the handler must be thread-safe.
-  small_function<void(std::exception_ptr)> on_error{};
+  shared_function<void(std::exception_ptr)> on_error{};
   // Opt-in hooks around every task, each called exactly once per task that runs, on the thread that runs it,
   // just before and just after the task: a worker (TaskEvent::worker is its index), or a thread that runs the
   // task itself while waiting for it (TaskEvent::not_a_worker). Not called for a task that never runs
   // (dropped). Unset they cost one predictable branch per task. Like on_error, each is one object called from
-  // many threads at once: it must be thread-safe.
-  small_function<void(const TaskEvent&)> on_task_start{};
-  small_function<void(const TaskEvent&)> on_task_end{};
+  // many threads at once (and from several pools, if copies of the options configured them): it must be
+  // thread-safe.
+  shared_function<void(const TaskEvent&)> on_task_start{};
+  shared_function<void(const TaskEvent&)> on_task_end{};
 };
 
 // Counters of one worker since the pool started. Each is exact for that worker at the time it is read.

@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <initializer_list>
+#include <iosfwd>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -426,6 +427,17 @@ class TaskScope {
 
   // Jobs added so far.
   [[nodiscard]] std::size_t size() const noexcept { return graph_.size(); }
+  // Writes the scope's jobs and their dependencies in Graphviz DOT, as TaskGraph::dump does (e.g. for
+  // `dot -Tsvg`): one node per job, labelled with its name (NodeOptions::name, else "job <index>"; a pipeline is
+  // one job, named by its source's options or "pipeline <index>") and its non-default options, and an edge from
+  // each job to every job that waits for it. Before or after run(), from the thread that builds the scope.
+  // Example:
+  //   weft::TaskScope scope{pool};
+  //   auto load = scope.submit([] { return 1; }, weft::NodeOptions{.name = "load"});
+  //   auto parse = scope.then(load, [](int x) { return x + 1; }, weft::NodeOptions{.name = "parse"});
+  //   std::ostringstream dot;
+  //   scope.dump(dot);  // digraph weft { n0 [label="load"]; n1 [label="parse"]; n0 -> n1; }
+  void dump(std::ostream& out) const { graph_.dump(out); }
   // The run's statistics (see RunStats); empty before run().
   [[nodiscard]] RunStats stats() const { return run_.valid() ? run_.stats() : RunStats{}; }
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }

@@ -15,6 +15,7 @@
 #include "weft/pool.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/semaphore.hpp"
+#include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"

@@ -4,9 +4,10 @@
 // after it, as the code that follows it would. When a header's example changes, change it here too.
 #include <atomic>
 #include <cmath>
-#include <cstdio>
-#include <functional>
 #include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <functional>
 #include <istream>
 #include <memory>
 #include <numeric>
@@ -22,7 +23,9 @@
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
+#include "weft/pool_options.hpp"
 #include "weft/semaphore.hpp"
+#include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"
@@ -64,6 +67,14 @@ void pool_hpp() {
   (void)v;
 }
 
+void pool_hpp_thread_index() {
+  weft::Pool pool{weft::PoolOptions{.threads = 4}};
+  std::vector<long> partial(pool.max_thread_index(), 0);  // one accumulator per possible thread
+  weft::parallel_for(pool, 0, 1000, [&](int i) { partial[*pool.current_thread_index()] += i; });
+  long total = std::accumulate(partial.begin(), partial.end(), 0L);  // 499500
+  (void)total;
+}
+
 void parallel_for_hpp_indices(std::size_t n) {
   weft::Pool pool;
   std::vector<double> y(n);
@@ -85,6 +96,27 @@ void small_function_hpp() {
   std::size_t n = queued(7);      // 1001
   weft::small_function_inline_only<void()> checked = [] {};  // a too-big capture here would not compile
   (void)n;
+}
+
+void pool_options_hpp() {
+  std::atomic<int> errors{0};
+  const weft::PoolOptions base{.threads = 2, .on_error = [&errors](std::exception_ptr) { ++errors; }};
+  weft::PoolOptions io = base;  // shares on_error with base
+  io.name = "io";
+  weft::Pool compute{base};
+  weft::Pool io_pool{io};  // an exception posted to either pool counts in `errors`
+}
+
+void shared_function_hpp() {
+  std::atomic<int> calls{0};
+  weft::shared_function<void(int)> count = [&calls](int n) { calls += n; };
+  weft::shared_function<void(int)> same = count;  // no allocation: both call the one lambda
+  count(1);
+  same(2);  // calls == 3
+  auto owner = std::make_unique<int>(5);
+  weft::shared_function<int()> read = [p = std::move(owner)] { return *p; };  // move-only: still copyable
+  auto copy = read;  // copy() == 5
+  (void)copy;
 }
 
 long sum(long lo, long hi) { return (lo + hi) * (hi - lo + 1) / 2; }
@@ -179,6 +211,15 @@ void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
   int r = b.get();       // 42
   (void)r;
   (void)out;
+}
+
+void task_scope_hpp_dump(weft::Pool& pool) {
+  weft::TaskScope scope{pool};
+  auto load = scope.submit([] { return 1; }, weft::NodeOptions{.name = "load"});
+  auto parse = scope.then(load, [](int x) { return x + 1; }, weft::NodeOptions{.name = "parse"});
+  std::ostringstream dot;
+  scope.dump(dot);  // digraph weft { n0 [label="load"]; n1 [label="parse"]; n0 -> n1; }
+  (void)parse;
 }
 
 void task_scope_hpp_members(weft::TaskScope& scope, std::vector<int>& v, std::vector<int>& out) {

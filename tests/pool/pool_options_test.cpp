@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
 #include <optional>
 #include <set>
 #include <string>
@@ -77,6 +80,50 @@ std::string refusal(weft::PoolOptions options) {
     return e.what();
   }
   return "";
+}
+
+static_assert(std::is_copy_constructible_v<weft::PoolOptions> && std::is_copy_assignable_v<weft::PoolOptions>);
+static_assert(std::is_nothrow_move_constructible_v<weft::PoolOptions>);
+
+TEST_CASE("one PoolOptions is the base of two pools: the copies share its hooks, and each pool's fire") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("copied PoolOptions", workers), patience(30));
+    std::atomic<int> starts{0};
+    std::atomic<int> base_ends{0};
+    std::atomic<int> other_ends{0};
+    std::atomic<int> errors{0};
+    auto weight = std::make_unique<int>(1);  // a move-only hook stays a valid hook
+    const weft::PoolOptions base{
+        .threads = workers,
+        .on_error = [&errors](std::exception_ptr) { errors.fetch_add(1); },
+        .on_task_start = [&starts, w = std::move(weight)](const weft::TaskEvent&) { starts.fetch_add(*w); },
+        .on_task_end = [&base_ends](const weft::TaskEvent&) { base_ends.fetch_add(1); },
+    };
+    weft::PoolOptions other = base;
+    CHECK(other.on_task_start.shares_with(base.on_task_start));
+    other.name = "other";
+    other.on_task_end = [&other_ends](const weft::TaskEvent&) { other_ends.fetch_add(1); };  // this copy only
+    CHECK_FALSE(other.on_task_end.shares_with(base.on_task_end));
+    constexpr int kFirst = 30;
+    constexpr int kSecond = 20;
+    {
+      weft::Pool first{base};
+      weft::Pool second{other};
+      for (int i = 0; i < kFirst; ++i) first.post([] {});
+      for (int i = 0; i < kSecond; ++i) second.post([] {});
+      first.post([] { throw std::runtime_error("first"); });
+      second.post([] { throw std::runtime_error("second"); });
+      first.wait_idle();
+      second.wait_idle();
+      CHECK(first.take_errors().empty());  // handed to the shared on_error
+      CHECK(second.take_errors().empty());
+    }
+    CHECK(starts.load() == kFirst + kSecond + 2);
+    CHECK(base_ends.load() == kFirst + 1);
+    CHECK(other_ends.load() == kSecond + 1);
+    CHECK(errors.load() == 2);
+    CHECK(base.on_task_start);  // the base still holds its hooks: a pool made from it copied them
+  });
 }
 
 TEST_CASE("every bad PoolOptions field is refused with invalid_option naming it") {
