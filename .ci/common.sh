@@ -3,7 +3,7 @@
 
 WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboost-context-dev doctest-dev
-  libbenchmark-dev libtbb-dev relacy-dev)
+  libbenchmark-dev libtbb-dev relacy-dev graphviz)
 
 weft_install_dependencies() {
   local sudo=""
