@@ -13,8 +13,8 @@ namespace weft::detail {
 
 struct SubflowAccess {
   // Guaranteed copy elision: the Subflow is built in the caller's frame and never moves.
-  [[nodiscard]] static Subflow make_root(RunState& run, Priority priority) noexcept {
-    return Subflow(run, nullptr, priority);
+  [[nodiscard]] static Subflow make_root(RunState& run, Priority priority, std::uint32_t node) noexcept {
+    return Subflow(run, nullptr, priority, node);
   }
   // The run whose subflow child this thread is running (innermost), or null: its Run::wait() would wait for
   // that very child.

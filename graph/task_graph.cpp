@@ -64,6 +64,11 @@ Run TaskGraph::run(Pool& pool) {
   return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"});
 }
 
+Run TaskGraph::run(Pool& pool, RunOptions options) {
+  if (!impl_) throw_moved_from("run");
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"}, nullptr, options);
+}
+
 std::size_t TaskGraph::size() const noexcept { return impl_ ? impl_->size() : 0; }
 
 std::size_t TaskGraph::edge_count() const {
@@ -85,9 +90,10 @@ Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller) {
   return graph.impl_->run(pool, caller);
 }
 
-Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live) {
+Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live,
+                     const RunOptions& options) {
   if (!graph.impl_) throw_moved_from("run");
-  return graph.impl_->run(pool, caller, &live);
+  return graph.impl_->run(pool, caller, &live, options);
 }
 
 void GraphAccess::cancel_live(void* live) noexcept { static_cast<RunState*>(live)->cancel(); }
