@@ -108,6 +108,9 @@ class RunState {
   class NodeTokens;
   // Runs one execution of `node` (skips it if cancelled), joining its subflow.
   void execute(std::uint32_t node, std::uint64_t token) noexcept;
+  // execute() with (kRecording) or without the RunOptions hooks (outcomes, times, KeepGoing's skipping).
+  template <bool kRecording>
+  void execute_as(std::uint32_t node, std::uint64_t token) noexcept;
   // The node finished: counts down its successors; returns one to run in place (or kNoIndex), posts the rest.
   [[nodiscard]] std::uint32_t finish_node(std::uint32_t node) noexcept;
   void run_node_successors(std::uint32_t node) noexcept;

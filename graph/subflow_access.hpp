@@ -23,6 +23,8 @@ struct SubflowAccess {
   static void join_if_spawned(Subflow& subflow) noexcept {
     if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join_children();
   }
+  // The node (index) whose execution the subflow is.
+  [[nodiscard]] static std::uint32_t node(const Subflow& subflow) noexcept { return subflow.node_; }
   // The run the subflow's execution belongs to.
   [[nodiscard]] static RunState& run(Subflow& subflow) noexcept { return *subflow.run_; }
   // An exception of work done for the subflow's execution: counted, and the run's first one cancels it.
