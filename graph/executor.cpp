@@ -4,6 +4,7 @@
 // (graph/claim_cursor.hpp), a few at a time, keeping one such task queued while any are left.
 // Multi-token nodes go through their Limiter: an activation task pushes tokens into the inbox, executor tasks
 // (at most `concurrency`) pop and run them.
+#include <chrono>
 #include <exception>
 #include <string>
 #include <utility>
@@ -55,8 +56,14 @@ class RunState::NodeTokens {
     run_.post(GraphTaskKind::executor, limiter_index_, &run_.graph_.options(node_));
   }
   void execute(std::uint64_t token) noexcept { (void)run_.execute(node_, token); }
-  void skipped(std::uint64_t count) noexcept { run_.add_skipped(count); }
-  void dropped() noexcept { run_.dropped_.fetch_add(1, std::memory_order_relaxed); }
+  void skipped(std::uint64_t count) noexcept {
+    if (run_.recording_) [[unlikely]] run_.mark(node_, kCancelled);  // RunOptions: see NodeRecord
+    run_.add_skipped(count);
+  }
+  void dropped() noexcept {
+    if (run_.recording_) [[unlikely]] run_.mark(node_, kDropped);
+    run_.dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
   void inbox_full() noexcept {
     graph::Limiter& limiter = run_.graph_.limiter(limiter_index_);
     try {
@@ -64,10 +71,11 @@ class RunState::NodeTokens {
       message += run_.graph_.name(node_);
       message += "' found its inbox full (capacity ";
       message += std::to_string(limiter.inbox.capacity());
-      message += ", Overflow::Fail): the run is cancelled";
-      run_.fail(std::make_exception_ptr(weft::inbox_full(message)));
+      message += run_.keep_going_ ? ", Overflow::Fail): the node failed, its descendants are skipped"
+                                  : ", Overflow::Fail): the run is cancelled";
+      run_.fail_node(node_, std::make_exception_ptr(weft::inbox_full(message)));
     } catch (...) {
-      run_.fail(std::current_exception());  // out of memory building the message: still fail the run
+      run_.fail_node(node_, std::current_exception());  // out of memory building the message: still fail
     }
   }
   void node_done() noexcept { run_.run_node_successors(node_); }
@@ -132,6 +140,11 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
     case GraphTaskKind::activation: {
       static_assert(graph::TokenRun<NodeTokens>);
       const std::uint32_t limiter_index = graph_.node(index).limiter;
+      // KeepGoing: a node after a failure is skipped whole, its inbox untouched; its successors learn of it.
+      if (keep_going_ && skip_for_failed_ancestor(index, graph_.limiter(limiter_index).tokens)) [[unlikely]] {
+        run_node_successors(index);
+        break;
+      }
       NodeTokens tokens(*this, limiter_index);
       graph::start_activation(graph_.limiter(limiter_index), tokens);
       break;
@@ -212,7 +225,19 @@ void RunState::run_node(std::uint32_t node) noexcept {
 }
 
 std::size_t RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
+  // RunOptions that record (outcomes, times, KeepGoing) take the instantiation with the hooks; a default run
+  // pays this one predictable test (a test per hook cost 12 instructions per node on a chain, callgrind).
+  if (recording_) [[unlikely]] return execute_as<true>(node, token);
+  return execute_as<false>(node, token);
+}
+
+template <bool kRecording>
+std::size_t RunState::execute_as(std::uint32_t node, std::uint64_t token) noexcept {
+  if constexpr (kRecording) {
+    if (keep_going_ && skip_for_failed_ancestor(node, 1)) return kNoBranch;  // KeepGoing: after a failed node
+  }
   if (cancelled()) {
+    if constexpr (kRecording) mark(node, kCancelled);
     add_skipped(1);
     return kNoBranch;
   }
@@ -220,24 +245,29 @@ std::size_t RunState::execute(std::uint32_t node, std::uint64_t token) noexcept 
     // A DropPending shutdown has begun: work already running in place (a chain inside one task) stops at this
     // node boundary as the pool's queued tasks stop, and the run fails with task_dropped.
     stop_for_drop_pending(node);
+    if constexpr (kRecording) mark(node, kCancelled);
     add_skipped(1);
     return kNoBranch;
   }
+  if constexpr (kRecording) started(node);
   // A node that runs in place has default options: Normal priority, without an options look-up.
   const Priority priority =
       graph_.node(node).runs_in_place ? Priority::Normal : graph_.options(node).priority;
-  Subflow subflow = SubflowAccess::make_root(*this, priority);
+  Subflow subflow = SubflowAccess::make_root(*this, priority, node);
   NodeCall call{subflow, static_cast<std::size_t>(token)};
   try {
     graph_.body(node)(call);
   } catch (...) {
-    record_exception(std::current_exception());
+    // The node as the subflow on the stack holds it: keeping `node` live across the body cost a saved register.
+    record_exception(SubflowAccess::node(subflow), std::current_exception());
   }
   SubflowAccess::join_if_spawned(subflow);
+  if constexpr (kRecording) ended(node);
   return call.branch;  // a condition's pick (kNoBranch if it threw); kNoBranch for any other node
 }
 
 std::uint32_t RunState::finish_node(std::uint32_t node, std::size_t branch) noexcept {
+  if (keep_going_) [[unlikely]] pass_failure_on(node);  // RunOptions: before the successors are counted down
   const CompiledNode& done = graph_.node(node);
   // A condition node starts one successor by index, through a weak edge: no join counter (its only cost on the
   // common path is this test of a flag on the line just loaded).
@@ -456,6 +486,93 @@ void RunState::fail_dropped(const char* message) noexcept {
 void RunState::record_exception(std::exception_ptr error) noexcept {
   exceptions_.fetch_add(1, std::memory_order_relaxed);
   fail(std::move(error));
+}
+
+void RunState::record_exception(std::uint32_t node, std::exception_ptr error) noexcept {
+  exceptions_.fetch_add(1, std::memory_order_relaxed);
+  fail_node(node, std::move(error));
+}
+
+// RunOptions: the per-node records (NodeRecord) and KeepGoing. Nothing here runs in a default run.
+
+void RunState::fail_node(std::uint32_t node, std::exception_ptr error) noexcept {
+  if (recording_) [[unlikely]] {
+    NodeRecord& record = records_[node];
+    // The first failure of the node writes its error; readers look only after the run is over.
+    if ((record.flags.fetch_or(kFailed, std::memory_order_relaxed) & kFailed) == 0) record.error = error;
+  }
+  if (!keep_going_) return fail(std::move(error));
+  // KeepGoing: the run goes on; the node's successors are skipped when it finishes (pass_failure_on). The
+  // run's first exception is still kept for wait().
+  if (!has_error_.exchange(true, std::memory_order_acq_rel)) first_error_ = std::move(error);
+}
+
+void RunState::child_skipped(std::uint32_t node) noexcept {
+  if (recording_) [[unlikely]] mark(node, kCancelled);
+  add_skipped(1);
+}
+
+bool RunState::skip_for_failed_ancestor(std::uint32_t node, std::uint64_t executions) noexcept {
+  // relaxed: every predecessor wrote `cause` before its join-counter decrement, which this node's start follows.
+  if (records_[node].cause.load(std::memory_order_relaxed) == kNoIndex) return false;
+  mark(node, kSkipped);
+  add_skipped(executions);
+  return true;
+}
+
+namespace {
+[[nodiscard]] std::int64_t now_ticks() noexcept {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+}  // namespace
+
+void RunState::started(std::uint32_t node) noexcept {
+  NodeRecord& record = records_[node];
+  record.flags.fetch_or(kStarted, std::memory_order_relaxed);
+  if (!timing_) return;
+  // The earliest start of the node's executions (several tokens may start at once).
+  const std::int64_t now = now_ticks();
+  std::int64_t seen = record.start.load(std::memory_order_relaxed);
+  while (now < seen && !record.start.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+  }
+}
+
+void RunState::ended(std::uint32_t node) noexcept {
+  if (!timing_) return;
+  NodeRecord& record = records_[node];
+  const std::int64_t now = now_ticks();
+  std::int64_t seen = record.end.load(std::memory_order_relaxed);
+  while (now > seen && !record.end.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+  }
+}
+
+void RunState::pass_failure_on(std::uint32_t node) noexcept {
+  const NodeRecord& record = records_[node];
+  // relaxed: the node's failure was recorded before it finished (its executions, children and tokens all
+  // happen before finish_node: subflow joins and the token count's acq_rel order them).
+  const std::uint32_t cause = (record.flags.load(std::memory_order_relaxed) & kFailed) != 0
+                                  ? node
+                                  : record.cause.load(std::memory_order_relaxed);
+  if (cause == kNoIndex) return;
+  // The lowest failed ancestor wins, whichever predecessor finishes first: the same in every run.
+  const auto lower = [&](std::uint32_t next) {
+    std::atomic<std::uint32_t>& to = records_[next].cause;
+    std::uint32_t seen = to.load(std::memory_order_relaxed);
+    while (cause < seen && !to.compare_exchange_weak(seen, cause, std::memory_order_relaxed)) {
+    }
+  };
+  const CompiledNode& done = graph_.node(node);
+  const std::uint32_t* successors = graph_.successors();
+  const bool has_groups = graph_.join_group_count() != 0;
+  for (std::uint32_t i = done.succ_begin; i != done.succ_end; ++i) {
+    const std::uint32_t next = successors[i];
+    if ((next & kJoinGroupBit) != 0 && has_groups) {
+      const JoinGroup& group = graph_.join_group(next & ~kJoinGroupBit);
+      for (std::uint32_t member = group.first; member != group.end; ++member) lower(member);
+    } else {
+      lower(next);
+    }
+  }
 }
 
 void RunState::fail(std::exception_ptr error) noexcept {

@@ -335,7 +335,8 @@ void GraphImpl::compile() {
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
-Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, std::unique_ptr<RunRepeat> repeat) {
+Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, std::unique_ptr<RunRepeat> repeat,
+                     const RunOptions& options) {
   // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
   // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
   sched::require_stack(caller.call);
@@ -357,7 +358,12 @@ Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, s
       }
     }
     for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
-    state = std::make_shared<RunState>(*this, pool);
+    if (options.on_error > ErrorPolicy::KeepGoing) {
+      throw invalid_option(std::string(caller.call) + ": RunOptions::on_error = " +
+                           std::to_string(static_cast<unsigned>(options.on_error)) +
+                           ": not a weft::ErrorPolicy (CancelRun or KeepGoing)");
+    }
+    state = std::make_shared<RunState>(*this, pool, options);
     state->set_repeat(std::move(repeat));
   } catch (...) {
     running_.store(false, std::memory_order_release);

@@ -104,9 +104,10 @@ class GraphImpl {
   void dump(std::ostream& out) const;
   void compile();
   // `live`, if given, gets the run's state before any node starts (GraphAccess::run).
-  // `repeat`, if given, makes the run several passes (run_n / run_until).
+  // `repeat`, if given, makes the run several passes (run_n / run_until); `options`: its error policy and what
+  // it records (RunOptions).
   Run run(Pool& pool, const Caller& caller, std::atomic<void*>* live = nullptr,
-          std::unique_ptr<RunRepeat> repeat = nullptr);
+          std::unique_ptr<RunRepeat> repeat = nullptr, const RunOptions& options = {});
   // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
   void wait_for_run_end() noexcept;
 
@@ -115,6 +116,10 @@ class GraphImpl {
   [[nodiscard]] std::string name(std::uint32_t index) const;
   [[nodiscard]] std::string name(Node node) const;
   [[nodiscard]] bool running() const noexcept { return running_.load(std::memory_order_acquire); }
+  // Node handles for a finished run's outcomes, which outlive the graph and keep only its id (Run::outcome).
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] static Node make_node(std::uint32_t index, std::uint64_t graph) noexcept { return {index, graph}; }
+  [[nodiscard]] static std::uint64_t graph_of(Node node) noexcept { return node.graph_; }
 
   // For RunState: the compiled layout, valid while a run is in flight.
   [[nodiscard]] const CompiledNode& node(std::uint32_t index) const noexcept { return compiled_[index]; }

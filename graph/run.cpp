@@ -1,8 +1,10 @@
 // weft::Run and the waiting side of a RunState: wait, cancel, statistics.
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
@@ -13,7 +15,13 @@
 
 namespace weft::detail {
 
-RunState::RunState(GraphImpl& graph, Pool& pool) : graph_(graph), pool_(pool) {
+RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
+    : graph_(graph),
+      pool_(pool),
+      recording_(options.record_outcomes || options.record_times || options.on_error == ErrorPolicy::KeepGoing),
+      keep_going_(options.on_error == ErrorPolicy::KeepGoing),
+      timing_(options.record_times),
+      graph_id_(graph.id()) {
   dropped_by_limiter_.assign(graph.limiter_count(), {kNoIndex, 0});
   const std::vector<SemaphoreNode>& semaphore_nodes = graph.semaphore_nodes();
   if (!semaphore_nodes.empty()) {
@@ -23,6 +31,7 @@ RunState::RunState(GraphImpl& graph, Pool& pool) : graph_(graph), pool_(pool) {
       semaphore_waiters_[i].node = semaphore_nodes[i].node;
     }
   }
+  if (recording_) records_ = std::make_unique<NodeRecord[]>(graph.size());
 }
 
 bool RunState::is_caller_inside() const noexcept {
@@ -121,6 +130,71 @@ RunStats RunState::stats() const {
   return stats;
 }
 
+void RunState::require_outcomes(const char* call) const {
+  if (!done()) {
+    throw std::logic_error(std::string(call) +
+                           ": the run is not over yet; outcomes are known once it is (call wait() first)");
+  }
+  if (!recording_) {
+    throw std::logic_error(std::string(call) +
+                           ": this run did not record outcomes; start it with "
+                           "graph.run(pool, weft::RunOptions{.record_outcomes = true}) (record_times and "
+                           "ErrorPolicy::KeepGoing record them too)");
+  }
+}
+
+NodeOutcome RunState::outcome_of(std::uint32_t index) const {
+  // Read after the run is over: the pending count's acq_rel ordered every write before done_'s release.
+  const NodeRecord& record = records_[index];
+  const std::uint8_t flags = record.flags.load(std::memory_order_relaxed);
+  NodeOutcome outcome;
+  if ((flags & kFailed) != 0) {
+    outcome.state = NodeState::Failed;
+    outcome.error = record.error;
+  } else if ((flags & kSkipped) != 0) {
+    outcome.state = NodeState::Skipped;
+    outcome.failed_ancestor = GraphImpl::make_node(record.cause.load(std::memory_order_relaxed), graph_id_);
+  } else if ((flags & kCancelled) != 0) {
+    outcome.state = NodeState::Cancelled;
+  } else if ((flags & kDropped) != 0) {
+    outcome.state = NodeState::Dropped;
+  } else if ((flags & kStarted) != 0) {
+    outcome.state = NodeState::Ran;
+  }
+  const std::int64_t start = record.start.load(std::memory_order_relaxed);
+  const std::int64_t end = record.end.load(std::memory_order_relaxed);
+  using Clock = std::chrono::steady_clock;
+  if (start != kNoStart) outcome.start = Clock::time_point(Clock::duration(start));
+  if (end != kNoEnd) outcome.end = Clock::time_point(Clock::duration(end));
+  return outcome;
+}
+
+NodeOutcome RunState::outcome(Node node) const {
+  require_outcomes("weft::Run::outcome");
+  if (GraphImpl::graph_of(node) != graph_id_ || node.index() >= node_count_) {
+    std::string message = "weft::Run::outcome(node): `node` is ";
+    if (!node.valid()) {
+      message += "an empty weft::Node (default-constructed), of no graph";
+    } else {
+      message += "node " + std::to_string(node.index());
+      message += GraphImpl::graph_of(node) != graph_id_ ? " of another graph"
+                                                         : ", past the " + std::to_string(node_count_) +
+                                                               " nodes the run's graph had when it ran";
+    }
+    message += ", not a node of this run's graph";
+    throw invalid_graph(message);
+  }
+  return outcome_of(node.index());
+}
+
+std::vector<NodeOutcome> RunState::outcomes() const {
+  require_outcomes("weft::Run::outcomes");
+  std::vector<NodeOutcome> all;
+  all.reserve(node_count_);
+  for (std::size_t i = 0; i < node_count_; ++i) all.push_back(outcome_of(static_cast<std::uint32_t>(i)));
+  return all;
+}
+
 }  // namespace weft::detail
 
 namespace weft {
@@ -157,6 +231,16 @@ bool Run::done() const noexcept { return state_ == nullptr || state_->done(); }
 RunStats Run::stats() const {
   require_valid("stats");
   return state_->stats();
+}
+
+NodeOutcome Run::outcome(Node node) const {
+  require_valid("outcome");
+  return state_->outcome(node);
+}
+
+std::vector<NodeOutcome> Run::outcomes() const {
+  require_valid("outcomes");
+  return state_->outcomes();
 }
 
 void Run::require_valid(const char* what) const {

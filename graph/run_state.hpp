@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -45,7 +46,8 @@ enum class GraphTaskKind : std::uint8_t {
 class RunState {
  public:
   // Sizes what the run's end fills in (may throw bad_alloc; nothing has started then).
-  RunState(GraphImpl& graph, Pool& pool);
+  // `options`: see RunOptions (weft/task_graph.hpp); the per-node records it asks for are allocated here.
+  RunState(GraphImpl& graph, Pool& pool, const RunOptions& options = {});
   RunState(const RunState&) = delete;
   RunState& operator=(const RunState&) = delete;
 
@@ -83,6 +85,14 @@ class RunState {
   void run_task(GraphTaskKind kind, std::uint32_t index) noexcept;
   void task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept;
   void record_exception(std::exception_ptr error) noexcept;
+  // An exception of an execution of `node` (its body, a subflow child, a pipeline stage run by it): the node
+  // failed. Cancels the run, or under ErrorPolicy::KeepGoing only marks the node failed.
+  void record_exception(std::uint32_t node, std::exception_ptr error) noexcept;
+  // A subflow child of `node` was not started because the run was cancelled.
+  void child_skipped(std::uint32_t node) noexcept;
+  // For Run::outcome / outcomes: throw std::logic_error before the end or if the run recorded none.
+  [[nodiscard]] NodeOutcome outcome(Node node) const;
+  [[nodiscard]] std::vector<NodeOutcome> outcomes() const;
   // Fails the run with weft::task_dropped(message) (a task of it was refused or dropped by the pool).
   void fail_dropped(const char* message) noexcept;
   // A DropPending shutdown began before `node` ran: fails the run with task_dropped naming the node.
@@ -134,6 +144,9 @@ class RunState {
   // Runs one execution of `node` (skips it if cancelled), joining its subflow. Returns the branch a condition
   // node picked (kNoBranch for other nodes, and for a skipped or failed execution).
   std::size_t execute(std::uint32_t node, std::uint64_t token) noexcept;
+  // execute() with (kRecording) or without the RunOptions hooks (outcomes, times, KeepGoing's skipping).
+  template <bool kRecording>
+  std::size_t execute_as(std::uint32_t node, std::uint64_t token) noexcept;
   // The node finished: counts down its successors; returns one to run in place (or kNoIndex), posts the rest.
   // `branch`: what execute() returned (used by condition nodes only).
   [[nodiscard]] std::uint32_t finish_node(std::uint32_t node, std::size_t branch) noexcept;
@@ -167,6 +180,42 @@ class RunState {
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;
 
+  // What RunOptions adds (outcomes, times, KeepGoing), all behind recording_ / keep_going_ so that a default run
+  // pays one test per execution. One record per node, sized when the run starts; written with relaxed atomics
+  // while the run goes, read once it is over (the pending count's acq_rel orders every write before the end).
+  struct NodeRecord {
+    std::atomic<std::uint8_t> flags{0};             // RecordFlag bits
+    std::atomic<std::uint32_t> cause{kNoIndex};     // KeepGoing: the lowest failed ancestor, or kNoIndex
+    std::exception_ptr error;                       // written once, by whoever set kFailed
+    std::atomic<std::int64_t> start{kNoStart};      // steady_clock ticks: the earliest start of an execution
+    std::atomic<std::int64_t> end{kNoEnd};          // the latest end of one
+  };
+  static constexpr std::int64_t kNoStart = std::numeric_limits<std::int64_t>::max();
+  static constexpr std::int64_t kNoEnd = std::numeric_limits<std::int64_t>::min();
+  enum RecordFlag : std::uint8_t {
+    kStarted = 1,    // an execution started its body
+    kFailed = 2,     // an execution (or child) threw, or the Overflow::Fail inbox was full
+    kDropped = 4,    // Overflow::Drop dropped a token
+    kCancelled = 8,  // an execution, token or child was not started: the run was cancelled
+    kSkipped = 16,   // KeepGoing: not run, it descends from a failed node
+  };
+  // Marks the node failed with `error` (its first one is kept) and fails the run: cancels it, or under
+  // KeepGoing only keeps the run's first exception for wait().
+  void fail_node(std::uint32_t node, std::exception_ptr error) noexcept;
+  void mark(std::uint32_t node, std::uint8_t flag) noexcept {
+    records_[node].flags.fetch_or(flag, std::memory_order_relaxed);
+  }
+  // KeepGoing: if a predecessor passed a failed ancestor on, marks the node skipped (counting `executions`)
+  // and returns true: it must not run, but finishes as usual so that its successors learn of the failure.
+  [[nodiscard]] bool skip_for_failed_ancestor(std::uint32_t node, std::uint64_t executions) noexcept;
+  void started(std::uint32_t node) noexcept;  // an execution of it starts its body now
+  void ended(std::uint32_t node) noexcept;    // one ended now (children joined)
+  // KeepGoing, as `node` finishes: if it failed or was skipped, lowers each successor's cause to its failed
+  // ancestor, before finish_node counts them down (the join counter's acq_rel then publishes it).
+  void pass_failure_on(std::uint32_t node) noexcept;
+  [[nodiscard]] NodeOutcome outcome_of(std::uint32_t index) const;
+  void require_outcomes(const char* call) const;
+
   GraphImpl& graph_;
   Pool& pool_;
   std::shared_ptr<RunState> self_;
@@ -180,6 +229,11 @@ class RunState {
   std::atomic<std::uint64_t> pending_{1};
   [[maybe_unused]] std::byte line_after_pending_[sched::kCacheLine];
   std::atomic<bool> cancelled_{false};  // read by every node before it runs; written once, if ever
+  // RunOptions: records kept (outcomes, times or KeepGoing asked for them), KeepGoing, times. Read by every
+  // execution beside cancelled_, on its cache line.
+  const bool recording_;
+  const bool keep_going_;
+  const bool timing_;
   std::atomic<bool> done_{false};
   graph::Signal done_signal_;
   graph::Signal subflow_signal_;
@@ -208,6 +262,8 @@ class RunState {
   std::atomic<bool> has_children_{false};
   std::mutex children_lock_;
   std::vector<RunState*> children_;
+  const std::uint64_t graph_id_;               // for Run::outcome's check of its node (the graph may be gone)
+  std::unique_ptr<NodeRecord[]> records_;      // one per node if recording_, else null
   std::mutex stage_drops_lock_;
   std::vector<std::pair<std::string, std::uint64_t>> stage_drops_;  // {"pipeline/stage", items dropped}
 };

@@ -94,8 +94,10 @@ void Subflow::finish_child() noexcept {
   run->finish_unit();  // last: the run may end here
 }
 
-void Subflow::record_exception(std::exception_ptr error) noexcept { run_->record_exception(std::move(error)); }
+void Subflow::record_exception(std::exception_ptr error) noexcept {
+  run_->record_exception(node_, std::move(error));
+}
 
-void Subflow::record_skipped() noexcept { run_->add_skipped(1); }
+void Subflow::record_skipped() noexcept { run_->child_skipped(node_); }
 
 }  // namespace weft

@@ -13,8 +13,8 @@ namespace weft::detail {
 
 struct SubflowAccess {
   // Guaranteed copy elision: the Subflow is built in the caller's frame and never moves.
-  [[nodiscard]] static Subflow make_root(RunState& run, Priority priority) noexcept {
-    return Subflow(run, nullptr, priority);
+  [[nodiscard]] static Subflow make_root(RunState& run, Priority priority, std::uint32_t node) noexcept {
+    return Subflow(run, nullptr, priority, node);
   }
   // The run whose subflow child this thread is running (innermost), or null: its Run::wait() would wait for
   // that very child.
@@ -23,6 +23,8 @@ struct SubflowAccess {
   static void join_if_spawned(Subflow& subflow) noexcept {
     if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join_children();
   }
+  // The node (index) whose execution the subflow is.
+  [[nodiscard]] static std::uint32_t node(const Subflow& subflow) noexcept { return subflow.node_; }
   // The run the subflow's execution belongs to.
   [[nodiscard]] static RunState& run(Subflow& subflow) noexcept { return *subflow.run_; }
   // An exception of work done for the subflow's execution: counted, and the run's first one cancels it.

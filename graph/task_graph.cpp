@@ -94,6 +94,11 @@ Run TaskGraph::run_until_erased(Pool& pool, detail::RunPredicate&& predicate) {
   return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_until"}, nullptr, std::move(repeat));
 }
 
+Run TaskGraph::run(Pool& pool, RunOptions options) {
+  if (!impl_) throw_moved_from("run");
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"}, nullptr, nullptr, options);
+}
+
 std::size_t TaskGraph::size() const noexcept { return impl_ ? impl_->size() : 0; }
 
 std::size_t TaskGraph::edge_count() const {
@@ -115,9 +120,10 @@ Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller) {
   return graph.impl_->run(pool, caller);
 }
 
-Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live) {
+Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live,
+                     const RunOptions& options) {
   if (!graph.impl_) throw_moved_from("run");
-  return graph.impl_->run(pool, caller, &live);
+  return graph.impl_->run(pool, caller, &live, nullptr, options);
 }
 
 void GraphAccess::cancel_live(void* live) noexcept { static_cast<RunState*>(live)->cancel(); }

@@ -71,14 +71,15 @@ class graph_busy : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-// A node with Overflow::Fail found its inbox full: the run is cancelled and Run::wait() throws this, naming
-// the node and its capacity.
+// A node with Overflow::Fail found its inbox full: the run is cancelled (under ErrorPolicy::KeepGoing only the
+// node's descendants are skipped) and Run::wait() throws this, naming the node and its capacity.
 class inbox_full : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// A job's result was asked for but the job did not run: its run was cancelled (or failed elsewhere) first.
+// A job's result was asked for but the job did not run: its run was cancelled (or failed elsewhere) first, or,
+// under ErrorPolicy::KeepGoing, a job it depends on failed (the message names that job).
 class job_cancelled : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

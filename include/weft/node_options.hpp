@@ -22,7 +22,8 @@ enum class Overflow : std::uint8_t {
   Block,  // the token waits for room: its producer parks, and the next execution to start goes on with it.
           // Nothing is lost, and no thread is held waiting
   Drop,   // the token is dropped and counted (RunStats::dropped, and per node RunStats::dropped_by_node)
-  Fail,   // the run is cancelled; Run::wait() throws weft::inbox_full naming the node
+  Fail,   // the node fails: the run is cancelled (ErrorPolicy::KeepGoing: only its descendants are skipped);
+          // Run::wait() throws weft::inbox_full naming the node
 };
 
 // No limit on concurrent executions of a node.

@@ -39,7 +39,8 @@ concept SubflowCallable = std::invocable<std::decay_t<F>&> || std::invocable<std
 // - join() waits until every child spawned so far finished; on a worker it runs other tasks meanwhile (the
 //   scheduler's one wait point). The end of the body joins implicitly.
 // - A child's exception goes to the run like a node's: the first one cancels the run and Run::wait() rethrows
-//   it. Once the run is cancelled, children not started yet are skipped.
+//   it (under ErrorPolicy::KeepGoing it fails the child's node, whose descendants are skipped, and the run
+//   goes on). Once the run is cancelled, children not started yet are skipped.
 // - A Subflow lives on the stack of the execution that owns it: do not keep a reference past the body.
 // - Children run at their node's priority (NodeOptions::priority), so a High node's subflow (a parallel_for's
 //   chunks, say) is not overtaken by Normal work; grandchildren likewise. They do not inherit the node's
@@ -84,8 +85,8 @@ class Subflow {
  private:
   friend struct detail::SubflowAccess;
 
-  Subflow(detail::RunState& run, Subflow* parent, Priority priority) noexcept
-      : run_(&run), parent_(parent), priority_(priority) {}
+  Subflow(detail::RunState& run, Subflow* parent, Priority priority, std::uint32_t node) noexcept
+      : run_(&run), parent_(parent), priority_(priority), node_(node) {}
 
   // The queued form of a child: runs the user's callable inside a fresh Subflow, then tells the parent; if the
   // pool destroys it unrun (DropPending), tells the parent too, so a dropped child is never silently lost.
@@ -102,7 +103,7 @@ class Subflow {
     }
     void operator()() {
       Subflow* parent = std::exchange(parent_, nullptr);
-      Subflow own(*parent->run_, parent, parent->priority_);
+      Subflow own(*parent->run_, parent, parent->priority_, parent->node_);
       if (!own.cancelled()) {
         Subflow* const outer = exchange_current(&own);
         try {
@@ -149,6 +150,7 @@ class Subflow {
   detail::RunState* run_;
   Subflow* parent_;
   Priority priority_;  // the node's: every child and grandchild is posted with it
+  std::uint32_t node_;  // the node (index) whose execution this is: a child's exception is that node's failure
   // Children spawned and not finished. The spawner increments before queueing; join() waits for zero. A
   // finishing child wakes joiners through the run's signal, never through this object, which may be gone the
   // moment the count reaches zero.

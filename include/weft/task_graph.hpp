@@ -8,9 +8,11 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -153,7 +155,10 @@ enum class RunStatus : std::uint8_t {
 // dropped_by_node is empty.
 struct RunStats {
   std::uint64_t dropped = 0;     // tokens dropped by Overflow::Drop inboxes, all nodes
-  std::uint64_t skipped = 0;     // executions (tokens, subflow children) not started because the run was cancelled
+  // Executions (tokens, subflow children) not started because the run was cancelled; under
+  // ErrorPolicy::KeepGoing also those of nodes descending from a failed node, and the tokens an Overflow::Fail
+  // node had left when its inbox was full.
+  std::uint64_t skipped = 0;
   std::uint64_t exceptions = 0;  // exceptions thrown by bodies and children; the first is rethrown by wait()
   std::vector<std::uint64_t> dropped_by_node;  // indexed by Node::index()
   // Items dropped by the Overflow::Drop stages of a TaskScope's pipelines, as {"pipeline/stage", count}, for
@@ -162,6 +167,70 @@ struct RunStats {
   // Passes of the graph this Run started: 1 for run(), up to n for run_n, as many as the predicate allowed for
   // run_until (0 if it stopped before the first). The counts above add up over all passes.
   std::uint64_t passes = 0;
+};
+
+// What a run does when a node fails: its body or one of its subflow children throws, or its Overflow::Fail inbox
+// is full. Failures of the run itself (the pool refused or dropped one of its tasks) cancel it under either.
+enum class ErrorPolicy : std::uint8_t {
+  CancelRun,  // the first failure cancels the run: no node or token starts after it (the default)
+  KeepGoing,  // a failed node's descendants (through every path) are skipped; every other node runs
+};
+
+// How TaskGraph::run(pool, options) runs. The defaults are what TaskGraph::run(pool) does.
+//
+// Contract:
+// - on_error: see ErrorPolicy. Under KeepGoing, Run::wait() still rethrows the run's first exception, once the
+//   whole run is over, and RunStats::exceptions counts them all; Run::cancel() still cancels.
+// - record_outcomes: keep each node's NodeOutcome, for Run::outcome() after the run. Implied by KeepGoing and by
+//   record_times.
+// - record_times: also keep each node's start and end times (NodeOutcome::start, end).
+// Recording costs one array of per-node records (sized when the run starts; nothing is allocated per node) and a
+// few atomic operations per execution; a default run pays one predictable test per node execution.
+//
+// Example:
+//   weft::Run run = graph.run(pool, weft::RunOptions{.on_error = weft::ErrorPolicy::KeepGoing});
+//   try { run.wait(); } catch (const std::exception&) { /* the first failure, after the whole run */ }
+//   if (run.outcome(link).state == weft::NodeState::Skipped) { /* link descends from a failed node */ }
+struct RunOptions {
+  ErrorPolicy on_error = ErrorPolicy::CancelRun;
+  bool record_outcomes = false;
+  bool record_times = false;
+};
+
+// What became of one node in a run (NodeOutcome::state). A node with several tokens, or with subflow children,
+// has one state for all its executions, the first that applies in this order:
+enum class NodeState : std::uint8_t {
+  // Nothing of it started and nothing skipped or cancelled it: the run ended without reaching it. That happens
+  // when no condition node picked it (a branch not taken, a loop left), or when the pool refused or dropped a
+  // task of the run (wait() throws pool_closed or task_dropped).
+  NotRun,
+  // Every execution ran its body to the end without an exception (children included), none was dropped.
+  Ran,
+  // An execution's body or subflow child threw, or its Overflow::Fail inbox was full (NodeOutcome::error holds
+  // the node's first such exception). Its other tokens still run unless the run is cancelled.
+  Failed,
+  // ErrorPolicy::KeepGoing only: it descends from a failed node (NodeOutcome::failed_ancestor) and none of its
+  // executions started.
+  Skipped,
+  // The run was cancelled (Run::cancel(), a failure under CancelRun, a DropPending shutdown) before it, some of
+  // its tokens, or some of its subflow children started; and none failed.
+  Cancelled,
+  // Some of its tokens were dropped by its Overflow::Drop inbox; none failed and none was cancelled.
+  Dropped,
+};
+
+// One node's outcome in a run (Run::outcome).
+struct NodeOutcome {
+  NodeState state = NodeState::NotRun;
+  // Failed: the first exception of this node (a body's or a child's, or weft::inbox_full). Else empty.
+  std::exception_ptr error;
+  // Skipped: the failed node it descends from; of several, the one with the lowest index (so the same in every
+  // run of the same failures). Else empty.
+  std::optional<Node> failed_ancestor;
+  // With RunOptions::record_times, for a node that started a body: the steady_clock time its first execution
+  // started and its last one ended (subflow children joined). Else empty.
+  std::optional<std::chrono::steady_clock::time_point> start;
+  std::optional<std::chrono::steady_clock::time_point> end;
 };
 
 // One run of a TaskGraph. Move-only.
@@ -174,6 +243,10 @@ struct RunStats {
 //   its nodes, or a subflow child of one), where it could never return, it throws weft::would_deadlock.
 // - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::cancelled.
 // - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
+// - outcome(node), outcomes(): what became of each node (NodeOutcome), once the run is over (done()), if the
+//   run recorded outcomes (RunOptions). Before the end, or if the run did not record them, they throw
+//   std::logic_error saying so; a node of another graph throws weft::invalid_graph. They stay valid after the
+//   graph is changed, run again or destroyed.
 //
 // Example:
 //   weft::Run run = graph.run(pool);
@@ -197,6 +270,12 @@ class [[nodiscard]] Run {
   [[nodiscard]] bool done() const noexcept;
   [[nodiscard]] RunStats stats() const;
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+  // The outcome of `node` in this run (see the contract above).
+  // Example: if (run.outcome(n).state == weft::NodeState::Failed) std::rethrow_exception(run.outcome(n).error);
+  [[nodiscard]] NodeOutcome outcome(Node node) const;
+  // Every node's outcome, indexed by Node::index().
+  // Example: for (const weft::NodeOutcome& o : run.outcomes()) failed += o.state == weft::NodeState::Failed;
+  [[nodiscard]] std::vector<NodeOutcome> outcomes() const;
 
  private:
   friend class detail::GraphImpl;
@@ -314,6 +393,9 @@ class TaskGraph {
   // Starts a run on `pool`. Throws graph_busy if a run is in flight, cycle_error, invalid_option (an affinity
   // past the pool's workers), pool_closed.
   Run run(Pool& pool);
+  // The same, with an error policy and what to record (see RunOptions). run(pool, {}) is run(pool).
+  // Example: weft::Run run = graph.run(pool, {.on_error = weft::ErrorPolicy::KeepGoing, .record_times = true});
+  Run run(Pool& pool, RunOptions options);
   // Runs the graph `n` times in a row, as one Run (Taskflow's run_n): each pass starts when the previous one has
   // ended, started by the last unit of work of that pass (no thread waits in between). The passes stop early
   // after an exception (wait() rethrows it) or cancel() (wait() says cancelled). n == 0: the Run is over at once
@@ -371,7 +453,8 @@ struct GraphAccess {
   static Run run(TaskGraph& graph, Pool& pool, const Caller& caller);
   // run(), and before any node starts, stores the run's state into `live` (for cancel_live: a node may cancel
   // its own run before run() has returned).
-  static Run run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live);
+  static Run run(TaskGraph& graph, Pool& pool, const Caller& caller, std::atomic<void*>& live,
+                 const RunOptions& options = {});
   // Cancels the run whose state run() stored (it stays alive while a node of it or a Run handle exists).
   static void cancel_live(void* live) noexcept;
   // Run::wait(), except that a call from inside the run (one of its nodes or their subflow children), which

@@ -51,7 +51,8 @@ namespace weft {
 //   it must take.
 // - run() starts the run (a second run() throws graph_busy: the scope is one-shot); wait() blocks until it is
 //   over (on a pool worker it runs other tasks meanwhile) and rethrows the first exception of any job, which
-//   cancelled the run: jobs not started by then are skipped (their get() throws weft::job_cancelled).
+//   cancelled the run: jobs not started by then are skipped (their get() throws weft::job_cancelled). Run with
+//   ErrorPolicy::KeepGoing (run(options)), a failed job skips only the jobs that depend on it.
 //   cancel() stops a run the same way without an exception; wait() then returns RunStatus::cancelled.
 // - The destructor waits for a run in flight (never a use-after-free); an exception nobody waited for is
 //   dropped then. Results stay readable through Job handles after the scope is gone.
@@ -75,6 +76,7 @@ class TaskScope {
         static_cast<void>(run_.wait());
       } catch (...) {  // the contract: an exception nobody waited for is dropped by the destructor
       }
+      if (keep_going_) note_skipped_jobs();
     }
     mark(detail::ScopePhase::finished);
   }
@@ -409,13 +411,22 @@ class TaskScope {
 
   // Starts the run. Throws graph_busy if the scope already ran (one-shot), else what TaskGraph::run throws
   // (pool_closed, invalid_option for an affinity past the pool's workers): the jobs then never run.
-  void run();
+  void run() { run(RunOptions{}); }
+  // The same with run options (see weft::RunOptions). Under ErrorPolicy::KeepGoing a failed job does not cancel
+  // the run: only the jobs depending on it (directly or not) are skipped, and their get() throws
+  // weft::job_cancelled naming the failed job; wait() still rethrows the first exception, at the end.
+  // Example: scope.run_and_wait({.on_error = weft::ErrorPolicy::KeepGoing});
+  void run(RunOptions options);
   // Waits for the run and rethrows its first exception (again on every call); else says how it ended.
   // Throws std::logic_error before run().
   RunStatus wait();
   // run() then wait().
   RunStatus run_and_wait() {
     run();
+    return wait();
+  }
+  RunStatus run_and_wait(RunOptions options) {
+    run(options);
     return wait();
   }
   // No job starts after this; running ones finish. Does nothing before run() or after the run.
@@ -534,6 +545,8 @@ class TaskScope {
   Stream<Out> add_stage(const char* who, const Stream<T>& in, detail::StageKind kind, std::unique_ptr<Body> body,
                         StageOptions options, std::size_t size, std::size_t align);
   void require_building(const char* who) const;
+  // KeepGoing, once the run is over: fills shared_->skipped_because from the run's outcomes.
+  void note_skipped_jobs() noexcept;
   void check_dependency(const AnyJob& dep, std::size_t position, const char* who) const;
   std::string job_name(const NodeOptions& options) const;
   void mark(detail::ScopePhase phase) noexcept {
@@ -546,6 +559,7 @@ class TaskScope {
   TaskGraph graph_;
   Run run_;
   std::exception_ptr start_error_;  // what run() threw, rethrown by wait()
+  bool keep_going_ = false;         // run with ErrorPolicy::KeepGoing: wait() records which jobs were skipped
   // The pipelines begun by source(); run() refuses one without a sink.
   std::vector<std::shared_ptr<detail::Pipeline>> pipelines_;
 };

@@ -150,6 +150,25 @@ void task_graph_hpp_run(weft::TaskGraph& graph, weft::Pool& pool) {
   if (run.wait() == weft::RunStatus::cancelled) { /* ... */ }
 }
 
+void task_graph_hpp_run_options(weft::TaskGraph& graph, weft::Pool& pool, weft::Node link) {
+  weft::Run run = graph.run(pool, weft::RunOptions{.on_error = weft::ErrorPolicy::KeepGoing});
+  try { run.wait(); } catch (const std::exception&) { /* the first failure, after the whole run */ }
+  if (run.outcome(link).state == weft::NodeState::Skipped) { /* link descends from a failed node */ }
+}
+
+void task_graph_hpp_outcomes(weft::TaskGraph& graph, weft::Pool& pool, weft::Node n) {
+  weft::Run run = graph.run(pool, {.on_error = weft::ErrorPolicy::KeepGoing, .record_times = true});
+  (void)run.wait();
+  if (run.outcome(n).state == weft::NodeState::Failed) std::rethrow_exception(run.outcome(n).error);
+  std::size_t failed = 0;
+  for (const weft::NodeOutcome& o : run.outcomes()) failed += o.state == weft::NodeState::Failed;
+  (void)failed;
+}
+
+void task_scope_hpp_run_options(weft::TaskScope& scope) {
+  scope.run_and_wait({.on_error = weft::ErrorPolicy::KeepGoing});
+}
+
 void task_graph_hpp() {
   weft::Pool pool;
   weft::TaskGraph g;

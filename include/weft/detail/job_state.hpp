@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "weft/errors.hpp"
 #include "weft/task_graph.hpp"
@@ -28,6 +29,9 @@ struct ScopeShared {
   // The run's state (graph/run_state.hpp), stored by TaskScope::run() before any job starts: cancel() from a
   // job reaches the run before run() has returned. Null before run().
   std::atomic<void*> live_run{nullptr};
+  // Under ErrorPolicy::KeepGoing, filled by TaskScope::wait() before the scope is marked finished: for each job
+  // (by node index) that was skipped, the name of the failed job it depends on (directly or not); else empty.
+  std::vector<std::string> skipped_because;
 };
 
 // What every job's slot has, whatever its result type.
@@ -73,6 +77,12 @@ class JobStateBase {
     if (check_status()) return;
     std::string message = std::string(call) + ": job '" + name_ + "' ";
     if (phase == ScopePhase::finished) {
+      const std::vector<std::string>& because = scope_->skipped_because;
+      if (node_.index() < because.size() && !because[node_.index()].empty()) {
+        message += "did not run: job '" + because[node_.index()] +
+                   "', which it depends on, failed (ErrorPolicy::KeepGoing skips the jobs after a failed one)";
+        throw job_cancelled(message);
+      }
       message += "did not run: its scope's run was cancelled or failed before the job started";
       throw job_cancelled(message);
     }

@@ -150,7 +150,7 @@ inline std::string TaskScope::job_name(const NodeOptions& options) const {
   return name;
 }
 
-inline void TaskScope::run() {
+inline void TaskScope::run(RunOptions options) {
   if (shared_->phase.load(std::memory_order_relaxed) != detail::ScopePhase::building) {
     throw graph_busy("weft::TaskScope::run: the scope was already run; a TaskScope is one-shot (make a new one, "
                      "or use weft::TaskGraph to run one graph many times)");
@@ -163,8 +163,9 @@ inline void TaskScope::run() {
   }
   if (graph_.size() != 0) {
     try {
+      keep_going_ = options.on_error == ErrorPolicy::KeepGoing;
       run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"},
-                                      shared_->live_run);
+                                      shared_->live_run, options);
     } catch (...) {
       shared_->live_run.store(nullptr, std::memory_order_seq_cst);  // a run that did not start may be gone
       start_error_ = std::current_exception();
@@ -185,12 +186,29 @@ inline RunStatus TaskScope::wait() {
     mark(detail::ScopePhase::finished);
     return RunStatus::completed;
   }
-  // Marks the scope finished even when wait() rethrows a job's exception: the run is over either way.
+  // Marks the scope finished even when wait() rethrows a job's exception: the run is over either way. Under
+  // KeepGoing it first notes, for each skipped job, the failed job it depends on (Job::get names it).
   struct Finish {
     TaskScope& scope;
-    ~Finish() { scope.mark(detail::ScopePhase::finished); }
+    ~Finish() {
+      if (scope.keep_going_ && scope.run_.done()) scope.note_skipped_jobs();
+      scope.mark(detail::ScopePhase::finished);
+    }
   } finish{*this};
   return detail::GraphAccess::wait(run_, detail::Caller{"weft::TaskScope::wait", "job"});
+}
+
+inline void TaskScope::note_skipped_jobs() noexcept {
+  try {
+    const std::vector<NodeOutcome> outcomes = run_.outcomes();
+    std::vector<std::string> because(outcomes.size());
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      if (outcomes[i].failed_ancestor) because[i] = graph_.name(*outcomes[i].failed_ancestor);
+    }
+    shared_->skipped_because = std::move(because);  // published by mark(finished)'s release
+  } catch (...) {
+    // Out of memory: the skipped jobs' get() then says only that they did not run.
+  }
 }
 
 }  // namespace weft
