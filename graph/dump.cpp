@@ -32,6 +32,10 @@ std::string describe(const NodeOptions& options) {
   if (options.overflow == Overflow::Drop) add("Drop");
   if (options.overflow == Overflow::Fail) add("Fail");
   if (options.tokens != 1) add("tokens " + std::to_string(options.tokens));
+  if (!options.semaphores.empty()) {
+    const std::size_t units = options.semaphores.size();
+    add(std::to_string(units) + (units == 1 ? " semaphore unit" : " semaphore units"));
+  }
   return out;
 }
 

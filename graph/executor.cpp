@@ -212,10 +212,20 @@ void RunState::run_roots(bool outside) noexcept {
 }
 
 void RunState::run_node(std::uint32_t node) noexcept {
+  if (special_) [[unlikely]] {
+    run_node_as<true>(node);
+  } else {
+    run_node_as<false>(node);
+  }
+}
+
+template <bool kSpecial>
+void RunState::run_node_as(std::uint32_t node) noexcept {
   const sched::Engine& engine = PoolAccess::engine(pool_);
   while (node != kNoIndex) {
-    const std::size_t branch = execute(node, 0);
-    node = finish_node(node, branch);
+    // Without special_: no recording, and no node is a condition (execute_as<false> returns kNoBranch).
+    const std::size_t branch = kSpecial ? execute(node, 0) : execute_as<false>(node, 0);
+    node = finish_node_as<kSpecial>(node, branch);
     // A node run in place is Normal: a High task waiting in the pool goes first, as it would at a task boundary.
     if (node != kNoIndex && engine.worker_should_yield_to_high()) [[unlikely]] {
       ready(node);
@@ -267,12 +277,17 @@ std::size_t RunState::execute_as(std::uint32_t node, std::uint64_t token) noexce
 }
 
 std::uint32_t RunState::finish_node(std::uint32_t node, std::size_t branch) noexcept {
-  if (keep_going_) [[unlikely]] pass_failure_on(node);  // RunOptions: before the successors are counted down
+  return special_ ? finish_node_as<true>(node, branch) : finish_node_as<false>(node, branch);
+}
+
+template <bool kSpecial>
+std::uint32_t RunState::finish_node_as(std::uint32_t node, [[maybe_unused]] std::size_t branch) noexcept {
   const CompiledNode& done = graph_.node(node);
-  // A condition node starts one successor by index, through a weak edge: no join counter (its only cost on the
-  // common path is this test of a flag on the line just loaded).
-  if (done.condition) [[unlikely]]
-    return finish_condition(node, branch);
+  if constexpr (kSpecial) {
+    if (keep_going_) pass_failure_on(node);  // RunOptions: before the successors are counted down
+    // A condition node starts one successor by index, through a weak edge: no join counter.
+    if (done.condition) return finish_condition(node, branch);
+  }
   const std::uint32_t* successors = graph_.successors();
   std::uint32_t in_place = kNoIndex;
   // Runs `next` here later or posts it now: the first successor that may run in place is kept for the caller.

@@ -59,14 +59,16 @@ class ModuleBody {
 
 }  // namespace
 
+void GraphImpl::require_one_token(const NodeOptions& options, const Caller& caller, const char* rule) const {
+  if (options.tokens <= 1) return;  // 0 is refused with the other options, by add_node
+  const std::string node = options.name.empty() ? "node " + std::to_string(size()) : options.name;
+  throw_option(caller, node, "tokens", std::to_string(options.tokens), rule);
+}
+
 Node GraphImpl::add_condition(NodeBody&& body, NodeOptions&& options) {
   const Caller caller{"weft::TaskGraph::add_condition"};
   require_idle("add_condition");
-  if (options.tokens > 1) {
-    const std::string node = options.name.empty() ? "node " + std::to_string(size()) : options.name;
-    throw_option(caller, node, "tokens", std::to_string(options.tokens),
-                 "a condition node picks one successor per execution: must be 1");
-  }
+  require_one_token(options, caller, "a condition node picks one successor per execution: must be 1");
   conditions_.reserve(conditions_.size() + 1);  // so that recording it below cannot throw after the node exists
   const Node node = add_node(std::move(body), std::move(options), caller);
   conditions_.push_back(node.index());
@@ -77,11 +79,8 @@ Node GraphImpl::add_module(GraphImpl& inner, NodeOptions&& options) {
   const Caller caller{"weft::TaskGraph::add_graph"};
   require_idle("add_graph");
   // One module node runs its graph once at a time; tokens > 1 would start it `tokens` times at once.
-  if (options.tokens > 1) {
-    const std::string node = options.name.empty() ? "node " + std::to_string(size()) : options.name;
-    throw_option(caller, node, "tokens", std::to_string(options.tokens),
-                 "a module node runs its graph once per execution and a graph runs once at a time: must be 1");
-  }
+  require_one_token(options, caller,
+                    "a module node runs its graph once per execution and a graph runs once at a time: must be 1");
   modules_.reserve(modules_.size() + 1);  // so that recording it below cannot throw after the node exists
   const Node node = add_node(NodeBody(ModuleBody(*this, inner, static_cast<std::uint32_t>(size()))),
                              std::move(options), caller);

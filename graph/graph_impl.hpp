@@ -90,6 +90,8 @@ class GraphImpl {
   Node add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller);
   // A condition node (TaskGraph::add_condition): its out-edges are weak (see CompiledNode::condition).
   Node add_condition(NodeBody&& body, NodeOptions&& options);
+  // A node kind that runs once per activation: tokens > 1 throws invalid_option naming the node and `rule`.
+  void require_one_token(const NodeOptions& options, const Caller& caller, const char* rule) const;
   // The graph has condition nodes: a run may leave join counters part-way down (a branch not taken), so each
   // pass ends by setting them all back.
   [[nodiscard]] bool has_conditions() const noexcept { return !conditions_.empty(); }

@@ -21,6 +21,7 @@ RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
       recording_(options.record_outcomes || options.record_times || options.on_error == ErrorPolicy::KeepGoing),
       keep_going_(options.on_error == ErrorPolicy::KeepGoing),
       timing_(options.record_times),
+      special_(recording_ || graph.has_conditions()),
       graph_id_(graph.id()) {
   dropped_by_limiter_.assign(graph.limiter_count(), {kNoIndex, 0});
   const std::vector<SemaphoreNode>& semaphore_nodes = graph.semaphore_nodes();
@@ -51,7 +52,7 @@ RunStatus RunState::wait() {
   help_as_outside_waiter();
   (void)wait_until(graph::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
-  return cancelled() ? RunStatus::cancelled : RunStatus::completed;
+  return cancelled() ? RunStatus::Cancelled : RunStatus::Completed;
 }
 
 void RunState::help_as_outside_waiter() noexcept {

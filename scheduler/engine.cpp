@@ -48,21 +48,21 @@ Engine::Engine(PoolOptions options) : options_(std::move(options)), id_(slot_lea
       options_.affinity_patience > std::chrono::seconds(10))
     invalid("affinity_patience = " + std::to_string(options_.affinity_patience.count()) +
             "us: must be in 0..10s");
-  if (options_.pinning > Pinning::cpu_list)
+  if (options_.pinning > Pinning::CpuList)
     invalid("pinning = " + std::to_string(static_cast<unsigned>(options_.pinning)) +
-            ": not a weft::Pinning (none, one_per_cpu or cpu_list)");
+            ": not a weft::Pinning (None, OnePerCpu or CpuList)");
   const auto allowed = os::allowed_cpus();
-  if (options_.pinning == Pinning::cpu_list) {
-    if (options_.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::cpu_list");
+  if (options_.pinning == Pinning::CpuList) {
+    if (options_.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::CpuList");
     for (const unsigned cpu : options_.cpus) {
       if (!std::binary_search(allowed.begin(), allowed.end(), cpu))
         invalid("cpus contains CPU " + std::to_string(cpu) + ", which this process may not use (allowed: " +
                 list(allowed) + ")");
     }
   } else if (!options_.cpus.empty()) {
-    invalid("cpus is set, but pinning is not Pinning::cpu_list: the CPU list would be ignored");
+    invalid("cpus is set, but pinning is not Pinning::CpuList: the CPU list would be ignored");
   }
-  if (options_.pinning == Pinning::one_per_cpu) options_.cpus = allowed;
+  if (options_.pinning == Pinning::OnePerCpu) options_.cpus = allowed;
 
   for (auto& queue : injected_) queue = std::make_unique<TaskQueue>(domain_);
   workers_.reserve(count);
@@ -130,7 +130,7 @@ Engine::~Engine() {
 
 std::string Engine::apply_thread_options(Worker& self) {
   os::set_current_thread_name(options_.name + "-" + std::to_string(self.index));
-  if (options_.pinning != Pinning::none) {
+  if (options_.pinning != Pinning::None) {
     const unsigned cpu = options_.cpus[self.index % options_.cpus.size()];
     const unsigned one[1] = {cpu};
     if (!os::pin_current_thread(one))

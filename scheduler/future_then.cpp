@@ -20,7 +20,7 @@ void FutureStateBase::schedule_continuation(FutureStateBase* next) noexcept {
       // Queued from whichever thread finished the antecedent (usually a worker: then onto its own deque). The
       // continuation may never run inline in a waiter: kWorkersOnly, like a task with an affinity.
       if (PoolAccess::enqueue_state(*state->pool_, state, state->continuation_options(), kWorkersOnly) ==
-          SubmitStatus::accepted)
+          SubmitStatus::Accepted)
         return;  // the queue holds its reference now; it runs (or is dropped) like any submitted task
       error = std::make_exception_ptr(task_dropped(
           "weft::Future::then: the continuation was not run: the pool was shut down before it could be queued"));

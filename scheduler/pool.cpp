@@ -38,7 +38,7 @@ SubmitStatus Pool::enqueue_state(detail::TaskHeader* state, TaskOptions options,
 }
 
 void Pool::admit_or_throw(SubmitStatus status, const char* what) {
-  if (status == SubmitStatus::closed)
+  if (status == SubmitStatus::Closed)
     throw pool_closed(std::string("weft::Pool::") + what + ": the pool is shut down (or shutting down); the task was not accepted");
 }
 

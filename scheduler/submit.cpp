@@ -86,26 +86,26 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
   } pass;
   if (self != nullptr) {
     const State state = state_.load(std::memory_order_acquire);
-    if (stops_tasks(state)) return SubmitStatus::closed;
+    if (stops_tasks(state)) return SubmitStatus::Closed;
   } else if (slot != nullptr) {
     // Dekker with begin_shutdown, all four operations seq_cst: we raise our flag then look at the closed bit;
     // shutdown sets the bit then looks at every flag. In the single order S one of us sees the other: either
     // we see the bit and refuse, or shutdown sees our flag and waits until we are out.
     slot->entering.store(true, std::memory_order_seq_cst);
     pass.entering = &slot->entering;
-    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0) return SubmitStatus::closed;
+    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0) return SubmitStatus::Closed;
   } else {
     // acq_rel: pairs with the fetch_or in begin_shutdown; seeing the closed bit means shutdown has begun.
     if ((gate_.fetch_add(2, std::memory_order_acq_rel) & 1) != 0) {
       gate_.fetch_sub(2, std::memory_order_release);
-      return SubmitStatus::closed;
+      return SubmitStatus::Closed;
     }
     pass.gate = &gate_;
   }
 
   if (options_.max_queued != 0) {
     const SubmitStatus admitted = admit(self, admission, deadline);
-    if (admitted != SubmitStatus::accepted) return admitted;
+    if (admitted != SubmitStatus::Accepted) return admitted;
   }
 
   const auto affinity = options.affinity ? *options.affinity : Task::kNoAffinity;
@@ -128,7 +128,7 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
       throw;
     }
     signal_work();
-    return SubmitStatus::accepted;
+    return SubmitStatus::Accepted;
   }
   // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
   if (self != nullptr) {
@@ -142,14 +142,14 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
     abandon_unqueued(ref, task);  // only allocation can fail here, before the task was queued
     throw;
   }
-  return SubmitStatus::accepted;
+  return SubmitStatus::Accepted;
 }
 
 template <class Source>
 SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag) {
   // acquire: as in enqueue; once dropping, a worker's new task would only be dropped again.
   const State state = state_.load(std::memory_order_acquire);
-  if (stops_tasks(state)) return SubmitStatus::closed;
+  if (stops_tasks(state)) return SubmitStatus::Closed;
   const TaskDomain::ThreadRef ref = self.ref();
   Task* task = to_task(ref, std::forward<Source>(source), Priority::Normal, Task::kNoAffinity, inline_tag);
   self.counters.spawned.bump();  // before it can run: idle() never sees it finished but not submitted
@@ -160,7 +160,7 @@ SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail
     throw;
   }
   signal_work();
-  return SubmitStatus::accepted;
+  return SubmitStatus::Accepted;
 }
 
 void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
@@ -259,18 +259,18 @@ SubmitStatus Engine::admit(Worker* self, weft::detail::Admission admission, std:
     std::size_t queued = queued_.load(std::memory_order_relaxed);
     while (queued < limit) {
       // relaxed: the count only bounds memory; the task itself is ordered by the queue it goes into.
-      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_relaxed)) return SubmitStatus::accepted;
+      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_relaxed)) return SubmitStatus::Accepted;
     }
-    if (closed_to(self)) return SubmitStatus::closed;
-    if (admission == weft::detail::Admission::try_once) return SubmitStatus::full;
-    if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::full;
+    if (closed_to(self)) return SubmitStatus::Closed;
+    if (admission == weft::detail::Admission::try_once) return SubmitStatus::Full;
+    if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::Full;
     if (self != nullptr && !timed && self->wait_depth >= kMaxWaitDepth) {
       // This worker already waits kMaxWaitDepth deep: its wait could run only its own deque, never the queued
       // tasks whose start makes room, and once every worker is here no task starts again (outside
       // submitters take each freed slot first). Admit over the limit rather than deadlock; the overshoot
       // lasts until the task starts. relaxed: as above.
       queued_.fetch_add(1, std::memory_order_relaxed);
-      return SubmitStatus::accepted;
+      return SubmitStatus::Accepted;
     }
     const auto room = [&] { return queued_.load(std::memory_order_relaxed) < limit || closed_to(self); };
     if (self != nullptr) {

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   const unsigned threads = graph_threads();
   weft::PoolOptions options;  // not designated: -Wextra flags the members left out
   options.threads = threads;
-  if (graph_pinned()) options.pinning = weft::Pinning::one_per_cpu;
+  if (graph_pinned()) options.pinning = weft::Pinning::OnePerCpu;
   weft::Pool pool(std::move(options));
   WeftGraphSide weft_side(pool);
   TbbGraphSide tbb_side(threads);

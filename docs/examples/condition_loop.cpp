@@ -54,7 +54,7 @@ int main() {
   g.add_edges(again, {refine_all, check});  // weak edges: the loop, and its way out
 
   weft::Run run = g.run_n(pool, 4);
-  if (run.wait() != weft::RunStatus::completed || run.stats().passes != 4 || pass != 4 || bad_results != 0) {
+  if (run.wait() != weft::RunStatus::Completed || run.stats().passes != 4 || pass != 4 || bad_results != 0) {
     std::fprintf(stderr, "condition_loop: FAILED (passes %d, bad results %d)\n", pass, bad_results);
     return 1;
   }

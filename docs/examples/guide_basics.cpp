@@ -134,8 +134,8 @@ void cancelling_a_run() {
   weft::Run run = graph.run(pool);
   run.cancel();                                          // nodes not started yet are skipped
   go.store(true);
-  weft::RunStatus status = run.wait();                   // RunStatus::cancelled
-  check(status == weft::RunStatus::cancelled, "a cancelled run says so");
+  weft::RunStatus status = run.wait();                   // RunStatus::Cancelled
+  check(status == weft::RunStatus::Cancelled, "a cancelled run says so");
   check(run.stats().skipped + static_cast<unsigned>(ran.load()) == 2, "every node ran or was counted skipped");
 }
 

@@ -68,7 +68,7 @@ void scope_loops(weft::Pool& pool) {
 void tuning() {
   weft::Pool pool{weft::PoolOptions{
       .threads = 2,                                      // 0 (the default): one per CPU this process may use
-      .pinning = weft::Pinning::one_per_cpu,             // worker i on the i-th CPU the process may use
+      .pinning = weft::Pinning::OnePerCpu,             // worker i on the i-th CPU the process may use
       .name = "render",                                  // threads named render-0, render-1 (top -H, gdb)
       .spin_before_park = std::chrono::microseconds(20), // idle workers look for work this long, then sleep
       .max_queued = 10000,                               // post/submit block past this; try_post does not

@@ -226,7 +226,7 @@ void tf_pipeline(weft::Pool& pool) {
 // --------------------------------------------------------------------------------------------------- DagFlow
 
 void dagflow_pool() {
-  weft::Pool pool{weft::PoolOptions{.threads = 2, .pinning = weft::Pinning::none}};  // Config{threads, pin_threads}
+  weft::Pool pool{weft::PoolOptions{.threads = 2, .pinning = weft::Pinning::None}};  // Config{threads, pin_threads}
   weft::Future<int> answer = pool.submit_with({.priority = weft::Priority::High}, [] { return 6 * 7; });
   const int value = answer.get();                        // pool.wait(h); h.rethrow_if_failed(); and the value
   std::atomic<int> detached{0};

@@ -48,7 +48,7 @@ inline constexpr bool subflow_submit_defined<F, std::void_t<decltype(sizeof(Subf
 template <class F>
 concept SubflowTask = !std::invocable<std::decay_t<F>&> && std::invocable<std::decay_t<F>&, Subflow&>;
 
-// The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::accepted`.
+// The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::Accepted`.
 template <class T>
 struct [[nodiscard]] Submitted {
   SubmitStatus status;
@@ -71,7 +71,7 @@ using submit_result_t = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args
 // Contract:
 // - Every accepted task runs exactly once, or — only under Shutdown::DropPending or a shutdown_for deadline —
 //   is dropped and reported (its future throws task_dropped; shutdown returns the count). A refused submission
-//   says so: post/submit throw weft::pool_closed, try_/_for return SubmitStatus::closed or ::full.
+//   says so: post/submit throw weft::pool_closed, try_/_for return SubmitStatus::Closed or ::full.
 // - A task posted from a worker goes to that worker's deque (LIFO for the owner, stolen FIFO by others). A
 //   Normal task from any other thread goes to that thread's slot in this pool, whose oldest tasks workers take
 //   (up to 8 at once, before any worker's spawns), or to a shared FIFO queue once 64 threads hold slots.
@@ -107,7 +107,7 @@ class Pool {
     admit_or_throw(enqueue(small_function<void()>(std::forward<F>(f)), options, Admission::block, {}), "post");
   }
 
-  // As post, but never blocks: returns SubmitStatus::full or ::closed instead of waiting or throwing.
+  // As post, but never blocks: returns SubmitStatus::Full or ::closed instead of waiting or throwing.
   template <class F>
     requires std::invocable<std::decay_t<F>&>
   [[nodiscard]] SubmitStatus try_post(F&& f, TaskOptions options = {}) {
@@ -267,7 +267,7 @@ class Pool {
     } hold{state};
     const detail::InlineTag inline_tag = options.affinity ? detail::kWorkersOnly : detail::kInlineFuture;
     const SubmitStatus status = enqueue_state(state, options, admission, deadline, inline_tag);
-    if (status == SubmitStatus::accepted) {
+    if (status == SubmitStatus::Accepted) {
       hold.state = nullptr;
     } else {
       future = Future<R>();

@@ -22,9 +22,9 @@ enum class Priority : std::uint8_t { High, Normal, Low };
 
 // Where the pool's worker threads may run.
 enum class Pinning : std::uint8_t {
-  none,          // wherever the OS schedules them
-  one_per_cpu,   // worker i on the i-th CPU of the process's affinity mask (modulo its size)
-  cpu_list,      // worker i on PoolOptions::cpus[i % cpus.size()]
+  None,       // wherever the OS schedules them
+  OnePerCpu,  // worker i on the i-th CPU of the process's affinity mask (modulo its size)
+  CpuList,    // worker i on PoolOptions::cpus[i % cpus.size()]
 };
 
 // What shutdown does with tasks that were accepted but have not started.
@@ -35,9 +35,9 @@ enum class Shutdown : std::uint8_t {
 
 // The answer of a try_/..._for submission.
 enum class SubmitStatus : std::uint8_t {
-  accepted,  // the task will run exactly once (or be reported dropped by a DropPending shutdown)
-  full,      // PoolOptions::max_queued tasks are waiting: not accepted (try_) or not within the timeout (_for)
-  closed,    // the pool is shutting down: not accepted
+  Accepted,  // the task will run exactly once (or be reported dropped by a DropPending shutdown)
+  Full,      // PoolOptions::max_queued tasks are waiting: not accepted (try_) or not within the timeout (_for)
+  Closed,    // the pool is shutting down: not accepted
 };
 
 // What the task hooks are told.
@@ -83,8 +83,8 @@ struct TaskOptions {
 struct PoolOptions {
   // Number of worker threads; 0 means one per CPU this process may use. At most 4096.
   unsigned threads = 0;
-  Pinning pinning = Pinning::none;
-  // CPUs for Pinning::cpu_list; must be non-empty then, and each CPU must be one the process may use.
+  Pinning pinning = Pinning::None;
+  // CPUs for Pinning::CpuList; must be non-empty then, and each CPU must be one the process may use.
   std::vector<unsigned> cpus{};
   // Workers are named "<name>-0", "<name>-1", … (Linux keeps 15 characters) for top -H and debuggers.
   std::string name = "weft";
@@ -98,7 +98,7 @@ struct PoolOptions {
   // ten seconds (a task could otherwise wait on a stuck worker for as long as the clock holds).
   std::chrono::microseconds affinity_patience{200};
   // At most this many accepted tasks waiting to start (0: unbounded). When full, post/submit block (a worker
-  // that submits runs other work meanwhile), try_post/try_submit return SubmitStatus::full. One exception,
+  // that submits runs other work meanwhile), try_post/try_submit return SubmitStatus::Full. One exception,
   // to rule out deadlock: a blocking post/submit from a worker that is already nested in the maximum number
   // of waits (and so can no longer run the queued tasks that would make room) is admitted over the limit.
   std::size_t max_queued = 0;

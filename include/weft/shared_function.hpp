@@ -18,7 +18,7 @@ namespace weft {
 namespace detail {
 template <class>
 inline constexpr bool is_small_function = false;
-template <class Signature, std::size_t Capacity, storage_policy Policy>
+template <class Signature, std::size_t Capacity, StoragePolicy Policy>
 inline constexpr bool is_small_function<small_function<Signature, Capacity, Policy>> = true;
 }  // namespace detail
 

@@ -17,9 +17,9 @@
 namespace weft {
 
 // Where small_function may put a callable that does not fit its inline storage.
-enum class storage_policy : unsigned char {
-  inline_or_heap,  // one heap allocation (aligned new when needed) for a callable that does not fit
-  inline_only,     // such a callable does not compile; the error names its size or alignment and the remedy
+enum class StoragePolicy : unsigned char {
+  InlineOrHeap,  // one heap allocation (aligned new when needed) for a callable that does not fit
+  InlineOnly,    // such a callable does not compile; the error names its size or alignment and the remedy
 };
 
 // small_function<R(Args...), Capacity, Policy>: a move-only, type-erased callable with Capacity bytes of inline
@@ -32,8 +32,8 @@ enum class storage_policy : unsigned char {
 //   does not compile (std::is_constructible_v is false). A null function or member pointer, or an empty
 //   std::function, gives an empty object (as std::function's own constructor does).
 // - Storage: the callable D is stored inline, with no allocation, when sizeof(D) <= Capacity,
-//   alignof(D) <= alignof(void*) and D's move constructor is noexcept. Otherwise, under inline_or_heap, it is
-//   stored with exactly one heap allocation (aligned new for over-aligned D); under inline_only
+//   alignof(D) <= alignof(void*) and D's move constructor is noexcept. Otherwise, under InlineOrHeap, it is
+//   stored with exactly one heap allocation (aligned new for over-aligned D); under InlineOnly
 //   (small_function_inline_only) it does not compile: the error is "use of deleted function ... [with ...
 //   CallableSize = 200; CallableAlign = 1; CallableMoveIsNoexcept = true; ... Capacity = 128 ...]" and quotes
 //   the declaration, whose comment gives the remedy. std::is_constructible_v is false for such a callable.
@@ -61,7 +61,7 @@ enum class storage_policy : unsigned char {
 //   auto queued = std::move(task);  // noexcept, no allocation; task is now empty
 //   std::size_t n = queued(7);      // 1001
 //   weft::small_function_inline_only<void()> checked = [] {};  // a too-big capture here would not compile
-template <class Signature, std::size_t Capacity = 128, storage_policy Policy = storage_policy::inline_or_heap>
+template <class Signature, std::size_t Capacity = 128, StoragePolicy Policy = StoragePolicy::InlineOrHeap>
 class small_function {
   static_assert(detail::dependent_false<Signature>,
                 "weft::small_function<Signature>: Signature must be a function type R(Args...) without "
@@ -70,9 +70,9 @@ class small_function {
 
 // The inline-only variant: a callable that would need the heap is a compile error (see the contract above).
 template <class Signature, std::size_t Capacity = 128>
-using small_function_inline_only = small_function<Signature, Capacity, storage_policy::inline_only>;
+using small_function_inline_only = small_function<Signature, Capacity, StoragePolicy::InlineOnly>;
 
-template <class R, class... Args, std::size_t Capacity, storage_policy Policy>
+template <class R, class... Args, std::size_t Capacity, StoragePolicy Policy>
 class small_function<R(Args...), Capacity, Policy> {
   static_assert(Capacity >= sizeof(void*),
                 "weft::small_function: Capacity must be at least sizeof(void*), the heap fallback's pointer");
@@ -89,7 +89,7 @@ class small_function<R(Args...), Capacity, Policy> {
   // Stores std::decay_t<F> built from f: inline when it fits, else with one heap allocation.
   template <class F, class D = std::decay_t<F>>
     requires(!std::same_as<D, small_function>) && detail::small_function_source<F, D, R, Args...> &&
-            (Policy == storage_policy::inline_or_heap || detail::fits_inline<D, Capacity>)
+            (Policy == StoragePolicy::InlineOrHeap || detail::fits_inline<D, Capacity>)
   small_function(F&& f) noexcept(detail::fits_inline<D, Capacity> && std::is_nothrow_constructible_v<D, F>) {
     // Only a pointer can be null; a function reference F decays to a pointer that never is. An empty
     // std::function gives an empty object too, as it does for std::function itself: stored, it would only
@@ -107,13 +107,13 @@ class small_function<R(Args...), Capacity, Policy> {
     }
   }
 
-  // inline_only rejects a callable that would need the heap. Deleted rather than unconstrained-and-static_assert
+  // InlineOnly rejects a callable that would need the heap. Deleted rather than unconstrained-and-static_assert
   // so that std::is_constructible_v stays false; the error quotes this declaration with its template arguments,
   // which state the callable's size, alignment and whether its move is noexcept.
   template <class F, class D = std::decay_t<F>, std::size_t CallableSize = sizeof(D),
             std::size_t CallableAlign = alignof(D),
             bool CallableMoveIsNoexcept = std::is_nothrow_move_constructible_v<D>>
-    requires(Policy == storage_policy::inline_only) && (!std::same_as<D, small_function>) &&
+    requires(Policy == StoragePolicy::InlineOnly) && (!std::same_as<D, small_function>) &&
             detail::small_function_source<F, D, R, Args...> && (!detail::fits_inline<D, Capacity>)
   small_function(F&&) = delete;  // Needs the heap: raise Capacity, or use weft::small_function (one allocation)
 

@@ -147,8 +147,8 @@ class Node {
 
 // How a run ended, when it did not throw.
 enum class RunStatus : std::uint8_t {
-  completed,  // every node ran all its tokens (less those its Overflow::Drop inbox dropped)
-  cancelled,  // Run::cancel() stopped it: nodes not started were skipped
+  Completed,  // every node ran all its tokens (less those its Overflow::Drop inbox dropped)
+  Cancelled,  // Run::cancel() stopped it: nodes not started were skipped
 };
 
 // What happened in one run. Exact once the run is done; before that the counts are a snapshot and
@@ -241,7 +241,7 @@ struct NodeOutcome {
 //   weft::pool_closed / task_dropped if the pool refused or dropped its tasks); else returns how it ended.
 //   It may be called more than once; each call rethrows the same exception. Called from inside the run (one of
 //   its nodes, or a subflow child of one), where it could never return, it throws weft::would_deadlock.
-// - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::cancelled.
+// - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::Cancelled.
 // - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
 // - outcome(node), outcomes(): what became of each node (NodeOutcome), once the run is over (done()), if the
 //   run recorded outcomes (RunOptions). Before the end, or if the run did not record them, they throw
@@ -250,7 +250,7 @@ struct NodeOutcome {
 //
 // Example:
 //   weft::Run run = graph.run(pool);
-//   if (run.wait() == weft::RunStatus::cancelled) { /* ... */ }
+//   if (run.wait() == weft::RunStatus::Cancelled) { /* ... */ }
 class [[nodiscard]] Run {
  public:
   Run() noexcept = default;

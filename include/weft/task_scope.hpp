@@ -53,7 +53,7 @@ namespace weft {
 //   over (on a pool worker it runs other tasks meanwhile) and rethrows the first exception of any job, which
 //   cancelled the run: jobs not started by then are skipped (their get() throws weft::job_cancelled). Run with
 //   ErrorPolicy::KeepGoing (run(options)), a failed job skips only the jobs that depend on it.
-//   cancel() stops a run the same way without an exception; wait() then returns RunStatus::cancelled.
+//   cancel() stops a run the same way without an exception; wait() then returns RunStatus::Cancelled.
 // - The destructor waits for a run in flight (never a use-after-free); an exception nobody waited for is
 //   dropped then. Results stay readable through Job handles after the scope is gone.
 // - Not copyable or movable; one TaskScope must not be used from two threads at once.
@@ -575,10 +575,13 @@ struct SubflowSubmit {
 
   template <class G>
   static Future<R> submit(Pool& pool, G&& f, TaskOptions options) {
-    return pool.submit_with(options, [&pool, priority = options.priority, f = F(std::forward<G>(f))]() mutable -> R {
+    return pool.submit_with(options, [&pool, options, f = F(std::forward<G>(f))]() mutable -> R {
       TaskScope scope(pool);
+      // The body runs as the scope's job, with the task's priority and affinity: on the worker the task asked
+      // for (that worker is the one waiting here, so it takes the job from its own mailbox).
       NodeOptions node;
-      node.priority = priority;
+      node.priority = options.priority;
+      node.affinity = options.affinity;
       if constexpr (std::is_void_v<R>) {
         (void)scope.submit([&f](Subflow& sf) { std::invoke(f, sf); }, std::move(node));
         (void)scope.run_and_wait();  // rethrows the first exception of f or of a child

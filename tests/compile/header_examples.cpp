@@ -147,7 +147,7 @@ void semaphore_hpp(weft::Pool& pool) {
 
 void task_graph_hpp_run(weft::TaskGraph& graph, weft::Pool& pool) {
   weft::Run run = graph.run(pool);
-  if (run.wait() == weft::RunStatus::cancelled) { /* ... */ }
+  if (run.wait() == weft::RunStatus::Cancelled) { /* ... */ }
 }
 
 void task_graph_hpp_run_options(weft::TaskGraph& graph, weft::Pool& pool, weft::Node link) {

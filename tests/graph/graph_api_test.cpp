@@ -30,7 +30,7 @@ TEST_CASE("add_edges: every target runs after the source") {
   g.add_edges(source, {a, b, c});
   g.add_edges(source, {a});  // a duplicate counts once
   CHECK(g.edge_count() == 3);
-  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(after.load() == 3);
 
   weft::TaskGraph other;
@@ -76,7 +76,7 @@ TEST_CASE("reserve, add_edges and dump: graph_busy while running, logic_error on
   CHECK_THROWS_AS(g.reserve(10), weft::graph_busy);
   CHECK_THROWS_AS(g.add_edges(a, {b}), weft::graph_busy);
   release.store(true);
-  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.wait() == weft::RunStatus::Completed);
   g.reserve(100, 100);
   g.add_edges(a, {b});
 

@@ -31,7 +31,7 @@ TEST_CASE("an empty graph runs and completes") {
     for (int round = 0; round < 3; ++round) {
       weft::Run run = g.run(pool);
       CHECK(run.valid());
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(run.done());
       const weft::RunStats stats = run.stats();
       CHECK(stats.dropped == 0);
@@ -62,7 +62,7 @@ TEST_CASE("every body shape runs with its token index and a Subflow") {
                      weft::NodeOptions{.tokens = 3});
     (void)g.add_node([&]() -> int { return returning.fetch_add(1) + 41; });  // result discarded
     CHECK(g.size() == 5);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(plain.load() == 1);
     CHECK(token_sum.load() == 1 + 2 + 3 + 4);
     CHECK(with_subflow.load() == 1);
@@ -89,7 +89,7 @@ TEST_CASE("a diamond runs each node once, after its predecessors, every time it 
     CHECK(g.edge_count() == 4);
     for (int round = 0; round < 3; ++round) {
       a = b = c = d = 0;
-      CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+      CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
       CHECK(d == 112);
     }
   });
@@ -111,7 +111,7 @@ TEST_CASE("a duplicate edge counts once") {
   g.add_edge(a, b);
   g.add_edge(a, b);
   CHECK(g.edge_count() == 1);
-  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(runs.load() == 1);  // a join counter of 3 would never reach zero, or one of 1 released b three times
   CHECK(seen == 7);
   CHECK(g.edge_count() == 1);  // read off the layout now: repeats straight after their original are dropped
@@ -164,7 +164,7 @@ TEST_CASE("edges added node by node, shuffled, or repeated lay out the same succ
       CHECK(g.edge_count() == edges.size());
       for (int round = 0; round < 2; ++round) {
         for (auto& at : ran_at) at.store(0);
-        REQUIRE(g.run(pool).wait() == weft::RunStatus::completed);
+        REQUIRE(g.run(pool).wait() == weft::RunStatus::Completed);
         CHECK(clock.exchange(0) == kNodes);  // each node exactly once
         CHECK(g.edge_count() == edges.size());  // now read off the layout: a repeat kept would show here
         for (const auto& [from, to] : edges) {
@@ -214,14 +214,14 @@ TEST_CASE("the Run handle: wait twice, wait_for, done, stats, default-constructe
   CHECK(run.wait_for(std::chrono::duration<double>(std::numeric_limits<double>::infinity())));
   CHECK(run.wait_for(patience(10)));
   CHECK(run.done());
-  CHECK(run.wait() == weft::RunStatus::completed);
-  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.wait() == weft::RunStatus::Completed);
+  CHECK(run.wait() == weft::RunStatus::Completed);
   CHECK(run.stats().dropped_by_node.size() == 1);
   CHECK_FALSE(g.running());
 
   weft::Run moved = std::move(run);
   CHECK(moved.valid());
-  CHECK(moved.wait() == weft::RunStatus::completed);
+  CHECK(moved.wait() == weft::RunStatus::Completed);
 
   weft::Run none;
   CHECK_FALSE(none.valid());
@@ -239,12 +239,12 @@ TEST_CASE("changing a graph after a run recompiles it: new nodes and edges take 
     auto b = g.add_node([&] { trace[1] = trace[0] + 1; });
     g.add_edge(a, b);
     g.compile();
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(trace[1] == 2);
 
     auto c = g.add_node([&] { trace[2] = trace[1] + 1; });
     g.add_edge(b, c);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);  // compiles again, implicitly
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);  // compiles again, implicitly
     CHECK(trace[2] == 3);
 
     auto d = g.add_node([&] { trace[3] = trace[2] + trace[0] + 1; });
@@ -253,7 +253,7 @@ TEST_CASE("changing a graph after a run recompiles it: new nodes and edges take 
     g.compile();
     g.compile();  // twice is harmless
     trace.assign(8, 0);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(trace[3] == 5);
     CHECK(g.size() == 4);
     CHECK(g.edge_count() == 4);
@@ -270,17 +270,17 @@ TEST_CASE("a moved graph keeps its nodes; the moved-from one can be assigned and
   weft::TaskGraph g2(std::move(g1));
   g2.add_edge(a, b);  // handles made by g1 belong to the graph that now lives in g2
   CHECK(g2.size() == 2);
-  CHECK(g2.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g2.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(runs.load() == 11);
 
   weft::TaskGraph g3;
   g3 = std::move(g2);
-  CHECK(g3.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g3.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(runs.load() == 22);
 
   g1 = weft::TaskGraph{};  // a moved-from graph may be assigned, then used again
   (void)g1.add_node([&] { runs.fetch_add(100); });
-  CHECK(g1.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g1.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(runs.load() == 122);
 }
 
@@ -313,7 +313,7 @@ TEST_CASE("two threads racing to run one graph: exactly one run starts, the othe
       t1.join();
       release.store(true, std::memory_order_release);
       for (auto& r : runs) {
-        if (r.valid()) CHECK(r.wait() == weft::RunStatus::completed);
+        if (r.valid()) CHECK(r.wait() == weft::RunStatus::Completed);
       }
       REQUIRE(started.load() == 1);
       REQUIRE(busy.load() == 1);

@@ -55,8 +55,8 @@ TEST_CASE("cancel from outside: the running node finishes, no later node starts,
       while (ran.load() <= kHeld) std::this_thread::yield();
       run.cancel();
       await_or_die(run, named("cancel outside", workers), patience(30));
-      CHECK(run.wait() == weft::RunStatus::cancelled);
-      CHECK(run.wait() == weft::RunStatus::cancelled);
+      CHECK(run.wait() == weft::RunStatus::Cancelled);
+      CHECK(run.wait() == weft::RunStatus::Cancelled);
       CHECK(held_finished.load());  // running ones finish
       CHECK(held_saw_cancel.load());
       CHECK(ran.load() == kHeld + 1);
@@ -64,12 +64,12 @@ TEST_CASE("cancel from outside: the running node finishes, no later node starts,
       CHECK(stats.skipped == kChain - kHeld - 1);
       CHECK(stats.exceptions == 0);
       run.cancel();  // after the end: harmless
-      CHECK(run.wait() == weft::RunStatus::cancelled);
+      CHECK(run.wait() == weft::RunStatus::Cancelled);
     }
     // The graph is reusable after a cancelled run.
     hold.store(false);
     ran.store(0);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == kChain);
   });
 }
@@ -98,7 +98,7 @@ TEST_CASE("cancel from inside a node stops the run after it") {
     weft::Run run = g.run(pool);
     current.store(&run, std::memory_order_release);
     await_or_die(run, named("cancel inside", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(run.wait() == weft::RunStatus::Cancelled);
     CHECK(ran.load() == kCanceller + 1);
     CHECK(saw_cancel.load());
     CHECK(run.stats().skipped == kChain - kCanceller - 1);
@@ -134,8 +134,8 @@ TEST_CASE("cancel a wide run: every token either ran or was skipped") {
       const weft::RunStats stats = run.stats();
       INFO("round " << round << ": ran " << ran.load() << ", skipped " << stats.skipped << " of " << total);
       CHECK(ran.load() + stats.skipped == total);
-      if (status == weft::RunStatus::completed) CHECK(stats.skipped == 0);
-      if (stats.skipped > 0) CHECK(status == weft::RunStatus::cancelled);
+      if (status == weft::RunStatus::Completed) CHECK(stats.skipped == 0);
+      if (stats.skipped > 0) CHECK(status == weft::RunStatus::Cancelled);
     }
   });
 }
@@ -155,7 +155,7 @@ TEST_CASE("cancel before any node started: nothing runs, everything is skipped")
     run.cancel();
     gate.open();
     await_or_die(run, named("cancel early", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(run.wait() == weft::RunStatus::Cancelled);
     CHECK(ran.load() == 0);
     CHECK(run.stats().skipped == 4);
   });
@@ -167,9 +167,9 @@ TEST_CASE("cancel after completion changes nothing") {
   weft::TaskGraph g;
   (void)g.add_node([] {});
   weft::Run run = g.run(pool);
-  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.wait() == weft::RunStatus::Completed);
   run.cancel();
-  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.wait() == weft::RunStatus::Completed);
   CHECK(run.stats().skipped == 0);
 }
 
@@ -205,7 +205,7 @@ TEST_CASE("an exception in a chain: rethrown by every wait(), the rest skipped, 
     CHECK(run.stats().skipped == kChain - kThrower - 1);
     armed.store(false);
     ran.store(0);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == kChain);
   });
 }

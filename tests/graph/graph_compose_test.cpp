@@ -45,7 +45,7 @@ TEST_CASE("a module node runs its graph after its predecessors and before its su
     for (std::uint64_t i = 0; i < kRuns; ++i) {
       weft::Run run = outer.run(pool);
       await_or_die(run, named("module order", workers), patience(30));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
     }
     CHECK(after.load() == kRuns);
     CHECK(bad.load() == 0);
@@ -81,10 +81,10 @@ TEST_CASE("graphs nested three deep, run once and with run_n") {
     level1.add_edge(t, t_after);
     weft::Run once = level1.run(pool);
     await_or_die(once, named("nested 3", workers), patience(30));
-    CHECK(once.wait() == weft::RunStatus::completed);
+    CHECK(once.wait() == weft::RunStatus::Completed);
     weft::Run repeated = level1.run_n(pool, 5);
     await_or_die(repeated, named("nested 3 run_n", workers), patience(30));
-    CHECK(repeated.wait() == weft::RunStatus::completed);
+    CHECK(repeated.wait() == weft::RunStatus::Completed);
     CHECK(top.load() == 6);
     CHECK(mid.load() == 6);
     CHECK(leaf.load() == 18);
@@ -133,7 +133,7 @@ TEST_CASE("cancelling the outer run cancels the inner run in flight") {
     while (!started.load()) std::this_thread::yield();
     run.cancel();
     await_or_die(run, named("module cancel", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(run.wait() == weft::RunStatus::Cancelled);
     CHECK(saw_cancel.load());
     CHECK(inner_after.load() == 0);
     CHECK(outer_after.load() == 0);

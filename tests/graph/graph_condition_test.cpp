@@ -46,7 +46,7 @@ TEST_CASE("if/else: only the picked branch runs; a join of both branches never s
       pick.store(round % 2);
       weft::Run run = g.run(pool);
       await_or_die(run, named("if/else", workers), patience(30));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
     }
     CHECK(then_ran.load() == 3);
     CHECK(else_ran.load() == 3);
@@ -82,7 +82,7 @@ TEST_CASE("a loop runs its body k times, with a fork-join inside each iteration"
       leaves.store(0);
       weft::Run run = g.run(pool);
       await_or_die(run, named("loop", workers), patience(60));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(i == k);
     }
     CHECK(done_ran.load() == 3);
@@ -91,7 +91,7 @@ TEST_CASE("a loop runs its body k times, with a fork-join inside each iteration"
     leaves.store(0);
     weft::Run passes = g.run_n(pool, 3);
     await_or_die(passes, named("loop run_n", workers), patience(60));
-    CHECK(passes.wait() == weft::RunStatus::completed);
+    CHECK(passes.wait() == weft::RunStatus::Completed);
     CHECK(done_ran.load() == 6);
   });
 }
@@ -116,7 +116,7 @@ TEST_CASE("nested loops: 3 outer iterations of 4 inner ones") {
     g.add_edges(outer_cond, {outer_head, end});
     weft::Run run = g.run(pool);
     await_or_die(run, named("nested loops", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(count == 12);
     CHECK(done.load() == 1);
   });
@@ -165,7 +165,7 @@ TEST_CASE("out of range or negative picks no successor; nodes with only weak inc
   auto again = closed.add_condition([] { return 0; });
   closed.add_edge(body, again);
   closed.add_edge(again, body);
-  CHECK(closed.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(closed.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(ran.load() == 1);
 }
 
@@ -230,7 +230,7 @@ TEST_CASE("cancel stops an endless loop") {
     while (iterations.load() < 100) std::this_thread::yield();
     run.cancel();
     await_or_die(run, named("cancel loop", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(run.wait() == weft::RunStatus::Cancelled);
     const std::uint64_t seen = iterations.load();
     CHECK(run.stats().skipped >= 1);
     // The graph is runnable again (counters set back), and the loop still loops.
@@ -238,7 +238,7 @@ TEST_CASE("cancel stops an endless loop") {
     while (iterations.load() < seen + 100) std::this_thread::yield();
     again.cancel();
     await_or_die(again, named("cancel loop again", workers), patience(30));
-    CHECK(again.wait() == weft::RunStatus::cancelled);
+    CHECK(again.wait() == weft::RunStatus::Cancelled);
   });
 }
 

@@ -222,7 +222,7 @@ class Trial {
       return errors.str();
     }
     const weft::RunStats stats = run.stats();
-    if (status != weft::RunStatus::completed) errors << "status is not completed\n";
+    if (status != weft::RunStatus::Completed) errors << "status is not completed\n";
     if (stats.exceptions != 0 || stats.skipped != 0) {
       errors << "exceptions " << stats.exceptions << ", skipped " << stats.skipped << "\n";
     }

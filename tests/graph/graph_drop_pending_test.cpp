@@ -70,7 +70,7 @@ TEST_CASE("a DropPending shutdown stops a chain running in place at its next nod
     weft::TaskGraph graph;
     weft::Node previous = graph.add_node([&] {
       first_started.store(true);
-      while (pool.try_post([] {}) != weft::SubmitStatus::closed) {
+      while (pool.try_post([] {}) != weft::SubmitStatus::Closed) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     });

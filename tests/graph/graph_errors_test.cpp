@@ -219,7 +219,7 @@ TEST_CASE("reserving room for more edges than a graph can hold throws length_err
   g.reserve(2, 1);  // nothing half-done: the graph still builds and runs
   g.add_edge(a, b);
   weft::Pool pool{weft::PoolOptions{.threads = 1}};
-  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
 }
 
 TEST_CASE("reserving room for more nodes than a graph can hold throws length_error, naming the limit") {
@@ -238,7 +238,7 @@ TEST_CASE("reserving room for more nodes than a graph can hold throws length_err
   auto b = g.add_node([] {});  // nothing half-done: the graph still builds and runs
   g.add_edge(a, b);
   weft::Pool pool{weft::PoolOptions{.threads = 1}};
-  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(g.size() == 2);
 }
 
@@ -301,7 +301,7 @@ TEST_CASE("an affinity past the pool's workers throws invalid_option from run();
     CHECK(ran.load() == 0);  // refused before anything started
   }
   weft::Pool big{weft::PoolOptions{.threads = 5}};
-  CHECK(g.run(big).wait() == weft::RunStatus::completed);
+  CHECK(g.run(big).wait() == weft::RunStatus::Completed);
   CHECK(ran.load() == 2);
 }
 
@@ -380,12 +380,12 @@ TEST_CASE("changing, compiling or running a graph while it runs throws graph_bus
     CHECK(g.edge_count() == 1);
     gate.open();
     await_or_die(run, named("graph_busy", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK_FALSE(g.running());
     auto late = g.add_node([] {});
     g.add_edge(next, late);
     g.compile();
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
   });
 }
 
@@ -404,7 +404,7 @@ TEST_CASE("a moved-from graph refuses every use but destruction and assignment, 
   CHECK(g.size() == 0);
   CHECK_FALSE(g.running());
   taken.add_edge(a, b);  // the handles follow the graph
-  CHECK(taken.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(taken.run(pool).wait() == weft::RunStatus::Completed);
 }
 
 TEST_CASE("Run::wait() from inside one of the run's own nodes throws would_deadlock instead of hanging") {
@@ -493,9 +493,9 @@ TEST_CASE("a graph whose run is over is not busy even while its Run handle lives
   weft::TaskGraph g;
   (void)g.add_node([] {});
   weft::Run first = g.run(pool);
-  CHECK(first.wait() == weft::RunStatus::completed);
+  CHECK(first.wait() == weft::RunStatus::Completed);
   weft::Run second = g.run(pool);  // `first` still exists: the graph is free once the run is over
-  CHECK(second.wait() == weft::RunStatus::completed);
+  CHECK(second.wait() == weft::RunStatus::Completed);
 }
 
 }  // namespace

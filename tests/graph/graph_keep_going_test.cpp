@@ -273,7 +273,7 @@ TEST_CASE("Run::cancel() cancels a KeepGoing run: every node not started is Canc
   CHECK_THROWS_WITH_AS((void)run.outcome(nodes[0]), doctest::Contains("not over yet"), std::logic_error);
   run.cancel();
   blocker.release.store(true);
-  CHECK(run.wait() == weft::RunStatus::cancelled);
+  CHECK(run.wait() == weft::RunStatus::Cancelled);
   CHECK(ran.load() == 0);
   for (const weft::Node n : nodes) CHECK(run.outcome(n).state == weft::NodeState::Cancelled);
   CHECK(run.stats().skipped == nodes.size());
@@ -350,7 +350,7 @@ TEST_CASE("multi-token outcomes: Overflow::Drop gives Dropped (successors run), 
       weft::Run run = g.run(pool, {.on_error = weft::ErrorPolicy::KeepGoing, .record_times = true});
       c.run.store(&run);
       await_or_die(run, "drop", patience(60));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       const weft::RunStats stats = run.stats();
       CHECK(stats.dropped_by_node[dropping.index()] + static_cast<std::uint64_t>(c.executed.load()) == kTokens);
       CHECK(run.outcome(dropping).state == weft::NodeState::Dropped);
@@ -442,20 +442,20 @@ TEST_CASE("record_outcomes alone: every node Ran; the default run(pool) records 
   g.add_edges(a, {b, c});
   {
     weft::Run run = g.run(pool, weft::RunOptions{.record_outcomes = true});
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     for (const weft::Node n : {a, b, c}) {
       CHECK(run.outcome(n).state == weft::NodeState::Ran);
       CHECK(!run.outcome(n).start.has_value());
     }
   }
   weft::Run plain = g.run(pool);
-  CHECK(plain.wait() == weft::RunStatus::completed);
+  CHECK(plain.wait() == weft::RunStatus::Completed);
   CHECK_THROWS_WITH_AS((void)plain.outcome(a), doctest::Contains("RunOptions{.record_outcomes = true}"),
                        std::logic_error);
   CHECK_THROWS_WITH_AS((void)plain.outcomes(), doctest::Contains("weft::Run::outcomes: this run did not record"),
                        std::logic_error);
   weft::Run defaults = g.run(pool, weft::RunOptions{});
-  CHECK(defaults.wait() == weft::RunStatus::completed);
+  CHECK(defaults.wait() == weft::RunStatus::Completed);
   CHECK_THROWS_AS((void)defaults.outcome(a), std::logic_error);
 }
 

@@ -72,7 +72,7 @@ TEST_CASE("destroying a graph while its run is in flight waits for the run") {
       CHECK(ran.load() == 200 + 1 + 50 + 1);
       opener.join();
       CHECK(run.done());
-      CHECK(run.wait() == weft::RunStatus::completed);  // the Run outlives its graph
+      CHECK(run.wait() == weft::RunStatus::Completed);  // the Run outlives its graph
       CHECK(run.stats().dropped_by_node.size() == 200 + 1 + 50 + 2);
     }
   });
@@ -124,10 +124,10 @@ TEST_CASE("a Run destroyed without wait() waits for the run; an unwaited excepti
     (void)other.add_node([] {});
     weft::Run run = g.run(pool);
     run = other.run(pool);
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(eventually([&] { return !g.running(); }, 10000ms));  // the abandoned run still ends
     CHECK(finished.load());
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
   });
 }
 
@@ -145,21 +145,21 @@ TEST_CASE("a run waited on from a pool task and from inside a node (nested waits
         REQUIRE(pool.current_worker().has_value());
         return inner.run(pool).wait();
       });
-      CHECK(outer.get() == weft::RunStatus::completed);
+      CHECK(outer.get() == weft::RunStatus::Completed);
       CHECK(ran.load() == 51);
     }
     // From a node of another graph, three levels deep.
     weft::TaskGraph middle;
-    (void)middle.add_node([&] { CHECK(inner.run(pool).wait() == weft::RunStatus::completed); });
+    (void)middle.add_node([&] { CHECK(inner.run(pool).wait() == weft::RunStatus::Completed); });
     weft::TaskGraph outer;
     std::atomic<int> outer_ran{0};
-    auto o1 = outer.add_node([&] { CHECK(middle.run(pool).wait() == weft::RunStatus::completed); });
+    auto o1 = outer.add_node([&] { CHECK(middle.run(pool).wait() == weft::RunStatus::Completed); });
     auto o2 = outer.add_node([&] { outer_ran.fetch_add(1); });
     outer.add_edge(o1, o2);
     ran.store(0);
     weft::Run run = outer.run(pool);
     await_or_die(run, named("nested run", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == 51);
     CHECK(outer_ran.load() == 1);
     // Many graphs, each waited on by its own pool task, all at once.
@@ -175,7 +175,7 @@ TEST_CASE("a run waited on from a pool task and from inside a node (nested waits
       futures.push_back(pool.submit_with(weft::TaskOptions{.affinity = static_cast<unsigned>(i) % workers},
                                          [&, i] { return graphs[i]->run(pool).wait(); }));
     }
-    for (auto& f : futures) CHECK(f.get() == weft::RunStatus::completed);
+    for (auto& f : futures) CHECK(f.get() == weft::RunStatus::Completed);
     CHECK(many.load() == kGraphs * 21U);
   });
 }
@@ -192,7 +192,7 @@ TEST_CASE("shutdown(Drain) during a run lets it complete") {
       while (ran.load() < static_cast<std::size_t>(round) * 50) std::this_thread::yield();
       (void)pool.shutdown(weft::Shutdown::Drain);
       await_or_die(run, named("Drain during run", workers), patience(30));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(ran.load() == 401);
       CHECK_FALSE(g.running());
     }
@@ -219,7 +219,7 @@ TEST_CASE("run() on a shut-down pool throws pool_closed and leaves the graph fre
   CHECK(ran.load() == 0);
   CHECK_FALSE(g.running());
   weft::Pool fresh{weft::PoolOptions{.threads = 2}};
-  CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+  CHECK(g.run(fresh).wait() == weft::RunStatus::Completed);
   CHECK(ran.load() == 1);
 }
 
@@ -257,7 +257,7 @@ TEST_CASE("shutdown(DropPending) during a run ends it with task_dropped or pool_
       await_or_die(run, what, patience(20));
       try {
         const weft::RunStatus status = run.wait();
-        CHECK(status == weft::RunStatus::completed);  // nobody cancelled it: it must have finished in time
+        CHECK(status == weft::RunStatus::Completed);  // nobody cancelled it: it must have finished in time
         CHECK(ran.load() == 201);
         CHECK(children.load() == 50);
         ++completed;
@@ -272,7 +272,7 @@ TEST_CASE("shutdown(DropPending) during a run ends it with task_dropped or pool_
       weft::Pool fresh{weft::PoolOptions{.threads = workers}};
       ran.store(0);
       children.store(0);
-      CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+      CHECK(g.run(fresh).wait() == weft::RunStatus::Completed);
       CHECK(ran.load() == 201);
       CHECK(ran_before_join.load() == 200);
       CHECK(children.load() == 50);
@@ -340,7 +340,7 @@ TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run a
       weft::Pool* pool = closing_pool.load();
       if (pool == nullptr) return;  // later runs
       // Accepted probes go to this worker's deque and are dropped with the rest.
-      while (pool->try_post([] {}) == weft::SubmitStatus::accepted) std::this_thread::sleep_for(1ms);
+      while (pool->try_post([] {}) == weft::SubmitStatus::Accepted) std::this_thread::sleep_for(1ms);
     });
     auto a = g.add_node([&] { a_ran.fetch_add(1); });
     auto b = g.add_node(
@@ -381,7 +381,7 @@ TEST_CASE("a run that lost a task to DropPending leaves the graph ready to run a
     weft::Pool fresh{weft::PoolOptions{.threads = 2}};
     for (int round = 1; round <= 3; ++round) {
       INFO("rerun " << round);
-      CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+      CHECK(g.run(fresh).wait() == weft::RunStatus::Completed);
       CHECK(a_ran.load() == round);
       CHECK(b_ran.load() == round * b_per_run);
       CHECK(c_ran.load() == round);
@@ -408,7 +408,7 @@ TEST_CASE("a join group whose members' task is refused at shutdown counts every 
   const weft::Node p2 = g.add_node([&] {
     p2_inside.store(true);
     if (weft::Pool* pool = closing_pool.load()) {
-      while (pool->try_post([] {}) == weft::SubmitStatus::accepted) std::this_thread::sleep_for(1ms);
+      while (pool->try_post([] {}) == weft::SubmitStatus::Accepted) std::this_thread::sleep_for(1ms);
     }
     p_ran.fetch_add(1);
   });
@@ -441,7 +441,7 @@ TEST_CASE("a join group whose members' task is refused at shutdown counts every 
   weft::Pool fresh{weft::PoolOptions{.threads = 2}};
   for (int round = 1; round <= 3; ++round) {
     INFO("rerun " << round);
-    CHECK(g.run(fresh).wait() == weft::RunStatus::completed);
+    CHECK(g.run(fresh).wait() == weft::RunStatus::Completed);
     for (const auto& ran : member_ran) CHECK(ran.load() == round);
     CHECK(early.load() == 0);
   }
@@ -456,8 +456,8 @@ TEST_CASE("a graph keeps its bodies across runs and releases them when destroyed
     (void)g.add_node([token] { CHECK(*token == 5); });
     (void)g.add_node([token](std::size_t) {}, weft::NodeOptions{.tokens = 3});
     CHECK(token.use_count() == 3);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(token.use_count() == 3);
   }
   CHECK(token.use_count() == 1);

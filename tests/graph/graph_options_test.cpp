@@ -50,7 +50,7 @@ TEST_CASE("tokens: indices 0..n-1, each exactly once, every run") {
       counts = std::make_unique<TokenCounts>(kTokens);
       weft::Run run = g.run(pool);
       await_or_die(run, named("tokens", workers), patience(30));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(counts->with(1) == kTokens);
     }
   });
@@ -78,7 +78,7 @@ TEST_CASE("concurrency 1 serialises the tokens of a node; concurrency c caps the
           weft::NodeOptions{.concurrency = limit, .tokens = kTokens});
       weft::Run run = g.run(pool);
       await_or_die(run, named("concurrency", workers), patience(30));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(flight.max.load() <= limit);
       CHECK(flight.max.load() >= 1);
       if (limit == 1) CHECK(plain_sum == kTokens * (kTokens - 1) / 2);
@@ -114,7 +114,7 @@ TEST_CASE("capacity + Overflow::Block with a slow consumer loses nothing, even o
           finished.store(0);
           weft::Run run = g.run(pool);
           await_or_die(run, named("Block", workers), patience(30));
-          CHECK(run.wait() == weft::RunStatus::completed);
+          CHECK(run.wait() == weft::RunStatus::Completed);
           CHECK(counts.with(1) == kTokens);
           CHECK(seen_by_successor == kTokens);  // the successor waited for every token
           const weft::RunStats stats = run.stats();
@@ -151,7 +151,7 @@ TEST_CASE("an unbounded inbox with more tokens than its buffer: every token once
       g.add_edge(flood, after);
       weft::Run run = g.run(pool);
       await_or_die(run, named("unbounded", workers), patience(30));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(counts.with(1) == kTokens);
       CHECK(seen_by_successor == kTokens);
       CHECK(run.stats().dropped == 0);
@@ -159,7 +159,7 @@ TEST_CASE("an unbounded inbox with more tokens than its buffer: every token once
       // workers take the executors from its slot (the watchdog catches a hang).
       counts.counts = std::make_unique<std::atomic<unsigned>[]>(kTokens);
       finished.store(0);
-      CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+      CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
       CHECK(counts.with(1) == kTokens);
       CHECK(seen_by_successor == kTokens);
     }
@@ -182,7 +182,7 @@ TEST_CASE("a node of 2^64 - 1 tokens with an unbounded inbox is accepted, runs, 
   CHECK(spin_until([&] { return ran.load(std::memory_order_relaxed) >= 20000; }, 30s));
   run.cancel();
   await_or_die(run, "endless tokens", patience(30));
-  CHECK(run.wait() == weft::RunStatus::cancelled);
+  CHECK(run.wait() == weft::RunStatus::Cancelled);
   const weft::RunStats stats = run.stats();
   CHECK(stats.dropped == 0);
   CHECK(stats.skipped > 0);
@@ -228,7 +228,7 @@ TEST_CASE("capacity + Overflow::Drop counts exactly what it dropped") {
       weft::Run run = g.run(pool);
       current.store(&run, std::memory_order_release);
       await_or_die(run, named("Drop", workers), patience(60));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       const weft::RunStats stats = run.stats();
       REQUIRE(stats.dropped_by_node.size() == 3);
       CHECK(stats.dropped_by_node[0] == 0);
@@ -294,7 +294,7 @@ TEST_CASE("Overflow::Fail cancels the run with inbox_full naming the node; witho
     (void)roomy.add_node([&] { ran.fetch_add(1); },
                          weft::NodeOptions{.name = "roomy", .concurrency = 1, .capacity = 16,
                                            .overflow = weft::Overflow::Fail, .tokens = 16});
-    CHECK(roomy.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(roomy.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == 16);
   });
 }
@@ -314,7 +314,7 @@ TEST_CASE("an inbox given fewer slots than its capacity only parks: every token 
                                        .tokens = tokens});
     weft::Run run = g.run(pool);
     await_or_die(run, "inbox smaller than its capacity", patience(120));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(counts.with(1) == tokens);
     CHECK(run.stats().dropped == 0);
   }
@@ -348,7 +348,7 @@ TEST_CASE("priority: on one busy worker, every High node starts before any Low n
     weft::Run run = g.run(pool);
     gate.open();
     await_or_die(run, "priority", patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     REQUIRE(high.size() == 20);
     REQUIRE(low.size() == 20);
     CHECK(*std::max_element(high.begin(), high.end()) < *std::min_element(low.begin(), low.end()));
@@ -380,7 +380,7 @@ TEST_CASE("affinity: a node's executions run on its worker (mostly: another may 
     g.add_edge(b, c);
     weft::Run run = g.run(pool);
     await_or_die(run, named("affinity", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(total.load() == 51);
     CHECK(off_pool.load() == 0);  // an affinity node never runs inline on an outside thread
     MESSAGE("workers " << workers << ": " << on_target.load() << " of 51 executions on their affine worker");

@@ -70,7 +70,7 @@ TEST_CASE("an allocation failure in a run's own posts fails the run with task_dr
       bool failed = false;
       try {
         const weft::RunStatus status = run.wait();
-        CHECK(status == weft::RunStatus::completed);
+        CHECK(status == weft::RunStatus::Completed);
       } catch (const weft::task_dropped& e) {
         failed = true;
         CHECK(contains(e.what(), "out of memory"));
@@ -90,7 +90,7 @@ TEST_CASE("an allocation failure in a run's own posts fails the run with task_dr
       // The same graph on the same pool: whole and in order.
       const std::size_t fan_before = fan.fan_ran.load();
       const std::size_t join_before = fan.join_ran.load();
-      CHECK(fan.graph.run(pool).wait() == weft::RunStatus::completed);
+      CHECK(fan.graph.run(pool).wait() == weft::RunStatus::Completed);
       CHECK(fan.fan_ran.load() == fan_before + kFan);
       CHECK(fan.join_ran.load() == join_before + 1);
       CHECK(fan.join_saw.load() == fan_before + kFan);  // not before the whole fan of this run
@@ -148,7 +148,7 @@ TEST_CASE("an allocation failure in compile() throws weft::out_of_memory naming 
   CHECK(failures > 1);
   CHECK(named_node);
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
-  CHECK(g.graph.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g.graph.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(g.tokens_ran.load() == 1000);
 }
 

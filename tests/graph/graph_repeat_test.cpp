@@ -51,7 +51,7 @@ TEST_CASE("run_n runs the graph n times, one pass after the other, as one Run") 
     const std::size_t n = stress_count(50);
     weft::Run run = g.graph.run_n(pool, n);
     await_or_die(run, named("run_n", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(g.d.load() == n);
     CHECK(g.out_of_order.load() == 0);
     CHECK(run.stats().passes == n);
@@ -67,14 +67,14 @@ TEST_CASE("run_n(0) is over at once and completed; so is run_n of an empty graph
   Diamond g;
   weft::Run run = g.graph.run_n(pool, 0);
   CHECK(run.done());
-  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.wait() == weft::RunStatus::Completed);
   CHECK(g.a.load() == 0);
   CHECK(run.stats().passes == 0);
   CHECK_FALSE(g.graph.running());
   // No roots: every pass ends inside the one before's last unit; a loop, not a recursion a million deep.
   weft::TaskGraph empty;
   weft::Run many = empty.run_n(pool, 1'000'000);
-  CHECK(many.wait() == weft::RunStatus::completed);
+  CHECK(many.wait() == weft::RunStatus::Completed);
   CHECK(many.stats().passes == 1'000'000);
 }
 
@@ -119,7 +119,7 @@ TEST_CASE("run_n cancelled mid-way: the running pass is cancelled, no later pass
     while (first.load() < kHoldAt) std::this_thread::yield();
     run.cancel();
     await_or_die(run, named("run_n cancel", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(run.wait() == weft::RunStatus::Cancelled);
     CHECK(saw_cancel.load());
     CHECK(first.load() == kHoldAt);
     CHECK(second.load() == kHoldAt - 1);
@@ -142,7 +142,7 @@ TEST_CASE("run_until: the predicate is asked before every pass and once more at 
       return asked++ == 10;
     });
     await_or_die(run, named("run_until", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(consistent);
     CHECK(asked == 11);
     CHECK(seen_d == 10);
@@ -160,7 +160,7 @@ TEST_CASE("run_until whose predicate holds at once runs no pass") {
     ++asked;
     return true;
   });
-  CHECK(run.wait() == weft::RunStatus::completed);
+  CHECK(run.wait() == weft::RunStatus::Completed);
   CHECK(asked == 1);
   CHECK(g.a.load() == 0);
   CHECK(run.stats().passes == 0);
@@ -207,7 +207,7 @@ TEST_CASE("run_n: statistics add up over the passes; the graph is busy until the
     CHECK_THROWS_AS((void)g.run_n(pool, 1), weft::graph_busy);
     release.store(true);
     await_or_die(run, named("run_n stats", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     const weft::RunStats stats = run.stats();
     CHECK(stats.passes == kPasses);
     CHECK(ran.load() + stats.dropped == kTokens * kPasses);

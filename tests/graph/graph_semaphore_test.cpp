@@ -82,7 +82,7 @@ TEST_CASE("bad NodeOptions::semaphores: null, more units than the count, tokens 
   // Twice the same semaphore within its count is fine: the node takes two units.
   (void)g.add_node([] {}, weft::NodeOptions{.semaphores = {&two, &two}});
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
-  CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+  CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
   CHECK(two.available() == 2);
 }
 
@@ -155,8 +155,8 @@ TEST_CASE("random graphs sharing semaphores: at most count at once, every node e
       weft::Run run_b = b.graph.run(pool);
       await_or_die(run_a, what, patience(60));
       await_or_die(run_b, what, patience(60));
-      CHECK(run_a.wait() == weft::RunStatus::completed);
-      CHECK(run_b.wait() == weft::RunStatus::completed);
+      CHECK(run_a.wait() == weft::RunStatus::Completed);
+      CHECK(run_b.wait() == weft::RunStatus::Completed);
       check_exactly_once(*a.runs);
       check_exactly_once(*b.runs);
       shared.check();
@@ -183,7 +183,7 @@ TEST_CASE("cancelling one run does not strand the nodes of another run waiting o
       await_or_die(run_a, what, patience(60));
       await_or_die(run_b, what, patience(60));
       (void)run_a.wait();
-      CHECK(run_b.wait() == weft::RunStatus::completed);
+      CHECK(run_b.wait() == weft::RunStatus::Completed);
       check_exactly_once(*b.runs);
       CHECK(a.runs->summary().repeated == 0);
       for (std::size_t i = 0; i < shared.semaphores.size(); ++i) {
@@ -225,7 +225,7 @@ TEST_CASE("one worker, a semaphore of 1: a deep chain and a wide fan-out finish,
     ran.store(0);
     weft::Run run = g.run(pool);
     await_or_die(run, "one worker semaphore", patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == kChain + kFan + 1);
   }
   CHECK(in_flight.max.load() == 1);
@@ -255,7 +255,7 @@ TEST_CASE("units are given back after the node's subflow joined, before its succ
           },
           weft::NodeOptions{.semaphores = {&one}});
     }
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK_FALSE(overlapped.load());
     CHECK(busy.load() == 0);
     CHECK(one.available() == 1);
@@ -278,23 +278,34 @@ struct Holder {
   }
 };
 
+// `parked` nodes of a graph run on a pool of `workers`, all parked on a semaphore of one unit that a Holder keeps.
+struct ParkedBehindHolder {
+  weft::Pool pool;
+  weft::Semaphore one{1};
+  weft::Pool holder_pool{weft::PoolOptions{.threads = 1}};
+  Holder holder{one};
+  weft::Run held;
+  std::atomic<std::size_t> ran{0};
+  weft::TaskGraph graph;
+  weft::Run run;
+
+  ParkedBehindHolder(unsigned workers, std::size_t parked) : pool(weft::PoolOptions{.threads = workers}) {
+    held = holder.graph.run(holder_pool);
+    while (!holder.holding.load()) std::this_thread::yield();
+    for (std::size_t i = 0; i < parked; ++i)
+      (void)graph.add_node([this] { ran.fetch_add(1); }, weft::NodeOptions{.semaphores = {&one}});
+    run = graph.run(pool);
+    REQUIRE(spin_until([&] { return one.waiting() == parked; }, 10000ms));
+  }
+};
+
 TEST_CASE("cancel while nodes are parked: the run ends at once, its nodes skipped, the units untouched") {
   for_each_graph_worker_count([](unsigned workers) {
     const std::string what = named("cancel parked", workers);
     const Watchdog watchdog(what, patience(60));
-    weft::Pool pool{weft::PoolOptions{.threads = workers}};
-    weft::Semaphore one{1};
-    weft::Pool holder_pool{weft::PoolOptions{.threads = 1}};
-    Holder holder(one);
-    weft::Run held = holder.graph.run(holder_pool);
-    while (!holder.holding.load()) std::this_thread::yield();
     constexpr std::size_t kParked = 20;
-    std::atomic<std::size_t> ran{0};
-    weft::TaskGraph g;
-    for (std::size_t i = 0; i < kParked; ++i)
-      (void)g.add_node([&] { ran.fetch_add(1); }, weft::NodeOptions{.semaphores = {&one}});
-    weft::Run run = g.run(pool);
-    REQUIRE(spin_until([&] { return one.waiting() == kParked; }, 10000ms));
+    ParkedBehindHolder parked(workers, kParked);
+    auto& [pool, one, holder_pool, holder, held, ran, g, run] = parked;
     run.cancel();
     // The holder still holds the unit: the cancelled run must not wait for it.
     const bool ended = run.wait_for(patience(10));
@@ -302,14 +313,14 @@ TEST_CASE("cancel while nodes are parked: the run ends at once, its nodes skippe
     holder.release.store(true);
     await_or_die(run, what, patience(30));
     await_or_die(held, what, patience(30));
-    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(run.wait() == weft::RunStatus::Cancelled);
     CHECK(run.stats().skipped == kParked);
     CHECK(ran.load() == 0);
-    CHECK(held.wait() == weft::RunStatus::completed);
+    CHECK(held.wait() == weft::RunStatus::Completed);
     CHECK(one.available() == 1);
     CHECK(one.waiting() == 0);
     // The graph runs again, normally.
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == kParked);
   });
 }
@@ -354,26 +365,16 @@ TEST_CASE("a DropPending shutdown while nodes are parked fails the run with task
   for_each_graph_worker_count([](unsigned workers) {
     const std::string what = named("DropPending parked", workers);
     const Watchdog watchdog(what, patience(60));
-    weft::Pool pool{weft::PoolOptions{.threads = workers}};
-    weft::Semaphore one{1};
-    weft::Pool holder_pool{weft::PoolOptions{.threads = 1}};
-    Holder holder(one);
-    weft::Run held = holder.graph.run(holder_pool);
-    while (!holder.holding.load()) std::this_thread::yield();
     constexpr std::size_t kParked = 10;
-    std::atomic<std::size_t> ran{0};
-    weft::TaskGraph g;
-    for (std::size_t i = 0; i < kParked; ++i)
-      (void)g.add_node([&] { ran.fetch_add(1); }, weft::NodeOptions{.semaphores = {&one}});
-    weft::Run run = g.run(pool);
-    REQUIRE(spin_until([&] { return one.waiting() == kParked; }, 10000ms));
+    ParkedBehindHolder parked(workers, kParked);
+    auto& [pool, one, holder_pool, holder, held, ran, g, run] = parked;
     // The holder gives its unit back once the pool is shut down: the parked nodes are then re-posted into a
     // pool that will not run them.
     (void)pool.shutdown(weft::Shutdown::DropPending);
     holder.release.store(true);
     await_or_die(run, what, patience(30));
     await_or_die(held, what, patience(30));
-    CHECK(held.wait() == weft::RunStatus::completed);
+    CHECK(held.wait() == weft::RunStatus::Completed);
     CHECK_THROWS_AS(run.wait(), weft::task_dropped);
     CHECK(ran.load() == 0);
     CHECK(one.available() == 1);

@@ -41,13 +41,13 @@ TEST_CASE("a chain of 100,000 nodes runs in order, twice, from outside and from 
       next = 0;
       weft::Run run = g.run(pool);
       await_or_die(run, named("chain 100000", workers), patience(120));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(next == length);
       CHECK(out_of_order == 0);
     }
     next = 0;
     auto waited = pool.submit_with(weft::TaskOptions{.affinity = 0U}, [&] { return g.run(pool).wait(); });
-    CHECK(waited.get() == weft::RunStatus::completed);
+    CHECK(waited.get() == weft::RunStatus::Completed);
     CHECK(next == length);
   });
 }
@@ -74,7 +74,7 @@ TEST_CASE("fan-out to 100,000 nodes and fan-in to one") {
       slots.assign(width, 0);
       weft::Run run = g.run(pool);
       await_or_die(run, named("fan 100000", workers), patience(120));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(total == 3 * width);
     }
   });
@@ -120,7 +120,7 @@ TEST_CASE("a dense layered graph: each node sums its predecessors' values") {
     for (int round = 0; round < 2; ++round) {
       weft::Run run = g.run(pool);
       await_or_die(run, named("layered", workers), patience(120));
-      CHECK(run.wait() == weft::RunStatus::completed);
+      CHECK(run.wait() == weft::RunStatus::Completed);
       CHECK(value[depth - 1] == prev);
     }
   });
@@ -176,7 +176,7 @@ void meet_in_a_group(unsigned workers, int members, int wanted) {
     rendezvous.start_round();
     weft::Run run = g.run(pool);
     await_or_die(run, "members meeting", patience(60));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(rendezvous.met() == members);
   }
 }
@@ -192,7 +192,7 @@ void meet_as_roots(unsigned workers, int roots, int wanted) {
     INFO("round " << round);
     rendezvous.start_round();
     std::atomic<bool> completed{false};
-    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::completed); });
+    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::Completed); });
     pool.wait_idle();
     CHECK(completed.load());
     CHECK(rendezvous.met() == roots);
@@ -224,7 +224,7 @@ TEST_CASE("a join group of 10,000 members runs in a handful of pool tasks when n
     expected_done.store(2 * round);
     const std::uint64_t before = tasks_executed(pool);
     std::atomic<bool> completed{false};
-    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::completed); });
+    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::Completed); });
     pool.wait_idle();
     CHECK(completed.load());
     CHECK(early.load() == 0);
@@ -245,7 +245,7 @@ TEST_CASE("10,000 roots started from a worker run in a handful of pool tasks whe
     INFO("round " << round);
     const std::uint64_t before = tasks_executed(pool);
     std::atomic<bool> completed{false};
-    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::completed); });
+    pool.post([&] { completed.store(g.run(pool).wait() == weft::RunStatus::Completed); });
     pool.wait_idle();
     CHECK(completed.load());
     CHECK(std::count(ran.begin(), ran.end(), round) == static_cast<std::ptrdiff_t>(kRoots));
@@ -293,7 +293,7 @@ TEST_CASE("a binary tree out to 2^16 leaves and back to one root") {
     }
     weft::Run run = g.run(pool);
     await_or_die(run, named("tree", workers), patience(120));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(up[0] == leaves * (levels + 1));  // every leaf is at depth `levels`, counted from 1
   });
 }
@@ -320,7 +320,7 @@ TEST_CASE("a chain of 10,000 nodes with 3 tokens each through inboxes of one") {
     }
     weft::Run run = g.run(pool);
     await_or_die(run, named("token chain", workers), patience(120));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(finished_nodes == length);
     CHECK(violations.load() == 0);
   });

@@ -43,7 +43,7 @@ TEST_CASE("a node completes only after its children: the successor sees every ch
     g.add_edge(parent, successor);
     for (int round = 0; round < 3; ++round) {
       slots.assign(kChildren, 0);
-      CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+      CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
       CHECK(sum == kChildren * (kChildren + 1) / 2);
     }
   });
@@ -70,7 +70,7 @@ TEST_CASE("nested children with their own Subflow and join(): recursive fib") {
     (void)g.add_node([&](weft::Subflow& sf) { result = fib(sf, n); });
     weft::Run run = g.run(pool);
     await_or_die(run, named("fib", workers), patience(60));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(result == expected);
   });
 }
@@ -96,7 +96,7 @@ TEST_CASE("join() in the middle of a body waits for the children so far; the end
       for (const int v : second) second_sum_after += v;
     });
     g.add_edge(a, b);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(first_sum_at_join == 50);
     CHECK(second_sum_after == 100);
   });
@@ -119,7 +119,7 @@ TEST_CASE("children spawn into their parent's Subflow while the body joins") {
     });
     auto b = g.add_node([&] { seen = count.load(); });
     g.add_edge(a, b);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(seen == 1100);
   });
 }
@@ -149,7 +149,7 @@ TEST_CASE("10,000 children of one node, and children of every token") {
     g.add_edge(tokens, check);
     weft::Run run = g.run(pool);
     await_or_die(run, named("10000 children", workers), patience(60));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(seen == kChildren);
     CHECK(per_token.load() == 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8);
   });
@@ -179,7 +179,7 @@ TEST_CASE("a chain of 200 nested children, each waiting for the next") {
     auto a = g.add_node([&](weft::Subflow& sf) { sf.spawn(Dive{&deepest, 1}); });
     auto b = g.add_node([&] { seen_after.store(deepest.load()); });
     g.add_edge(a, b);
-    CHECK(g.run(pool).wait() == weft::RunStatus::completed);
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(seen_after.load() == kDepth);
   });
 }
@@ -247,7 +247,7 @@ TEST_CASE("a cancelled run skips children not started; running ones see cancelle
     weft::Run run = g.run(pool);
     current.store(&run, std::memory_order_release);
     await_or_die(run, named("child cancel", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::cancelled);
+    CHECK(run.wait() == weft::RunStatus::Cancelled);
     CHECK(saw_cancel.load() == 1);
     CHECK_FALSE(late_spawn_ran.load());
     const weft::RunStats stats = run.stats();
@@ -285,7 +285,7 @@ TEST_CASE("subflow children and grandchildren run at their node's priority, not 
     (void)g.add_node(spawner, weft::NodeOptions{.name = "low", .priority = weft::Priority::Low, .affinity = last});
     weft::Run run = g.run(pool);
     await_or_die(run, named("subflow priority", workers), patience(30));
-    CHECK(run.wait() == weft::RunStatus::completed);
+    CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == 2 * 30);
     pool.wait_idle();  // the hooks of the last tasks have run
     // Each node: itself, 10 children, 20 grandchildren.

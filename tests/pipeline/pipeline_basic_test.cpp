@@ -62,7 +62,7 @@ TEST_CASE("a pipeline of a source, a parallel stage, a filter and an in-order si
     Job<void> done = scope.sink(even, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
     bool after = false;
     scope.then(done, [&] { after = true; });
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     REQUIRE(seen.size() == kItems / 2);
     for (std::uint64_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == (2 * i) * (2 * i));
     CHECK(after);
@@ -94,7 +94,7 @@ TEST_CASE("items that turn slow and then cheap again keep their order and arrive
     }, {.concurrency = 2});
     std::vector<std::uint64_t> seen;
     (void)scope.sink(kept, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     std::vector<std::uint64_t> expected;
     for (std::uint64_t x = 0; x < kItems; ++x)
       if (x % 7 != 3) expected.push_back(x);
@@ -129,7 +129,7 @@ TEST_CASE("under Block, a full inbox holds its producer back: capacity bounds wh
       }, {.capacity = 2});
       std::uint64_t sum = 0;
       (void)scope.sink(slow, [&](std::uint64_t x) { sum += x; });
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK(sum == kItems * (kItems - 1) / 2);
       CHECK(widest.load() <= 3);
     });
@@ -163,7 +163,7 @@ TEST_CASE("a fan_out stage's range may be a view of its item") {
         ++count;
         letters += w.size();
       });
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK(count == 3 * kLines);
       std::size_t expected = 0;
       for (int i = 1; i <= kLines; ++i) {

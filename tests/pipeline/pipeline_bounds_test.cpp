@@ -73,7 +73,7 @@ TEST_CASE("items alive never exceed the documented bound under a fast source and
               sum.fetch_add(c.value(), std::memory_order_relaxed);
             },
             chain.sink);
-        CHECK(scope.run_and_wait() == RunStatus::completed);
+        CHECK(scope.run_and_wait() == RunStatus::Completed);
         CHECK_NOTHROW(done.get());
         CHECK(sum.load() == items * (items - 1) / 2);
       }
@@ -127,7 +127,7 @@ TEST_CASE("with a fan-out stage, each segment keeps its own bound") {
             arrived += c.holds() ? 1 : 0;
           },
           sink);
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       CHECK(arrived == inputs * kWidth);
     }
@@ -180,7 +180,7 @@ TEST_CASE("a sink that holds on: the pipeline fills up to exactly the bound, and
             static_cast<void>(c);
           },
           sink);
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       CHECK(arrived == kItems);
     }

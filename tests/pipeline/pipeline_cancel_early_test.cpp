@@ -49,7 +49,7 @@ TEST_CASE("cancel() from a stage before run() returned stops the run") {
         run_returned.store(true, std::memory_order_release);
         const RunStatus status = scope.wait();
         early += before_run_returned ? 1 : 0;
-        if (status != RunStatus::cancelled) ++lost;
+        if (status != RunStatus::Cancelled) ++lost;
         CHECK_THROWS_AS(done.get(), job_cancelled);
       }
       check_balanced(census);

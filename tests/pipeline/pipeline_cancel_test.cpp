@@ -52,7 +52,7 @@ void run_cancelled(unsigned workers, OnItem on_item, bool with_fan) {
     Job<void> after = scope.then(done, [] {});
     scope.run();
     started.store(true, std::memory_order_release);
-    CHECK(scope.wait() == RunStatus::cancelled);
+    CHECK(scope.wait() == RunStatus::Cancelled);
     CHECK_THROWS_AS(done.get(), job_cancelled);
     CHECK_THROWS_AS(after.get(), job_cancelled);
     CHECK(scope.stats().exceptions == 0);
@@ -99,7 +99,7 @@ TEST_CASE("cancel() from another thread while items flow, or while the source wa
         scope.run();
         while (received.load(std::memory_order_relaxed) < 1'000) std::this_thread::yield();
         scope.cancel();
-        CHECK(scope.wait() == RunStatus::cancelled);
+        CHECK(scope.wait() == RunStatus::Cancelled);
         CHECK_THROWS_AS(done.get(), job_cancelled);
       }
       check_balanced(census);
@@ -123,7 +123,7 @@ TEST_CASE("cancel() from another thread while items flow, or while the source wa
         while (!entered.load()) std::this_thread::yield();
         scope.cancel();
         released.store(true);
-        CHECK(scope.wait() == RunStatus::cancelled);
+        CHECK(scope.wait() == RunStatus::Cancelled);
         CHECK_THROWS_AS(done.get(), job_cancelled);
       }
       check_balanced(census);
@@ -151,7 +151,7 @@ TEST_CASE("cancel() from the source itself") {
       Job<void> done = scope.sink(staged, [](Counted) {});
       scope.run();
       started.store(true, std::memory_order_release);
-      CHECK(scope.wait() == RunStatus::cancelled);
+      CHECK(scope.wait() == RunStatus::Cancelled);
       CHECK_THROWS_AS(done.get(), job_cancelled);
     }
     check_balanced(census);

@@ -35,7 +35,7 @@ std::uint64_t inner_pipeline(Pool& pool, std::uint64_t n) {
   Job<void> done = scope.sink(tripled, [&](std::uint64_t x) { sum.fetch_add(x, std::memory_order_relaxed); },
                               {.concurrency = 2});
   const RunStatus status = scope.run_and_wait();
-  if (status != RunStatus::completed) throw StageFailure("the inner pipeline did not complete");
+  if (status != RunStatus::Completed) throw StageFailure("the inner pipeline did not complete");
   done.get();
   return sum.load(std::memory_order_relaxed);
 }
@@ -67,7 +67,7 @@ TEST_CASE("a stage runs a pipeline of its own on the same pool and waits for it 
             ++seen;
           },
           {.order = Order::Input});
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       CHECK(seen == outer);
       CHECK(wrong == 0);
@@ -140,7 +140,7 @@ TEST_CASE("several independent pipelines in one scope, beside plain jobs") {
           {.order = Order::Input}));
       scope.submit([] { busy_work(1'000); });
     }
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     for (int p = 0; p < kPipelines; ++p) {
       INFO("pipeline #" << p);
       const auto k = static_cast<std::size_t>(p);
@@ -186,7 +186,7 @@ TEST_CASE("a pipeline on a pool whose every worker is inside another pipeline's 
         if (p.second != inner_expected(50 + p.first)) ++wrong;
         ++seen;
       });
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       CHECK(seen == items);
       CHECK(wrong == 0);
@@ -215,7 +215,7 @@ TEST_CASE("source_after: a pipeline starts after jobs, and reads what they made"
     });
     std::uint64_t sum = 0;
     Job<void> done = scope.sink(numbers, [&](std::uint64_t x) { sum += x; });
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     CHECK(sum == 3 * 999 * 1'000 / 2);
   });
@@ -252,7 +252,7 @@ TEST_CASE("jobs after a pipeline: then, when_all with its sink's job, and anothe
     Job<void> second = scope.sink(again, [&](std::uint64_t x) { sum += x; });
     auto end = scope.then(second, [&] { return sum; });
 
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK(count.get() == 500);
     CHECK(both.get() == 499 * 499);
     CHECK(tupled.get() == 4 + 7);
@@ -312,7 +312,7 @@ void run_on_the_worker(TaskScope& scope, const Job<void>& last) {
   const ForcedMode shared(TestMode::shared);
   scope.run();
   while (!last.ready()) std::this_thread::yield();
-  CHECK(scope.wait() == RunStatus::completed);
+  CHECK(scope.wait() == RunStatus::Completed);
 }
 
 TEST_CASE("priorities, one worker: a High pipeline's job and tasks all go before a Low one's") {
@@ -347,6 +347,14 @@ TEST_CASE("priorities, one worker: a High pipeline's job and tasks all go before
 // One input, fanned out to 8 elements for a serial stage X; the source is called a second time (and ends) by a
 // task spawned when the first input left it. On one worker, the order of that second call ("S2") and of X's
 // elements after the first ("X1" ...) shows which of their tasks the pool took first.
+// "<prefix><n>", appended rather than prefix + std::to_string(n): g++ 12 at -O3 without LTO warns falsely on the
+// latter (-Wrestrict, GCC bug 105329), which -Werror turns into an error.
+std::string event(const char* prefix, int n) {
+  std::string text = prefix;
+  text += std::to_string(n);
+  return text;
+}
+
 std::vector<std::string> fan_priority_events(Priority source, Priority x_priority) {
   Pool pool(PoolOptions{.threads = 1});
   TaskScope scope{pool};
@@ -354,7 +362,7 @@ std::vector<std::string> fan_priority_events(Priority source, Priority x_priorit
   int calls = 0;
   auto one = scope.source(
       [&]() -> std::optional<int> {
-        log.add("S" + std::to_string(++calls));
+        log.add(event("S", ++calls));
         if (calls > 1) return std::nullopt;
         return 8;
       },
@@ -367,11 +375,7 @@ std::vector<std::string> fan_priority_events(Priority source, Priority x_priorit
   auto x = scope.stage(
       elements,
       [&](int e) {
-        // Appended, not "X" + to_string(e): GCC 12 at -O3 without LTO warns falsely on that (-Wrestrict,
-        // GCC bug 105329), which -Werror turns into an error.
-        std::string event = "X";
-        event += std::to_string(e);
-        log.add(std::move(event));
+        log.add(event("X", e));
         return e;
       },
       {.capacity = 64, .priority = x_priority});

@@ -87,7 +87,7 @@ void run_shape(const Shape& shape, unsigned workers, std::uint64_t seed, std::ui
   }
   RunCounts arrived(items);
   Job<void> done = scope.sink(stream, [&](std::uint64_t x) { arrived.ran(x); }, shape.sink);
-  CHECK(scope.run_and_wait() == RunStatus::completed);
+  CHECK(scope.run_and_wait() == RunStatus::Completed);
   CHECK_NOTHROW(done.get());
   CHECK(scope.stats().dropped == 0);
   // Every item the filters keep arrives once; every other never.
@@ -199,7 +199,7 @@ TEST_CASE("a fan-out stage: every (input, index) pair arrives exactly once") {
           shape.after);
       RunCounts arrived(inputs * kFanWidth);
       Job<void> done = scope.sink(after, [&](std::uint64_t e) { arrived.ran(e); }, shape.sink);
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       check_fan_pairs(arrived, inputs);
     }
@@ -239,7 +239,7 @@ TEST_CASE("two fan-out stages in a row: every (input, index, index) triple arriv
         {.concurrency = 3, .capacity = 2});
     RunCounts arrived(inputs * kOuter * kInner);
     Job<void> done = scope.sink(inner, [&](std::uint64_t z) { arrived.ran(z); }, {.concurrency = 2, .capacity = 1});
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     std::uint64_t wrong = 0;
     for (std::uint64_t x = 0; x < inputs; ++x) {
@@ -299,7 +299,7 @@ TEST_CASE("move-only items: std::unique_ptr from the source through a stage and 
           ++count;
         },
         {.capacity = 1});
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     std::uint64_t expected_sum = 0;
     std::uint64_t expected_count = 0;
@@ -344,7 +344,7 @@ TEST_CASE("counted items: every item made in the pipeline is destroyed exactly o
           {.concurrency = 2, .capacity = 1, .order = Order::Input});
       std::uint64_t arrived = 0;
       Job<void> done = scope.sink(split, [&](Counted&& c) { arrived += c.holds() ? 1 : 0; }, {.capacity = 1});
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       std::uint64_t expected = 0;
       for (std::uint64_t x = 1; x < inputs; x += 2) expected += x % 4;

@@ -74,7 +74,7 @@ TEST_CASE("every bad StageOptions of stage, fan_out and sink throws invalid_opti
   auto doubled = scope.stage(numbers, [](std::uint64_t x) { return 2 * x; }, {.name = "double"});
   std::uint64_t sum = 0;
   Job<void> done = scope.sink(doubled, [&](std::uint64_t x) { sum += x; });
-  CHECK(scope.run_and_wait() == RunStatus::completed);
+  CHECK(scope.run_and_wait() == RunStatus::Completed);
   CHECK(sum == 90);
 }
 
@@ -88,7 +88,7 @@ TEST_CASE("the limits themselves are accepted: concurrency and capacity kMaxStag
   auto b = scope.stage(a, identity, {.concurrency = kUnlimited, .capacity = 1});
   std::uint64_t sum = 0;
   Job<void> done = scope.sink(b, [&](std::uint64_t x) { sum += x; }, {.concurrency = 1, .capacity = 1});
-  CHECK(scope.run_and_wait() == RunStatus::completed);
+  CHECK(scope.run_and_wait() == RunStatus::Completed);
   CHECK(sum == 45);
 }
 
@@ -124,7 +124,7 @@ TEST_CASE("a source's capacity, overflow and order are checked like a stage's, t
       scope.source(ten(next), {.name = "lines", .capacity = 1, .overflow = Overflow::Fail, .order = Order::Input});
   std::uint64_t sum = 0;
   Job<void> done = scope.sink(numbers, [&](std::uint64_t x) { sum += x; });
-  CHECK(scope.run_and_wait() == RunStatus::completed);
+  CHECK(scope.run_and_wait() == RunStatus::Completed);
   CHECK(sum == 45);
   CHECK(scope.stats().dropped == 0);
 }
@@ -143,7 +143,7 @@ TEST_CASE("default names: the pipeline is \"pipeline <jobs before it>\", its sta
                                      {"the stream of stage 'source' of pipeline 'pipeline 2' already feeds stage "
                                       "'stage 1'"});
   Job<void> done = scope.sink(a, consume);
-  CHECK(scope.run_and_wait() == RunStatus::completed);
+  CHECK(scope.run_and_wait() == RunStatus::Completed);
 }
 
 TEST_CASE("a default-constructed Stream throws invalid_graph naming the call and the stage") {
@@ -175,7 +175,7 @@ TEST_CASE("a Stream of another scope throws invalid_graph naming its stage and p
                                      {"weft::TaskScope::sink", "'parse'", "'theirs'", "another TaskScope"});
   CHECK(mine.size() == 0);
   Job<void> done = other.sink(parsed, consume);  // the other scope's stream is still open
-  CHECK(other.run_and_wait() == RunStatus::completed);
+  CHECK(other.run_and_wait() == RunStatus::Completed);
 }
 
 TEST_CASE("a stream consumed twice throws invalid_graph naming its stage and the one it already feeds") {
@@ -197,7 +197,7 @@ TEST_CASE("a stream consumed twice throws invalid_graph naming its stage and the
                                      {"weft::TaskScope::sink", "stage 'parse'", "already feeds stage 'print'"});
   check_throws_naming<invalid_graph>([&] { static_cast<void>(scope.stage(parsed, identity)); },
                                      {"weft::TaskScope::stage", "stage 'parse'", "already feeds stage 'print'"});
-  CHECK(scope.run_and_wait() == RunStatus::completed);
+  CHECK(scope.run_and_wait() == RunStatus::Completed);
 }
 
 TEST_CASE("run() with a pipeline that has no sink throws invalid_graph naming the pipeline and its open stage") {
@@ -226,7 +226,7 @@ TEST_CASE("source, stage, fan_out and sink after run() throw graph_busy naming t
   auto other = scope.source(ten(other_next));
   auto other_kept = scope.stage(other, identity);
   Job<void> other_done = scope.sink(other_kept, consume);
-  CHECK(scope.run_and_wait() == RunStatus::completed);
+  CHECK(scope.run_and_wait() == RunStatus::Completed);
   const Stream<std::uint64_t> unused;
   check_throws_naming<graph_busy>([&] { static_cast<void>(scope.source(ten(next))); },
                                   {"weft::TaskScope::source", "already been run"});
@@ -258,7 +258,7 @@ TEST_CASE("stage names appear in errors and statistics: inbox_full, dropped_by_s
       auto narrow = scope.stage(elements, identity, {.capacity = 1, .overflow = overflow});
       Job<void> done = scope.sink(narrow, consume);
       if (overflow == Overflow::Drop) {
-        CHECK(scope.run_and_wait() == RunStatus::completed);
+        CHECK(scope.run_and_wait() == RunStatus::Completed);
         const RunStats stats = scope.stats();
         REQUIRE(stats.dropped_by_stage.size() == 1);
         CHECK(stats.dropped_by_stage[0].first == "pipeline 1/stage 2");

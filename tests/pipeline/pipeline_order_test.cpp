@@ -90,7 +90,7 @@ TEST_CASE("a serial Input sink gets the items in source order after a reordering
         std::vector<std::uint64_t> seen;
         Job<void> done = scope.sink(kept, [&](std::uint64_t x) { seen.push_back(x); },
                                     {.capacity = sink_capacity, .order = Order::Input});
-        CHECK(scope.run_and_wait() == RunStatus::completed);
+        CHECK(scope.run_and_wait() == RunStatus::Completed);
         CHECK_NOTHROW(done.get());
         check_sequence(seen, expected);
       }
@@ -128,7 +128,7 @@ TEST_CASE("a serial Input middle stage takes the items in source order, between 
       RunCounts arrived(items);
       Job<void> done = scope.sink(shuffled_again, [&](std::uint64_t x) { arrived.ran(x); },
                                   {.concurrency = 2, .capacity = 1});
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       check_sequence(seen, expected);
       std::uint64_t total = 0;
@@ -169,7 +169,7 @@ TEST_CASE("two Input stages in a row, the second after another filter and parall
         {.concurrency = kUnlimited, .capacity = 1});
     std::vector<std::uint64_t> seen;
     Job<void> done = scope.sink(thinned, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     check_sequence(first_seen, kept_in_order(items));
     check_sequence(seen, expected);
@@ -218,7 +218,7 @@ TEST_CASE("after a serial Input fan-out, an Input sink gets the source order exp
       Job<void> done = scope.sink(
           all, [&](std::pair<std::uint64_t, std::uint64_t> p) { seen.push_back(p); },
           {.capacity = capacity, .order = Order::Input});
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       check_sequence(seen, expected);
     }
@@ -259,7 +259,7 @@ TEST_CASE("an Input stage right after a parallel fan-out gets every element, in 
           ++seen;
         },
         {.capacity = 1, .order = Order::Input});
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     CHECK(out_of_order == 0);
     CHECK(seen == inputs * kWidth);

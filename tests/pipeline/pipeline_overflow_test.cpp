@@ -81,7 +81,7 @@ TEST_CASE("Drop: a fan-out floods a serial stage of capacity 1: exactly n - 2 dr
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
       build_flood(scope, flood, n, {.name = "narrow", .capacity = 1, .overflow = Overflow::Drop});
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(flood.done.get());
       CHECK_NOTHROW(flood.after.get());
       const RunStats stats = scope.stats();
@@ -107,7 +107,7 @@ TEST_CASE("Drop at an Order::Input stage: its dropped items become markers, exac
       TaskScope scope{pool};
       build_flood(scope, flood, kN,
                   {.name = "narrow", .capacity = 1, .overflow = Overflow::Drop, .order = Order::Input});
-      CHECK(scope.run_and_wait() == RunStatus::completed);
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(flood.done.get());
       const RunStats stats = scope.stats();
       CHECK(stats.dropped == kN - 2);
@@ -151,7 +151,7 @@ void run_held_drop(unsigned workers, std::uint64_t items, std::size_t capacity, 
         {.name = "held", .capacity = capacity, .overflow = Overflow::Drop});
     Job<void> done = scope.sink(held, [&](Counted c) { received.values.push_back(c.value()); },
                                 {.order = sink_order});
-    CHECK(scope.run_and_wait() == RunStatus::completed);
+    CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     const RunStats stats = scope.stats();
     CHECK(stats.dropped == items - 1 - capacity);
@@ -229,7 +229,7 @@ TEST_CASE("Drop anywhere in a busy pipeline: received + dropped + filtered == pr
               received.values.push_back(c.value());
             },
             {.name = "last", .capacity = capacity, .overflow = Overflow::Drop, .order = Order::Input});
-        CHECK(scope.run_and_wait() == RunStatus::completed);
+        CHECK(scope.run_and_wait() == RunStatus::Completed);
         CHECK_NOTHROW(done.get());
         const RunStats stats = scope.stats();
         INFO("received " << received.values.size() << ", dropped " << stats.dropped << ", filtered "
@@ -303,7 +303,7 @@ TEST_CASE("Fail at a slow stage under a fast source: the run completes or throws
         Job<void> done = scope.sink(slow, [&](Counted) { ++received; });
         try {
           const RunStatus status = scope.run_and_wait();  // outside CHECK, which would catch inbox_full
-          CHECK(status == RunStatus::completed);
+          CHECK(status == RunStatus::Completed);
           CHECK_NOTHROW(done.get());
           CHECK(received == items);
         } catch (const inbox_full& e) {

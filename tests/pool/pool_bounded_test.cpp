@@ -118,16 +118,16 @@ TEST_CASE("try_post, try_submit and submit_for report full while max_queued task
     Gate gate;
     occupy_all_workers(pool, gate);
     std::atomic<int> ran{0};
-    for (std::size_t i = 0; i < kLimit; ++i) CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::accepted);
+    for (std::size_t i = 0; i < kLimit; ++i) CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::Accepted);
     CHECK(pool.stats().queued == kLimit);
-    CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::full);
+    CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::Full);
     auto tried = pool.try_submit([] { return 1; });
-    CHECK(tried.status == weft::SubmitStatus::full);
+    CHECK(tried.status == weft::SubmitStatus::Full);
     CHECK_FALSE(tried.future.valid());
     const auto before = std::chrono::steady_clock::now();
     auto timed = pool.submit_for(20ms, [] { return 1; });
     CHECK(std::chrono::steady_clock::now() - before >= 20ms);
-    CHECK(timed.status == weft::SubmitStatus::full);
+    CHECK(timed.status == weft::SubmitStatus::Full);
     CHECK_FALSE(timed.future.valid());
 
     // With room appearing before the timeout, submit_for is accepted.
@@ -137,11 +137,11 @@ TEST_CASE("try_post, try_submit and submit_for report full while max_queued task
     });
     auto later = pool.submit_for(patience(30), [] { return 2; });
     opener.join();
-    REQUIRE(later.status == weft::SubmitStatus::accepted);
+    REQUIRE(later.status == weft::SubmitStatus::Accepted);
     CHECK(later.future.get() == 2);
     pool.wait_idle();
     CHECK(ran.load() == static_cast<int>(kLimit));  // refused tasks never ran
-    CHECK(pool.try_post([] {}) == weft::SubmitStatus::accepted);
+    CHECK(pool.try_post([] {}) == weft::SubmitStatus::Accepted);
   });
 }
 
@@ -200,7 +200,7 @@ TEST_CASE("shutdown refuses submitters blocked on a full pool") {
     Probes probes;
     hold_workers_until_dropping(pool, probes);
     std::atomic<int> ran{0};
-    while (pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::accepted) {
+    while (pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::Accepted) {
     }
     std::atomic<bool> refused{false};
     std::thread submitter([&] {

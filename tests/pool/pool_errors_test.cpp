@@ -270,7 +270,7 @@ TEST_CASE("timeouts past the clock's range wait as long as it takes; zero, negat
     release.store(true);
   });
   auto late = pool.submit_for(std::chrono::hours::max(), [] { return 7; });
-  CHECK(late.status == weft::SubmitStatus::accepted);
+  CHECK(late.status == weft::SubmitStatus::Accepted);
   CHECK(blocker.wait_for(std::chrono::hours::max()));
   CHECK(queued.wait_for(infinite));
   REQUIRE(late.future.valid());

@@ -140,15 +140,15 @@ TEST_CASE("every bad PoolOptions field is refused with invalid_option naming it"
   contains(refusal({.spin_before_park = 2s}), "spin_before_park");
   contains(refusal({.affinity_patience = -1us}), "affinity_patience");
   contains(refusal({.affinity_patience = 10s + 1us}), "affinity_patience = 10000001us: must be in 0..10s");
-  contains(refusal({.pinning = weft::Pinning::cpu_list}), "cpus is empty");
+  contains(refusal({.pinning = weft::Pinning::CpuList}), "cpus is empty");
   contains(refusal({.pinning = static_cast<weft::Pinning>(7)}), "pinning = 7");
   const auto allowed = allowed_cpus();
   const unsigned not_ours = allowed.back() + 1;  // above every CPU of the mask
-  const std::string outside = refusal({.pinning = weft::Pinning::cpu_list, .cpus = {allowed.front(), not_ours}});
+  const std::string outside = refusal({.pinning = weft::Pinning::CpuList, .cpus = {allowed.front(), not_ours}});
   contains(outside, "cpus");
   contains(outside, ("CPU " + std::to_string(not_ours)).c_str());
-  contains(refusal({.cpus = {allowed.front()}}), "cpus is set, but pinning is not Pinning::cpu_list");
-  contains(refusal({.pinning = weft::Pinning::one_per_cpu, .cpus = {allowed.front()}}), "cpus is set");
+  contains(refusal({.cpus = {allowed.front()}}), "cpus is set, but pinning is not Pinning::CpuList");
+  contains(refusal({.pinning = weft::Pinning::OnePerCpu, .cpus = {allowed.front()}}), "cpus is set");
 
   weft::Pool pool{weft::PoolOptions{.threads = 4}};
   weft::TaskOptions far;
@@ -181,18 +181,18 @@ TEST_CASE("workers are named <name>-<index>, visible to pthread_getname_np") {
   });
 }
 
-TEST_CASE("pinning one_per_cpu and cpu_list restrict each worker to its CPU") {
+TEST_CASE("pinning OnePerCpu and CpuList restrict each worker to its CPU") {
   const auto allowed = allowed_cpus();
   for_each_worker_count([&allowed](unsigned workers) {
     const Watchdog watchdog(named("pinning", workers), patience(30));
     {
-      weft::Pool pool{weft::PoolOptions{.threads = workers, .pinning = weft::Pinning::one_per_cpu,
+      weft::Pool pool{weft::PoolOptions{.threads = workers, .pinning = weft::Pinning::OnePerCpu,
                                         .affinity_patience = 10s}};
       const auto cpus = on_every_worker(pool, thread_cpus);
       for (unsigned w = 0; w < workers; ++w) CHECK(cpus[w] == std::vector<unsigned>{allowed[w % allowed.size()]});
     }
     const std::vector<unsigned> list = {allowed.back(), allowed.front()};
-    weft::Pool pool{weft::PoolOptions{.threads = workers, .pinning = weft::Pinning::cpu_list, .cpus = list,
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .pinning = weft::Pinning::CpuList, .cpus = list,
                                       .affinity_patience = 10s}};
     const auto cpus = on_every_worker(pool, thread_cpus);
     for (unsigned w = 0; w < workers; ++w) CHECK(cpus[w] == std::vector<unsigned>{list[w % list.size()]});

@@ -43,7 +43,7 @@ struct Task {
     if (index < Ledger::kHalf) {
       const std::uint64_t child = index + Ledger::kHalf;
       Ledger* l = ledger;
-      if (pool->try_post([l, child] { l->runs.ran(child); }) == weft::SubmitStatus::accepted) {
+      if (pool->try_post([l, child] { l->runs.ran(child); }) == weft::SubmitStatus::Accepted) {
         l->accepted[child].store(1, std::memory_order_relaxed);
       }
     }
@@ -60,11 +60,11 @@ bool submit_until_refused(weft::Pool& pool, Ledger& ledger, unsigned s,
     bool accepted = true;
     switch (k % 4) {
       case 0:
-        accepted = pool.try_post(task) == weft::SubmitStatus::accepted;
+        accepted = pool.try_post(task) == weft::SubmitStatus::Accepted;
         break;
       case 1: {
         auto tried = pool.try_submit(task);
-        accepted = tried.status == weft::SubmitStatus::accepted;
+        accepted = tried.status == weft::SubmitStatus::Accepted;
         if (accepted) futures.emplace_back(index, std::move(tried.future));
         break;
       }

@@ -32,7 +32,7 @@ TEST_CASE("shutdown(Drain) with 1,000,000 tasks pending runs every one of them")
     // task still pending. Its own probes are accepted until then, and must run too.
     Probes probes;
     std::thread opener([&] {
-      while (pool.try_post([&probes] { probes.ran.fetch_add(1); }) == weft::SubmitStatus::accepted) {
+      while (pool.try_post([&probes] { probes.ran.fetch_add(1); }) == weft::SubmitStatus::Accepted) {
         probes.accepted.fetch_add(1);
         std::this_thread::sleep_for(1ms);
       }
@@ -178,12 +178,12 @@ TEST_CASE("a shut-down pool refuses submissions clearly, and shutting down again
     CHECK(message.find("shut down") != std::string::npos);
     CHECK(message.find("post") != std::string::npos);
     CHECK_THROWS_AS((void)pool.submit([] { return 1; }), weft::pool_closed);
-    CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::closed);
+    CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::Closed);
     auto tried = pool.try_submit([] { return 1; });
-    CHECK(tried.status == weft::SubmitStatus::closed);
+    CHECK(tried.status == weft::SubmitStatus::Closed);
     CHECK_FALSE(tried.future.valid());
     auto timed = pool.submit_for(10ms, [] { return 1; });
-    CHECK(timed.status == weft::SubmitStatus::closed);
+    CHECK(timed.status == weft::SubmitStatus::Closed);
     CHECK_FALSE(timed.future.valid());
     CHECK(ran.load() == 1);  // none of the refused tasks ran
 

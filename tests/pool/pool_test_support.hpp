@@ -153,8 +153,8 @@ inline void hold_workers_until_dropping(Pool& pool, Probes& probes) {
       inside.fetch_add(1);
       for (;;) {
         const SubmitStatus status = pool.try_post([&probes] { probes.ran.fetch_add(1); });
-        if (status == SubmitStatus::closed) return;
-        if (status == SubmitStatus::accepted) probes.accepted.fetch_add(1);
+        if (status == SubmitStatus::Closed) return;
+        if (status == SubmitStatus::Accepted) probes.accepted.fetch_add(1);
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     });

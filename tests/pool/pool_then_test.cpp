@@ -217,7 +217,7 @@ TEST_CASE("continuations pending at a DropPending shutdown are not called and re
 
     // then() after the shutdown: the pool refuses the continuation, the future says so.
     auto late = pool.submit_for(0s, [] { return 1; });
-    CHECK(late.status == weft::SubmitStatus::closed);
+    CHECK(late.status == weft::SubmitStatus::Closed);
   });
 }
 

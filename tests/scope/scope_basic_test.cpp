@@ -55,7 +55,7 @@ TEST_CASE("values flow through a chain of then and when_all, in dependency order
     weft::Job<std::string> text = scope.then(sum, [](const int& s) { return "sum=" + std::to_string(s); });
     weft::Job<void> after = scope.then(text, [] {});  // f() ignoring the value
     weft::Job<std::size_t> size = scope.then(after, [&text] { return text.get().size(); });  // get() inside a successor
-    CHECK(scope.run_and_wait() == weft::RunStatus::completed);
+    CHECK(scope.run_and_wait() == weft::RunStatus::Completed);
     CHECK(sum.get() == 16 + 120);  // 16 * 1 + (0 + ... + 15)
     CHECK(text.get() == "sum=136");
     CHECK(size.get() == 7);
@@ -182,7 +182,7 @@ TEST_CASE("results stay valid after the scope is destroyed") {
 TEST_CASE("an empty scope runs and waits") {
   weft::Pool pool{weft::PoolOptions{.threads = 1}};
   weft::TaskScope scope{pool};
-  CHECK(scope.run_and_wait() == weft::RunStatus::completed);
+  CHECK(scope.run_and_wait() == weft::RunStatus::Completed);
 }
 
 TEST_CASE("a scope nested inside a job of another scope") {

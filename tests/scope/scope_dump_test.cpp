@@ -1,6 +1,7 @@
-// TaskScope::dump: the scope's jobs and dependencies as Graphviz DOT. The output is parsed back (every job by
-// name, every dependency as an edge between the right names, nothing more), and rendered with `dot -Tsvg` when
-// Graphviz is installed (WEFT_DOT names the program; the test says it skipped that part otherwise).
+// TaskScope::dump (and TaskGraph::dump): jobs and dependencies as Graphviz DOT. The output is parsed back
+// (every job by name, every dependency as an edge between the right names, nothing more), and rendered with
+// `dot -Tsvg` when Graphviz is installed (WEFT_DOT names the program; the test says it skipped that part
+// otherwise).
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "tests/scope/scope_test_support.hpp"
+#include "weft/semaphore.hpp"
+#include "weft/task_graph.hpp"
 
 namespace {
 
@@ -156,36 +159,75 @@ TEST_CASE("an empty scope dumps an empty digraph") {
   CHECK(out.str() == "digraph weft {\n}\n");
 }
 
-TEST_CASE("the dump renders with Graphviz's dot -Tsvg (when installed)") {
-  const char* dot_program = std::getenv("WEFT_DOT");
-  if (dot_program == nullptr || *dot_program == '\0') {
+// The program named by WEFT_DOT (Graphviz's dot, when meson found it), or null: the caller then skips, saying so.
+const char* dot_program() {
+  const char* dot = std::getenv("WEFT_DOT");
+  if (dot == nullptr || *dot == '\0') {
     MESSAGE("skipped: Graphviz's dot was not found when the tests were configured (WEFT_DOT unset)");
-    return;
+    return nullptr;
   }
+  return dot;
+}
+
+// What `dot -Tsvg` makes of what `dump` writes; CHECKs that dot succeeded.
+template <class Dump>
+std::string render_svg(const char* dot, Dump dump) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto stem = "weft_dump_" + std::to_string(std::random_device{}());
+  const auto input = dir / (stem + ".dot");
+  const auto output = dir / (stem + ".svg");
+  {
+    std::ofstream file(input);
+    dump(file);
+  }
+  const std::string command = std::string("'") + dot + "' -Tsvg '" + input.string() + "' -o '" + output.string() + "'";
+  const int status = std::system(command.c_str());
+  CHECK(status == 0);
+  std::ifstream svg(output);
+  std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(input);
+  std::filesystem::remove(output);
+  return text;
+}
+
+TEST_CASE("the dump renders with Graphviz's dot -Tsvg (when installed)") {
+  const char* dot = dot_program();
+  if (dot == nullptr) return;
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
   weft::TaskScope scope{pool};
   auto a = scope.submit([] { return 1; }, weft::NodeOptions{.name = "a \"quoted\" \\ name"});
   auto b = scope.then(a, [](int x) { return x; }, weft::NodeOptions{.name = "b", .concurrency = 2});
   scope.when_all({a, b}, [](std::vector<int>) {});
-  const auto dir = std::filesystem::temp_directory_path();
-  const auto stem = "weft_scope_dump_" + std::to_string(std::random_device{}());
-  const auto input = dir / (stem + ".dot");
-  const auto output = dir / (stem + ".svg");
-  {
-    std::ofstream file(input);
-    scope.dump(file);
-  }
-  const std::string command =
-      std::string("'") + dot_program + "' -Tsvg '" + input.string() + "' -o '" + output.string() + "'";
-  const int status = std::system(command.c_str());
-  CHECK(status == 0);
-  std::ifstream svg(output);
-  const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  const std::string text = render_svg(dot, [&](std::ostream& out) { scope.dump(out); });
   CHECK(text.find("<svg") != std::string::npos);
   CHECK(text.find("a &quot;quoted&quot; \\ name") != std::string::npos);
-  std::filesystem::remove(input);
-  std::filesystem::remove(output);
   scope.run_and_wait();
+}
+
+TEST_CASE("a TaskGraph's dump, with options, a condition and a module node, renders with dot (when installed)") {
+  const char* dot = dot_program();
+  if (dot == nullptr) return;
+  weft::TaskGraph inner;
+  (void)inner.add_node([] {}, weft::NodeOptions{.name = "inner step"});
+  weft::Semaphore connection{1};
+  weft::TaskGraph g;
+  const weft::Node load = g.add_node([] {}, weft::NodeOptions{.name = "load", .priority = weft::Priority::High});
+  const weft::Node parse = g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "parse", .concurrency = 2,
+                                                                           .capacity = 8, .tokens = 16});
+  const weft::Node again = g.add_condition([] { return 1; }, weft::NodeOptions{.name = "again?"});
+  const weft::Node store = g.add_node([] {}, weft::NodeOptions{.name = "store", .semaphores = {&connection}});
+  const weft::Node module = g.add_graph(inner, weft::NodeOptions{.name = "report"});
+  g.add_edge(load, parse);
+  g.add_edge(parse, again);
+  g.add_edge(again, parse);  // weak: a loop through the condition
+  g.add_edge(again, store);  // weak
+  g.add_edge(store, module);
+  const std::string text = render_svg(dot, [&](std::ostream& out) { g.dump(out); });
+  CHECK(text.find("<svg") != std::string::npos);
+  for (const char* expected : {"load", "priority High", "parse", "concurrency 2, capacity 8, tokens 16", "again?",
+                               "store", "1 semaphore unit", "report", "module: 1 node"})
+    CHECK_MESSAGE(text.find(expected) != std::string::npos, expected);
+  CHECK(text.find("stroke-dasharray") != std::string::npos);  // the weak edges, dashed
 }
 
 }  // namespace

@@ -276,7 +276,7 @@ TEST_CASE("run() and wait() errors name TaskScope's calls: an affinity, a shut-d
     });
     scope.run();
     run_returned.store(true);
-    CHECK(scope.wait() == weft::RunStatus::completed);
+    CHECK(scope.wait() == weft::RunStatus::Completed);
     CHECK(seen == "weft::TaskScope::wait: called from inside one of the run's own jobs (or a subflow child of one); "
                   "the run cannot end while it waits");
   }
@@ -328,7 +328,7 @@ TEST_CASE("cancel(): jobs not started are skipped, wait() says cancelled") {
     gate.await_entered(1);
     scope.cancel();
     gate.open();
-    CHECK(scope.wait() == weft::RunStatus::cancelled);
+    CHECK(scope.wait() == weft::RunStatus::Cancelled);
     CHECK(held.get() == 1);  // it was running: it finished
     CHECK_THROWS_AS(after.get(), weft::job_cancelled);
   });

@@ -63,8 +63,8 @@ TEST_CASE("TaskScope jobs sharing a semaphore: at most count at once, each job o
     auto plain = second.submit([] {});  // a job without semaphores beside them
     first.run();
     second.run();
-    CHECK(first.wait() == weft::RunStatus::completed);
-    CHECK(second.wait() == weft::RunStatus::completed);
+    CHECK(first.wait() == weft::RunStatus::Completed);
+    CHECK(second.wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == kJobs);
     CHECK(both.get() == 1);
     for (int i = 0; i < kJobs; ++i) CHECK(jobs[static_cast<std::size_t>(i)].get() == i);

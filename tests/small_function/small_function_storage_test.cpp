@@ -1,5 +1,5 @@
 // weft::small_function: where a callable is stored — inline at and below Capacity, on the heap with exactly one
-// allocation above it, on the heap for over-aligned or throwing-move callables — and what inline_only rejects.
+// allocation above it, on the heap for over-aligned or throwing-move callables — and what InlineOnly rejects.
 #include <weft/small_function.hpp>
 
 #include <doctest/doctest.h>
@@ -127,7 +127,7 @@ TEST_CASE("inline construction is noexcept and allocation-free; the heap path ma
   CHECK(allocations.count() == 0);
 }
 
-// inline_only: anything that would need the heap does not compile (the error names its size and alignment).
+// InlineOnly: anything that would need the heap does not compile (the error names its size and alignment).
 using oversized = decltype([capture = bytes_capture<129>{}] { return capture.data[0]; });
 using exact = decltype([capture = bytes_capture<128>{}] { return capture.data[0]; });
 using over_aligned = decltype([capture = aligned_capture<16>{}] { return capture.data[0]; });
@@ -142,7 +142,7 @@ static_assert(std::is_constructible_v<small_function_inline_only<int(), 256>, ov
 static_assert(std::is_constructible_v<small_function<unsigned char()>, oversized>);
 static_assert(std::is_constructible_v<small_function<std::byte()>, over_aligned>);
 
-TEST_CASE("inline_only stores what fits, with no allocation") {
+TEST_CASE("InlineOnly stores what fits, with no allocation") {
   const allocation_counter allocations;
   small_function_inline_only<bool()> f = [capture = bytes_capture<128>::filled()] { return capture.intact(); };
   CHECK(f.is_inline());

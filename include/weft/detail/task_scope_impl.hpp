@@ -184,7 +184,7 @@ inline RunStatus TaskScope::wait() {
   if (start_error_) std::rethrow_exception(start_error_);
   if (!run_.valid()) {
     mark(detail::ScopePhase::finished);
-    return RunStatus::completed;
+    return RunStatus::Completed;
   }
   // Marks the scope finished even when wait() rethrows a job's exception: the run is over either way. Under
   // KeepGoing it first notes, for each skipped job, the failed job it depends on (Job::get names it).

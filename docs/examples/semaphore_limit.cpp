@@ -77,7 +77,7 @@ int main() {
 
   const weft::RunStatus status = graph.run(pool).wait();
 
-  bool ok = status == weft::RunStatus::completed;
+  bool ok = status == weft::RunStatus::Completed;
   int expected_total = 0;
   for (int q = 0; q < kQueries; ++q) expected_total += expected_result(q);
   ok = ok && !connection.overlapped() && ran.load() == kQueries + 1 + 4 && total == expected_total;
