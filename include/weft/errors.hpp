@@ -57,8 +57,11 @@ class invalid_graph : public std::invalid_argument {
 // The graph has a cycle; the message and nodes() name the nodes on it, in order (the first one again closes it).
 class cycle_error : public invalid_graph {
  public:
+  // message: what() says; nodes: the names of the nodes on the cycle, in order, the first repeated at the end.
   cycle_error(const std::string& message, std::vector<std::string> nodes)
       : invalid_graph(message), nodes_(std::move(nodes)) {}
+  // The names of the nodes on the cycle (NodeOptions::name or "node <index>"), in edge order; the last entry is
+  // the first again.
   [[nodiscard]] const std::vector<std::string>& nodes() const noexcept { return nodes_; }
 
  private:
@@ -89,8 +92,10 @@ class job_cancelled : public std::runtime_error {
 // (e.g. the inbox of a node, when a graph is compiled). A std::bad_alloc, so handlers of that catch it too.
 class out_of_memory : public std::bad_alloc {
  public:
+  // message: what() returns it (the call, and what the memory was for).
   explicit out_of_memory(std::string message)
       : message_(std::make_shared<const std::string>(std::move(message))) {}
+  // The message given to the constructor.
   [[nodiscard]] const char* what() const noexcept override { return message_->c_str(); }
 
  private:

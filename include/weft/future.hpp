@@ -61,8 +61,12 @@ class [[nodiscard]] Future {
                 "weft::Future<T&> is not supported: return a pointer or std::reference_wrapper instead");
 
  public:
+  // An invalid future, of no task: every member but valid() and assignment throws std::logic_error on it.
   Future() noexcept = default;
+  // Takes over other's task; `other` is left invalid.
   Future(Future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  // Lets go of this future's task (which still runs: nothing is cancelled), then takes over other's; `other` is
+  // left invalid. Self-assignment changes nothing.
   Future& operator=(Future&& other) noexcept {
     if (this != &other) {
       reset();
@@ -72,6 +76,7 @@ class [[nodiscard]] Future {
   }
   Future(const Future&) = delete;
   Future& operator=(const Future&) = delete;
+  // Lets go of the task without waiting for it: it still runs, and its result (or exception) is discarded.
   ~Future() { reset(); }
 
   // True until get() is called or the future is moved from.

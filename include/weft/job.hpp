@@ -37,13 +37,19 @@ class TaskScope;
 template <class T>
 class Job {
  public:
-  using value_type = T;
+  using value_type = T;  // the job's result type (void for a job that returns nothing)
 
+  // An empty handle, of no scope (valid() is false): get() and name() throw std::logic_error on it.
   Job() noexcept = default;
 
+  // True if the handle was returned by a TaskScope (false if default-constructed).
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+  // True once the job returned or threw, so that get() returns or rethrows at once; false if it has not
+  // finished, never ran (get() throws weft::job_cancelled), or the handle is empty.
   [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
 
+  // The job's value (a reference into the shared slot; nothing for Job<void>) once it finished; see the
+  // contract for what it throws.
   std::conditional_t<std::is_void_v<T>, void, std::add_lvalue_reference_t<const T>> get() const {
     require_valid("get");
     state_->require_value("weft::Job::get");
@@ -80,11 +86,15 @@ class Job {
 //   scope.when_all(deps, [] { /* after both */ });
 class AnyJob {
  public:
+  // An empty handle (valid() is false); as a dependency it throws weft::invalid_graph.
   AnyJob() noexcept = default;
+  // Refers to the same job as `job` (shares its result slot; an empty Job gives an empty AnyJob).
   template <class T>
   AnyJob(const Job<T>& job) noexcept : state_(job.state_) {}  // NOLINT(google-explicit-constructor): on purpose
 
+  // As Job<T>::valid(): true if it refers to a job.
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+  // As Job<T>::ready(): true once the job returned or threw.
   [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
   // As Job<T>::get(), without the value: returns if the job finished, else throws what Job::get() would.
   void get() const {

@@ -51,8 +51,8 @@ concept SubflowTask = !std::invocable<std::decay_t<F>&> && std::invocable<std::d
 // The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::Accepted`.
 template <class T>
 struct [[nodiscard]] Submitted {
-  SubmitStatus status;
-  Future<T> future;
+  SubmitStatus status;  // Accepted, or why the task was not (Full, Closed)
+  Future<T> future;     // the task's future if Accepted; else an invalid (default) Future
 };
 
 // What shutdown_for did.
@@ -94,6 +94,8 @@ class Pool {
   Pool();
   // Throws weft::invalid_option naming the field if an option is out of range.
   explicit Pool(PoolOptions options);
+  // shutdown(Shutdown::Drain): runs every accepted task, then joins the workers (see the contract for a call
+  // from one of the pool's own tasks).
   ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -228,6 +230,8 @@ class Pool {
   // One past the largest index current_thread_index() can return: size() plus the at most 64 slots for threads
   // that are not workers. Fixed for the pool's life.
   [[nodiscard]] unsigned max_thread_index() const noexcept;
+  // The pool's counters (see PoolStats): one WorkerStats per worker, and the pool-wide counts. A snapshot,
+  // read counter by counter while the pool runs (not one instant). Callable from any thread.
   [[nodiscard]] PoolStats stats() const;
   // The exceptions kept because PoolOptions::on_error was unset (at most 64; PoolStats::errors counts all).
   [[nodiscard]] std::vector<std::exception_ptr> take_errors();

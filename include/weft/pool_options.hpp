@@ -52,6 +52,7 @@ struct TaskEvent {
 
 // Per-task options for post/submit.
 struct TaskOptions {
+  // The task's priority (see weft::Priority).
   Priority priority = Priority::Normal;
   // Run on this worker (index in [0, Pool::size())) if it gets to the task in time: the task goes to that
   // worker's mailbox. If that worker makes no progress (runs no task) for `PoolOptions::affinity_patience`,
@@ -83,6 +84,7 @@ struct TaskOptions {
 struct PoolOptions {
   // Number of worker threads; 0 means one per CPU this process may use. At most 4096.
   unsigned threads = 0;
+  // Where the workers run (see weft::Pinning); CpuList needs `cpus`.
   Pinning pinning = Pinning::None;
   // CPUs for Pinning::CpuList; must be non-empty then, and each CPU must be one the process may use.
   std::vector<unsigned> cpus{};
@@ -129,8 +131,9 @@ struct WorkerStats {
   std::uint64_t outside_batched = 0;
 };
 
+// Counters of a whole pool (Pool::stats()).
 struct PoolStats {
-  std::vector<WorkerStats> workers;
+  std::vector<WorkerStats> workers;  // one per worker, indexed by worker index: [0, Pool::size())
   std::size_t queued = 0;        // accepted tasks not started yet (a snapshot)
   std::size_t in_flight = 0;     // accepted tasks not finished yet, queued ones included (a snapshot)
   std::uint64_t errors = 0;      // exceptions that reached on_error or were kept

@@ -83,8 +83,9 @@ class shared_function<R(Args...)> {
   };
 
  public:
+  // An empty object (operator bool false); calling it throws std::bad_function_call.
   shared_function() noexcept = default;
-  shared_function(std::nullptr_t) noexcept {}
+  shared_function(std::nullptr_t) noexcept {}  // empty, as the default constructor
 
   // Stores std::decay_t<F> built from f in a new shared block (one allocation), or nothing if f is empty.
   template <class F, class D = std::decay_t<F>>
@@ -97,16 +98,20 @@ class shared_function<R(Args...)> {
     block_ = new Block<D>(std::forward<F>(f));
   }
 
+  // Shares other's callable (one more reference; no allocation, no copy of the callable).
   shared_function(const shared_function& other) noexcept : block_(other.block_) {
     // relaxed: a new reference is made from an existing one, which keeps the block alive meanwhile.
     if (block_ != nullptr) block_->references.fetch_add(1, std::memory_order_relaxed);
   }
+  // Takes over other's reference; `other` is left empty.
   shared_function(shared_function&& other) noexcept : block_(std::exchange(other.block_, nullptr)) {}
 
+  // Drops this object's reference (destroying its callable if it was the last) and shares other's.
   shared_function& operator=(const shared_function& other) noexcept {
     shared_function(other).swap(*this);
     return *this;
   }
+  // Drops this object's reference and takes over other's; `other` is left empty.
   shared_function& operator=(shared_function&& other) noexcept {
     shared_function(std::move(other)).swap(*this);
     return *this;
@@ -118,11 +123,13 @@ class shared_function<R(Args...)> {
     shared_function(std::forward<F>(f)).swap(*this);
     return *this;
   }
+  // Drops this object's reference, leaving it empty.
   shared_function& operator=(std::nullptr_t) noexcept {
     shared_function().swap(*this);
     return *this;
   }
 
+  // Drops the reference; the last copy destroys the callable and frees the block.
   ~shared_function() {
     // acq_rel: the last owner sees every other owner's use of the callable before destroying it.
     if (block_ != nullptr && block_->references.fetch_sub(1, std::memory_order_acq_rel) == 1)
@@ -135,14 +142,17 @@ class shared_function<R(Args...)> {
     return block_->invoke(block_, std::forward<Args>(args)...);
   }
 
+  // True if it holds a callable.
   explicit operator bool() const noexcept { return block_ != nullptr; }
 
   // True if both hold the same stored callable (one is a copy of the other), or both are empty.
   [[nodiscard]] bool shares_with(const shared_function& other) const noexcept { return block_ == other.block_; }
 
+  // Exchanges the callables (references) of the two objects; never allocates.
   void swap(shared_function& other) noexcept { std::swap(block_, other.block_); }
   friend void swap(shared_function& a, shared_function& b) noexcept { a.swap(b); }
 
+  // f == nullptr: true if f is empty.
   friend bool operator==(const shared_function& f, std::nullptr_t) noexcept { return !f; }
 
  private:

@@ -83,8 +83,9 @@ class small_function<R(Args...), Capacity, Policy> {
   template <class F>
   static constexpr bool fits_inline = detail::fits_inline<std::decay_t<F>, Capacity>;
 
+  // An empty object (operator bool false); calling it throws std::bad_function_call.
   small_function() noexcept = default;
-  small_function(std::nullptr_t) noexcept {}
+  small_function(std::nullptr_t) noexcept {}  // empty, as the default constructor
 
   // Stores std::decay_t<F> built from f: inline when it fits, else with one heap allocation.
   template <class F, class D = std::decay_t<F>>
@@ -117,8 +118,11 @@ class small_function<R(Args...), Capacity, Policy> {
             detail::small_function_source<F, D, R, Args...> && (!detail::fits_inline<D, Capacity>)
   small_function(F&&) = delete;  // Needs the heap: raise Capacity, or use weft::small_function (one allocation)
 
+  // Takes over other's callable (see the contract: no allocation); `other` is left empty.
   small_function(small_function&& other) noexcept { take(other); }
 
+  // Destroys this object's callable, then takes over other's; `other` is left empty. Self-assignment changes
+  // nothing.
   small_function& operator=(small_function&& other) noexcept {
     if (this != &other) {
       reset();
@@ -134,6 +138,7 @@ class small_function<R(Args...), Capacity, Policy> {
     return *this = small_function(std::forward<F>(f));
   }
 
+  // Destroys the callable, leaving the object empty.
   small_function& operator=(std::nullptr_t) noexcept {
     reset();
     return *this;
@@ -142,11 +147,13 @@ class small_function<R(Args...), Capacity, Policy> {
   small_function(const small_function&) = delete;
   small_function& operator=(const small_function&) = delete;
 
+  // Destroys the callable, if any (and frees its heap block, if it had one).
   ~small_function() { reset(); }
 
   // Calls the stored callable; throws std::bad_function_call if there is none.
   R operator()(Args... args) { return vtable_->invoke(storage_, std::forward<Args>(args)...); }
 
+  // True if it holds a callable.
   explicit operator bool() const noexcept { return vtable_->storage != detail::small_function_storage::empty; }
 
   // True if a callable is stored in the object itself (no heap allocation); false if empty or on the heap.
@@ -154,6 +161,7 @@ class small_function<R(Args...), Capacity, Policy> {
     return vtable_->storage == detail::small_function_storage::inline_storage;
   }
 
+  // Exchanges the two callables (by three moves; never allocates).
   void swap(small_function& other) noexcept {
     if (this == &other) return;
     small_function held(std::move(other));
@@ -163,6 +171,7 @@ class small_function<R(Args...), Capacity, Policy> {
 
   friend void swap(small_function& a, small_function& b) noexcept { a.swap(b); }
 
+  // f == nullptr: true if f is empty.
   friend bool operator==(const small_function& f, std::nullptr_t) noexcept { return !f; }
 
  private:

@@ -77,7 +77,7 @@ struct StageOptions {
 template <class T>
 class Stream {
  public:
-  using value_type = T;
+  using value_type = T;  // the type of the items flowing through the stream
 
   // An empty handle: passing it to a stage throws weft::invalid_graph.
   Stream() noexcept = default;

@@ -55,8 +55,10 @@ concept SubflowCallable = std::invocable<std::decay_t<F>&> || std::invocable<std
 //   });
 class Subflow {
  public:
+  // Not copyable or movable: weft makes each Subflow for one execution, and children refer to it by address.
   Subflow(const Subflow&) = delete;
   Subflow& operator=(const Subflow&) = delete;
+  // Its children were joined before it is destroyed (the implicit join at the end of the body).
   ~Subflow() = default;
 
   // Runs f (as f() or f(child_subflow)) on the pool as a child of this execution. Throws pool_closed if the

@@ -131,11 +131,17 @@ concept NodeCallable =
     std::invocable<std::decay_t<F>&, Subflow&> || std::invocable<std::decay_t<F>&, Subflow&, std::size_t>;
 
 // A node of one TaskGraph: a small copyable handle (index plus the graph's identity).
+// Handles are compared, copied and stored freely; a graph checks that a handle is its own before using it.
 class Node {
  public:
+  // An empty handle, of no graph (valid() is false): every graph refuses it with weft::invalid_graph.
   Node() noexcept = default;
+  // The node's position in its graph, 0 .. size()-1 in the order nodes were added: the index of RunStats::
+  // dropped_by_node and Run::outcomes(), and the <index> of the default name "node <index>".
   [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
+  // True if the handle was returned by a graph (add_node, add_graph, add_condition); false if default-made.
   [[nodiscard]] bool valid() const noexcept { return graph_ != 0; }
+  // Equal if both name the same node of the same graph (or both are empty): index and graph identity compared.
   friend bool operator==(const Node&, const Node&) noexcept = default;
 
  private:
@@ -192,9 +198,9 @@ enum class ErrorPolicy : std::uint8_t {
 //   try { run.wait(); } catch (const std::exception&) { /* the first failure, after the whole run */ }
 //   if (run.outcome(link).state == weft::NodeState::Skipped) { /* link descends from a failed node */ }
 struct RunOptions {
-  ErrorPolicy on_error = ErrorPolicy::CancelRun;
-  bool record_outcomes = false;
-  bool record_times = false;
+  ErrorPolicy on_error = ErrorPolicy::CancelRun;  // what a node's failure does to the run (see ErrorPolicy)
+  bool record_outcomes = false;                   // keep each node's NodeOutcome for Run::outcome(s)
+  bool record_times = false;                      // also keep NodeOutcome::start and end (implies outcomes)
 };
 
 // What became of one node in a run (NodeOutcome::state). A node with several tokens, or with subflow children,
@@ -221,6 +227,7 @@ enum class NodeState : std::uint8_t {
 
 // One node's outcome in a run (Run::outcome).
 struct NodeOutcome {
+  // What became of the node (see NodeState for the order in which the states apply).
   NodeState state = NodeState::NotRun;
   // Failed: the first exception of this node (a body's or a child's, or weft::inbox_full). Else empty.
   std::exception_ptr error;
@@ -230,6 +237,7 @@ struct NodeOutcome {
   // With RunOptions::record_times, for a node that started a body: the steady_clock time its first execution
   // started and its last one ended (subflow children joined). Else empty.
   std::optional<std::chrono::steady_clock::time_point> start;
+  // With RunOptions::record_times: when the node's last execution ended (see start). Else empty.
   std::optional<std::chrono::steady_clock::time_point> end;
 };
 
@@ -253,22 +261,38 @@ struct NodeOutcome {
 //   if (run.wait() == weft::RunStatus::Cancelled) { /* ... */ }
 class [[nodiscard]] Run {
  public:
+  // An empty handle of no run (valid() is false): wait, wait_for, stats and outcome(s) throw std::logic_error
+  // on it; cancel() does nothing and done() is true.
   Run() noexcept = default;
+  // Takes over other's run; `other` is left empty (valid() false) and its destructor waits for nothing.
   Run(Run&&) noexcept = default;
+  // Waits for the run this handle had, if any (as the destructor does), then takes over other's run and leaves
+  // `other` empty. Self-assignment changes nothing.
   Run& operator=(Run&& other) noexcept;
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
+  // Waits for the run if it is not over; never throws (see the contract).
   ~Run();
 
+  // Blocks until the run is over, then rethrows its first exception or returns how it ended (see the contract).
+  // Throws std::logic_error on an empty handle.
   RunStatus wait();
-  // Waits at most `timeout`; true if the run is over (then wait() returns at once).
+  // Waits at most `timeout`; true if the run is over (then wait() returns at once). Never rethrows the run's
+  // exception: call wait() for it. Throws std::logic_error on an empty handle.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) {
     return wait_for_ns(detail::clamp_to_nanoseconds(timeout));
   }
+  // Stops the run: no node or token starts after it; running ones finish. Callable from any thread, from inside
+  // the run too, any number of times; does nothing on an empty handle or a run that is over.
   void cancel() noexcept;
+  // True once the run is over (every node finished or was skipped): wait() would not block. Also true on an
+  // empty handle, which has nothing to wait for.
   [[nodiscard]] bool done() const noexcept;
+  // The run's counts (see RunStats): exact once done(), a snapshot before. Throws std::logic_error on an empty
+  // handle.
   [[nodiscard]] RunStats stats() const;
+  // True if this handle refers to a run (returned by run, run_n or run_until, not moved from).
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
   // The outcome of `node` in this run (see the contract above).
   // Example: if (run.outcome(n).state == weft::NodeState::Failed) std::rethrow_exception(run.outcome(n).error);
@@ -312,9 +336,14 @@ class [[nodiscard]] Run {
 //   g.run(pool).wait();  // and again: g.run(pool).wait();
 class TaskGraph {
  public:
+  // An empty graph: no nodes, no edges.
   TaskGraph();
+  // Waits for a run in flight, then frees the graph.
   ~TaskGraph();
+  // Takes over other's nodes, edges and layout; `other` may then only be destroyed or assigned.
   TaskGraph(TaskGraph&& other) noexcept;
+  // Frees this graph's contents (waiting for a run of them in flight, as the destructor does), then takes over
+  // other's; `other` must not be running, and may then only be destroyed or assigned.
   TaskGraph& operator=(TaskGraph&& other);
   TaskGraph(const TaskGraph&) = delete;
   TaskGraph& operator=(const TaskGraph&) = delete;

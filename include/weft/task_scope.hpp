@@ -69,7 +69,10 @@ namespace weft {
 //   int r = b.get();       // 42
 class TaskScope {
  public:
+  // An empty scope whose run will go to `pool`, which must outlive the scope's run.
   explicit TaskScope(Pool& pool) : pool_(&pool), shared_(std::make_shared<detail::ScopeShared>()) {}
+  // Waits for a run in flight (see the contract). If the scope never ran, its jobs' get() throws
+  // weft::job_cancelled.
   ~TaskScope() {
     if (run_.valid()) {
       try {
@@ -147,6 +150,7 @@ class TaskScope {
     return when_all_checked<T, Traits>(std::span<const Job<T>>(jobs.begin(), jobs.size()), std::forward<F>(f),
                                        std::move(options));
   }
+  // The same over a vector of jobs.
   template <class T, class F, class Traits = detail::when_all_traits<std::decay_t<F>, T>>
   Job<typename Traits::result> when_all(const std::vector<Job<T>>& jobs, F&& f, NodeOptions options = {}) {
     return when_all_checked<T, Traits>(std::span<const Job<T>>(jobs), std::forward<F>(f), std::move(options));
@@ -162,6 +166,7 @@ class TaskScope {
     return when_all_any_checked(std::span<const AnyJob>(jobs.begin(), jobs.size()), std::forward<F>(f),
                                 std::move(options));
   }
+  // The same over a vector of AnyJobs.
   template <class F>
   Job<typename detail::plain_result<std::decay_t<F>>::type> when_all(const std::vector<AnyJob>& jobs, F&& f,
                                                                      NodeOptions options = {}) {
@@ -216,6 +221,7 @@ class TaskScope {
     return index_for_job("weft::TaskScope::parallel_for_after", deps, first, last, std::forward<F>(f),
                          std::move(options), grain);
   }
+  // The iterator form, after every job in `deps`.
   template <std::random_access_iterator It, class F>
     requires ElementBody<std::decay_t<F>, It>
   Job<void> parallel_for_after(std::span<const AnyJob> deps, It first, It last, F&& f, NodeOptions options = {},
@@ -425,6 +431,7 @@ class TaskScope {
     run();
     return wait();
   }
+  // run(options) then wait().
   RunStatus run_and_wait(RunOptions options) {
     run(options);
     return wait();
@@ -451,6 +458,7 @@ class TaskScope {
   void dump(std::ostream& out) const { graph_.dump(out); }
   // The run's statistics (see RunStats); empty before run().
   [[nodiscard]] RunStats stats() const { return run_.valid() ? run_.stats() : RunStats{}; }
+  // The pool the scope runs on (given to the constructor).
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
 
  private:
