@@ -30,9 +30,9 @@ class alignas(sched::kCacheLine) ClaimCursor {
 
   // Claims the next items [lo, hi) (hi == lo: none is left): a share of what is left that shrinks as the range
   // empties (OpenMP's guided schedule), about 1/(2 * threads) of it and at least one item. One item per claim
-  // put every item's claim on one contended line (2^20 tiny roots on 2 workers: 44 ms, against 11 ms for
-  // ranges split in halves), while a share this size still leaves half of the range to the others, and single
-  // items at the end to even out the finish. Each item is in exactly one claim.
+  // puts every item's claim on one contended line (four times the time on 2^20 tiny roots; docs/perf-log.md),
+  // while a share this size still leaves half of the range to the others, and single items at the end to even
+  // out the finish. Each item is in exactly one claim.
   // relaxed: the RMW order alone makes claims disjoint; what an item needs to see was published by the post of
   // the task its claimer runs (or by the join counter its starter decremented).
   static constexpr std::uint32_t kOne = std::uint32_t{1} << 30;  // as `threads`: a share of exactly one item

@@ -151,8 +151,8 @@ class RunState {
   // `branch`: what execute() returned (used by condition nodes only).
   [[nodiscard]] std::uint32_t finish_node(std::uint32_t node, std::size_t branch) noexcept;
   // run_node and finish_node with (kSpecial) or without the per-node hooks of special_: the plain loop of a
-  // default run without condition nodes tests no flag per node for them (callgrind, a chain: 131 instructions
-  // per node with the tests, 122 without; 121 before the features existed).
+  // default run without condition nodes tests no flag per node for them (callgrind figures in
+  // docs/perf-log.md).
   template <bool kSpecial>
   void run_node_as(std::uint32_t node) noexcept;
   template <bool kSpecial>
@@ -296,7 +296,7 @@ bool RunState::help_from_own_slot(Ready ready) noexcept {
   ++depth;
   sched::Engine& engine = PoolAccess::engine(pool_);
   // Only while a worker is idle: when every worker is busy, a helping caller would be one thread more than
-  // there are cores for compute-bound nodes (parallel_for went from 0.99x to 1.06x oneTBB's time); it then
+  // there are cores for compute-bound nodes (a parallel_for slows by some 7%; docs/perf-log.md); it then
   // sleeps, and the workers steal what is left in its slot.
   (void)engine.help_from_own_slot([&] { return ready() || !engine.has_idle_worker(); }, inline_tag());
   --depth;

@@ -57,7 +57,7 @@ void Subflow::join_children() noexcept {
   detail::RunState* run = run_;
   // An outside thread running this node (it helps its run) does not run the children itself: they are
   // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there
-  // are cores (measured: parallel_for 1.03-1.11x oneTBB's time with helping here, 0.98-1.04x without).
+  // are cores, which slows a compute-bound parallel_for (docs/perf-log.md).
   // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
   graph::wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, run->subflow_signal());
 }

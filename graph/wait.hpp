@@ -68,9 +68,8 @@ bool wait_until(Ready ready, Signal& signal, Clock::time_point deadline = Clock:
   // Off a worker: look again for a short while before sleeping. A small run ends within tens of microseconds,
   // and a futex sleep plus the wake-up would cost as much again. It spins with pause only: yielding handed the
   // CPU to a searching worker and cost a context switch each time (10% of a 50-node run's samples in
-  // __schedule); layered 10x5's run went from 0.45-0.57 to 0.35-0.36 of oneTBB's time without it. The spin
-  // is bounded (kOutsideSpin), so on a machine with fewer cores than threads it delays the workers by at most
-  // that.
+  // __schedule): a small run took a quarter to a third longer (docs/perf-log.md). The spin is bounded
+  // (kOutsideSpin), so on a machine with fewer cores than threads it delays the workers by at most that.
   const auto spin_until = std::min(deadline, Clock::now() + kOutsideSpin);
   while (Clock::now() < spin_until) {
     if (ready()) return true;

@@ -338,8 +338,8 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
                             Sleep sleep, const char* refuse_as) {
   // Looked at every eighth nested wait (a thread-local load and a compare): the stack grows by a few frames a
   // level, so the reserve (stack_guard.hpp) absorbs the seven levels between two looks. Looking at every wait put
-  // its cost, and a different inlining of the spawn + get path, on every Future::get inside a task (callgrind,
-  // fib(28) on one worker: 206.3M instructions against 201.1M this way; 195.6M with no look at all).
+  // its cost, and a different inlining of the spawn + get path, on every Future::get inside a task (callgrind
+  // figures for fib(28) in docs/perf-log.md).
   const bool short_of_stack = (self.wait_depth & 7) == 7 && stack_low();
   if (short_of_stack && refuse_as != nullptr) [[unlikely]] require_stack(refuse_as);
   ++self.wait_depth;

@@ -4,9 +4,9 @@
 // shared NodePool (one stack of batches per size class). A cache gives blocks back a batch at a time (at most
 // NodeCache::kCapacity blocks, linked through `next`) and refills one batch at a time, so what a thread holds
 // is bounded by a constant whatever the others do: the pool's memory is the peak of blocks in use plus that
-// constant per live thread. (Each refill used to take the whole shared stack: with several submitters, the
-// first took every free block and the others, finding the stack empty, went to malloc, so the memory grew by
-// the others' backlog on every round of new threads; a submitter that had drawn a million blocks kept them.)
+// constant per live thread. (A refill that took the whole shared stack would not bound it: with several
+// submitters, the first would take every free block and the others, finding the stack empty, go to malloc, so
+// the memory would grow by the others' backlog on every round of new threads.)
 //
 // The shared stack is a Treiber stack of batches: any thread pushes a batch with a CAS that never reads the
 // old top's fields, and taking a batch is serialised by a mutex per stack. Only a taker removes batches, so

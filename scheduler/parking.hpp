@@ -96,8 +96,7 @@ class BasicParking {
   // as woken). The promise check is what keeps notify()'s promise when this worker announced itself just
   // after a producer's notify_one() counted it: this worker may read the epoch that notify already bumped,
   // so sleep() would not return for it; were the work then taken by another worker, this one would sleep
-  // with the flag up and every later notify() would skip its wake (the hang of graph_differential, CI of
-  // 2026-11-21).
+  // with the flag up and every later notify() would skip its wake (a hang graph_differential hit under TSan).
   template <class HasWork>
   [[nodiscard]] std::optional<Key> prepare_park(HasWork&& has_work) noexcept {
     // prepare_wait's seq_cst RMW and fence: the checks below are ordered after it, and a notify() whose

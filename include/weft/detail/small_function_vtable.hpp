@@ -30,9 +30,9 @@ inline constexpr bool is_std_function<std::function<Signature>> = true;
 inline constexpr std::size_t small_function_storage_align = alignof(void*);
 
 // A trivially copyable callable of at most this many bytes (and the heap pointer) is moved by a fixed-size
-// memcpy of this many storage bytes, with no call through the table. Measured (bench/small_function, pinned,
-// 3 runs): construct-move-call-destroy of a 16-byte capture 3.4-3.7 ns against 3.8-3.9 ns with the call; a
-// move alone showed no difference. Copying all Capacity bytes instead was slower (5.4-7.7 ns).
+// memcpy of this many storage bytes, with no call through the table: cheaper than the call for a small
+// capture, while copying all Capacity bytes costs more than the call saves (bench/small_function; figures in
+// docs/perf-log.md).
 inline constexpr std::size_t small_function_memcpy_bytes = 32;
 
 template <class D>
