@@ -13,6 +13,7 @@
 #include <ranges>
 
 #include "graph/pipeline_run.hpp"
+#include "tests/pipeline/pipeline_test_support.hpp"
 #include "tests/scope/scope_test_support.hpp"
 #include "weft/task_scope.hpp"
 
@@ -48,11 +49,7 @@ TEST_CASE("a pipeline of a source, a parallel stage, a filter and an in-order si
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
     constexpr std::uint64_t kItems = 20'000;
-    std::uint64_t next = 0;
-    auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-      if (next == kItems) return std::nullopt;
-      return next++;
-    });
+    auto numbers = scope.source(numbers_below(kItems));
     auto squares = scope.stage(numbers, [](std::uint64_t x) { return x * x; }, {.concurrency = 4, .capacity = 8});
     auto even = scope.stage(squares, [](std::uint64_t x) -> std::optional<std::uint64_t> {
       if (x % 2 == 0) return x;
@@ -79,11 +76,7 @@ TEST_CASE("items that turn slow and then cheap again keep their order and arrive
     TaskScope scope{pool};
     constexpr std::uint64_t kItems = 5'000;
     const auto slow = [](std::uint64_t x) { return (x >= 1'000 && x < 2'000) || (x >= 3'000 && x < 4'000); };
-    std::uint64_t next = 0;
-    auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-      if (next == kItems) return std::nullopt;
-      return next++;
-    });
+    auto numbers = scope.source(numbers_below(kItems));
     auto worked = scope.stage(numbers, [&](std::uint64_t x) {
       if (slow(x)) spin_for(std::chrono::microseconds(5));
       return x;

@@ -25,11 +25,7 @@ namespace {
 // Runs a small pipeline on `pool` in a TaskScope of its own and returns the sum of (i * 3) for i in [0, n).
 std::uint64_t inner_pipeline(Pool& pool, std::uint64_t n) {
   TaskScope scope{pool};
-  std::uint64_t next = 0;
-  auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-    if (next == n) return std::nullopt;
-    return next++;
-  });
+  auto numbers = scope.source(numbers_below(n));
   auto tripled = scope.stage(numbers, [](std::uint64_t x) { return x * 3; }, {.concurrency = 2, .capacity = 1});
   std::atomic<std::uint64_t> sum{0};
   Job<void> done = scope.sink(tripled, [&](std::uint64_t x) { sum.fetch_add(x, std::memory_order_relaxed); },
@@ -50,11 +46,7 @@ TEST_CASE("a stage runs a pipeline of its own on the same pool and waits for it 
       const Watchdog watchdog(named("nested pipeline", workers), patience(60));
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
-      std::uint64_t next = 0;
-      auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-        if (next == outer) return std::nullopt;
-        return next++;
-      });
+      auto numbers = scope.source(numbers_below(outer));
       auto sums = scope.stage(
           numbers, [&pool](std::uint64_t x) { return std::pair{x, inner_pipeline(pool, x % 64)}; },
           {.concurrency = concurrency, .capacity = 2});
@@ -80,11 +72,7 @@ TEST_CASE("an exception inside a nested pipeline fails the outer one") {
     const Watchdog watchdog(named("nested exception", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
-    std::uint64_t next = 0;
-    auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-      if (next == 100) return std::nullopt;
-      return next++;
-    });
+    auto numbers = scope.source(numbers_below(100));
     auto nested = scope.stage(numbers, [&pool](std::uint64_t x) {
       TaskScope inner{pool};
       bool given = false;
@@ -164,11 +152,7 @@ TEST_CASE("a pipeline on a pool whose every worker is inside another pipeline's 
     for (std::uint64_t round = 0; round < rounds; ++round) {
       TaskScope scope{pool};
       const std::uint64_t items = 3 * workers;
-      std::uint64_t next = 0;
-      auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-        if (next == items) return std::nullopt;
-        return next++;
-      });
+      auto numbers = scope.source(numbers_below(items));
       std::atomic<unsigned> inside{0};
       auto sums = scope.stage(
           numbers,
@@ -226,11 +210,7 @@ TEST_CASE("jobs after a pipeline: then, when_all with its sink's job, and anothe
     const Watchdog watchdog(named("after a pipeline", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
-    std::uint64_t next = 0;
-    auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-      if (next == 500) return std::nullopt;
-      return next++;
-    });
+    auto numbers = scope.source(numbers_below(500));
     auto squares = scope.stage(numbers, [](std::uint64_t x) { return x * x; }, {.concurrency = 4});
     std::vector<std::uint64_t> collected;
     Job<void> first = scope.sink(squares, [&](std::uint64_t x) { collected.push_back(x); }, {.order = Order::Input});

@@ -177,11 +177,7 @@ TEST_CASE("a fan-out stage: every (input, index) pair arrives exactly once") {
       const Watchdog watchdog(named(shape.name, workers), patience(60));
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
-      std::uint64_t next = 0;
-      auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-        if (next == inputs) return std::nullopt;
-        return next++;
-      });
+      auto numbers = scope.source(numbers_below(inputs));
       auto spun = scope.stage(
           numbers,
           [seed](std::uint64_t x) {
@@ -215,11 +211,7 @@ TEST_CASE("two fan-out stages in a row: every (input, index, index) triple arriv
     const Watchdog watchdog(named("double fan-out", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
-    std::uint64_t next = 0;
-    auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-      if (next == inputs) return std::nullopt;
-      return next++;
-    });
+    auto numbers = scope.source(numbers_below(inputs));
     auto outer = scope.fan_out(
         numbers,
         [](std::uint64_t x) {

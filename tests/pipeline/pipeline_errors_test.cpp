@@ -186,11 +186,7 @@ TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report 
     std::string example;
     for (std::uint64_t round = 0; round < rounds; ++round) {
       TaskScope scope{pool};
-      std::uint64_t next = 0;
-      auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-        if (next == 100) return std::nullopt;
-        return next++;
-      });
+      auto numbers = scope.source(numbers_below(100));
       std::atomic<unsigned> met{0};
       auto staged = scope.stage(
           numbers,

@@ -235,11 +235,7 @@ TEST_CASE("an Input stage right after a parallel fan-out gets every element, in 
     const Watchdog watchdog(named("Input after parallel fan-out", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
-    std::uint64_t next = 0;
-    auto numbers = scope.source([&]() -> std::optional<std::uint64_t> {
-      if (next == inputs) return std::nullopt;
-      return next++;
-    });
+    auto numbers = scope.source(numbers_below(inputs));
     auto pairs = scope.fan_out(
         numbers,
         [seed](std::uint64_t x) {

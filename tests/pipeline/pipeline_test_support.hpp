@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <exception>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -143,6 +144,15 @@ inline void check_balanced(const Census& census) {
                         << ", items alive = " << census.alive());
   CHECK(census.constructed() == census.destroyed_count());
   CHECK(census.alive() == 0);
+}
+
+// A source function making 0, 1, ..., n - 1, then std::nullopt (a source is called serially: the count needs no
+// synchronisation).
+[[nodiscard]] inline auto numbers_below(std::uint64_t n) {
+  return [next = std::uint64_t{0}, n]() mutable -> std::optional<std::uint64_t> {
+    if (next == n) return std::nullopt;
+    return next++;
+  };
 }
 
 // A well-mixed 64-bit value of (seed, item): per-item decisions without a generator shared between threads.
