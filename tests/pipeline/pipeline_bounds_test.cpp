@@ -102,11 +102,7 @@ TEST_CASE("with a fan-out stage, each segment keeps its own bound") {
     {
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
-      std::uint64_t next = 0;
-      auto source = scope.source([&]() -> std::optional<Counted> {
-        if (next == inputs) return std::nullopt;
-        return Counted(inputs_census, next++);
-      });
+      auto source = scope.source(counted_below(inputs_census, inputs));
       auto passed = scope.stage(source, [](Counted c) { return c; }, stage0);
       auto elements = scope.fan_out(
           passed,

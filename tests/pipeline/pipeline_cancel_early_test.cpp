@@ -31,11 +31,7 @@ TEST_CASE("cancel() from a stage before run() returned stops the run") {
         TaskScope scope{pool};
         std::atomic<bool> run_returned{false};
         bool before_run_returned = false;
-        std::uint64_t next = 0;
-        auto source = scope.source([&]() -> std::optional<Counted> {
-          if (next == kItems) return std::nullopt;
-          return Counted(census, next++);
-        });
+        auto source = scope.source(counted_below(census, kItems));
         auto staged = scope.stage(source, [&](Counted c) {
           if (c.value() == 0) {
             before_run_returned = !run_returned.load(std::memory_order_acquire);

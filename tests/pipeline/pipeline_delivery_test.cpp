@@ -314,11 +314,7 @@ TEST_CASE("counted items: every item made in the pipeline is destroyed exactly o
     {
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
-      std::uint64_t next = 0;
-      auto items = scope.source([&]() -> std::optional<Counted> {
-        if (next == inputs) return std::nullopt;
-        return Counted(census, next++);
-      });
+      auto items = scope.source(counted_below(census, inputs));
       auto odd = scope.stage(
           items,
           [](Counted c) -> std::optional<Counted> {

@@ -191,13 +191,7 @@ TEST_CASE("Drop anywhere in a busy pipeline: received + dropped + filtered == pr
       {
         Pool pool(PoolOptions{.threads = workers});
         TaskScope scope{pool};
-        std::uint64_t next = 0;
-        auto source = scope.source(
-            [&]() -> std::optional<Counted> {
-              if (next == items) return std::nullopt;
-              return Counted(census, next++);
-            },
-            {.name = "busy"});
+        auto source = scope.source(counted_below(census, items), {.name = "busy"});
         auto spun = scope.stage(
             source,
             [seed](Counted c) {
@@ -286,13 +280,7 @@ TEST_CASE("Fail at a slow stage under a fast source: the run completes or throws
       {
         Pool pool(PoolOptions{.threads = workers});
         TaskScope scope{pool};
-        std::uint64_t next = 0;
-        auto source = scope.source(
-            [&]() -> std::optional<Counted> {
-              if (next == items) return std::nullopt;
-              return Counted(census, next++);
-            },
-            {.name = "fast"});
+        auto source = scope.source(counted_below(census, items), {.name = "fast"});
         auto slow = scope.stage(
             source,
             [](Counted c) {

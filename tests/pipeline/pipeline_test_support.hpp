@@ -155,6 +155,14 @@ inline void check_balanced(const Census& census) {
   };
 }
 
+// A source function making Counted items 0, 1, ..., n - 1 (tallied by `census`), then std::nullopt.
+[[nodiscard]] inline auto counted_below(Census& census, std::uint64_t n) {
+  return [&census, next = std::uint64_t{0}, n]() mutable -> std::optional<Counted> {
+    if (next == n) return std::nullopt;
+    return Counted(census, next++);
+  };
+}
+
 // A well-mixed 64-bit value of (seed, item): per-item decisions without a generator shared between threads.
 [[nodiscard]] inline std::uint64_t mix(std::uint64_t seed, std::uint64_t item) noexcept {
   std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (item + 1);
