@@ -260,6 +260,8 @@ std::size_t RunState::execute_as(std::uint32_t node, std::uint64_t token) noexce
     return kNoBranch;
   }
   if constexpr (kRecording) started(node);
+  [[maybe_unused]] const std::int64_t traced_from =
+      kRecording && tracer_ != nullptr && tracer_->recording() ? tracer_->now() : -1;
   // A node that runs in place has default options: Normal priority, without an options look-up.
   const Priority priority =
       graph_.node(node).runs_in_place ? Priority::Normal : graph_.options(node).priority;
@@ -272,7 +274,10 @@ std::size_t RunState::execute_as(std::uint32_t node, std::uint64_t token) noexce
     record_exception(SubflowAccess::node(subflow), std::current_exception());
   }
   SubflowAccess::join_if_spawned(subflow);
-  if constexpr (kRecording) ended(node);
+  if constexpr (kRecording) {
+    ended(node);
+    if (traced_from >= 0) trace_node(node, traced_from);
+  }
   return call.branch;  // a condition's pick (kNoBranch if it threw); kNoBranch for any other node
 }
 

@@ -155,6 +155,11 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
       segment_of_[k] = segment_in[k];
     }
   }
+  tracer_ = run_state_.tracer();
+  if (tracer_ != nullptr) {
+    trace_names_.reserve(n);
+    for (std::uint32_t k = 0; k < n; ++k) trace_names_.push_back(tracer_->intern(stages_[k].name));
+  }
   test_mode_ = test_mode.load(std::memory_order_relaxed);
   if (test_mode_ == TestMode::shared) solo_allowed_ = false;
   states_ = std::make_unique<StageState[]>(n);
@@ -371,12 +376,14 @@ void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
 bool Run::call_source(Carrier& carrier, Slot* slot) noexcept {
   slot->seq = source_seq_++;
   bool produced = false;
+  const std::int64_t traced_from = trace_from();
   try {
     produced = states_[0].body->produce(storage(slot));
   } catch (...) {
     fail(std::current_exception());
     return false;
   }
+  if (produced) trace_stage(0, slot->seq, traced_from);
   if (!produced) {
     source_ended_ = true;
     free_slot(carrier, slot);
@@ -409,12 +416,14 @@ bool Run::run_solo(Slot* slot) noexcept {
     bool produced = true;
     for (std::uint32_t k = 1; k <= last_; ++k) {
       slot->holder = kNone;  // process() destroys the input whatever happens
+      const std::int64_t traced_from = trace_from();
       try {
         produced = states_[k].body->process(storage(slot));
       } catch (...) {
         fail(std::current_exception());
         return false;
       }
+      trace_stage(k, slot->seq, traced_from);
       if (!produced) break;  // filtered out, or consumed by the sink
       slot->holder = k;
     }
@@ -437,12 +446,14 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
   const StageState& s = state(stage);
   slot->holder = kNone;  // process() destroys the input whatever happens
   bool produced = false;
+  const std::int64_t traced_from = trace_from();
   try {
     produced = s.body->process(storage(slot));
   } catch (...) {
     fail(std::current_exception());
     return;
   }
+  trace_stage(stage, slot->seq, traced_from);
   if (s.kind == StageKind::fan_out) {
     slot->holder = stage;
     slot->fan_state = true;
@@ -473,6 +484,7 @@ void Run::run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh)
     Slot* element = fresh != nullptr ? std::exchange(fresh, nullptr) : acquire(segment, fan);
     if (element == nullptr) return;  // registered: the next slot freed in the segment resumes this fan state
     bool got = false;
+    const std::int64_t traced_from = trace_from();
     try {
       got = body.next(storage(fan), storage(element));
     } catch (...) {
@@ -490,6 +502,7 @@ void Run::run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh)
     }
     element->holder = stage;
     element->seq = state(stage).emitted.fetch_add(1, std::memory_order_relaxed);
+    trace_stage(stage, element->seq, traced_from);
     deliver(carrier, element, stage + 1);
   }
 }

@@ -44,6 +44,7 @@
 #include "graph/wait.hpp"
 #include "scheduler/cache_line.hpp"
 #include "scheduler/cpu_relax.hpp"
+#include "scheduler/trace_impl.hpp"
 #include "weft/detail/pipeline.hpp"
 #include "weft/subflow.hpp"
 
@@ -191,6 +192,17 @@ class Run {
   std::unique_ptr<StageState[]> states_;  // one per stage, each on its own cache lines
   [[nodiscard]] StageState& state(std::uint32_t stage) const noexcept;
   std::vector<std::uint32_t> segment_of_;  // the segment of the items a stage produces
+  // Tracing (RunState::tracer): the recorder, or null; and each stage's name interned in it.
+  TraceImpl* tracer_ = nullptr;
+  std::vector<std::uint32_t> trace_names_;
+  // When a traced body call starts (TraceImpl::now), or -1 when not tracing.
+  [[nodiscard]] std::int64_t trace_from() const noexcept {
+    return tracer_ != nullptr && tracer_->recording() ? tracer_->now() : -1;
+  }
+  // A body call of `stage` on `item` (its number in its segment's order) that started at `from` ended now.
+  void trace_stage(std::uint32_t stage, std::uint64_t item, std::int64_t from) const noexcept {
+    if (from >= 0) [[unlikely]] tracer_->complete(TraceCategory::stage, trace_names_[stage], from, item, stage);
+  }
   bool solo_allowed_ = true;   // no fan-out stage (run_solo takes one slot through every stage), not forced off
   TestMode test_mode_ = TestMode::automatic;
 

@@ -15,10 +15,19 @@
 
 namespace weft::detail {
 
+namespace {
+// The trace a run records into: its own, else its pool's.
+[[nodiscard]] const std::shared_ptr<Trace>& trace_for(Pool& pool, const RunOptions& options) noexcept {
+  return options.trace ? options.trace : PoolAccess::engine(pool).trace();
+}
+}  // namespace
+
 RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
     : graph_(graph),
       pool_(pool),
-      recording_(options.record_outcomes || options.record_times || options.on_error == ErrorPolicy::KeepGoing),
+      recording_(options.record_outcomes || options.record_times || options.on_error == ErrorPolicy::KeepGoing ||
+                 trace_for(pool, options) != nullptr),
+      outcomes_(options.record_outcomes || options.record_times || options.on_error == ErrorPolicy::KeepGoing),
       keep_going_(options.on_error == ErrorPolicy::KeepGoing),
       timing_(options.record_times),
       special_(recording_ || graph.has_conditions()),
@@ -33,6 +42,13 @@ RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
     }
   }
   if (recording_) records_ = std::make_unique<NodeRecord[]>(graph.size());
+  trace_ = trace_for(pool, options);
+  tracer_ = TraceAccess::impl(trace_);
+  if (tracer_ != nullptr) {
+    trace_run_ = tracer_->next_run();
+    trace_names_ = std::make_unique<std::uint32_t[]>(graph.size());
+    for (std::uint32_t node = 0; node < graph.size(); ++node) trace_names_[node] = tracer_->intern(graph.name(node));
+  }
 }
 
 bool RunState::is_caller_inside() const noexcept {
@@ -136,7 +152,7 @@ void RunState::require_outcomes(const char* call) const {
     throw std::logic_error(std::string(call) +
                            ": the run is not over yet; outcomes are known once it is (call wait() first)");
   }
-  if (!recording_) {
+  if (!outcomes_) {
     throw std::logic_error(std::string(call) +
                            ": this run did not record outcomes; start it with "
                            "graph.run(pool, weft::RunOptions{.record_outcomes = true}) (record_times and "

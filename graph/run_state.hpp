@@ -122,6 +122,9 @@ class RunState {
   // True if the calling thread is inside one of this run's nodes or subflow children: waiting for the run
   // from here could never end.
   [[nodiscard]] bool is_caller_inside() const noexcept;
+  // The trace this run records into (RunOptions::trace, else the pool's), or null; and the run's number in it.
+  [[nodiscard]] TraceImpl* tracer() const noexcept { return tracer_; }
+  [[nodiscard]] std::uint32_t trace_run() const noexcept { return trace_run_; }
 
  private:
   void run_node(std::uint32_t node) noexcept;
@@ -215,6 +218,10 @@ class RunState {
   // KeepGoing: if a predecessor passed a failed ancestor on, marks the node skipped (counting `executions`)
   // and returns true: it must not run, but finishes as usual so that its successors learn of the failure.
   [[nodiscard]] bool skip_for_failed_ancestor(std::uint32_t node, std::uint64_t executions) noexcept;
+  // Tracing: a node's execution that started at `from` (TraceImpl::now) ended now.
+  void trace_node(std::uint32_t node, std::int64_t from) const noexcept {
+    tracer_->complete(TraceCategory::node, trace_names_[node], from, node, trace_run_);
+  }
   void started(std::uint32_t node) noexcept;  // an execution of it starts its body now
   void ended(std::uint32_t node) noexcept;    // one ended now (children joined)
   // KeepGoing, as `node` finishes: if it failed or was skipped, lowers each successor's cause to its failed
@@ -239,6 +246,7 @@ class RunState {
   // RunOptions: records kept (outcomes, times or KeepGoing asked for them), KeepGoing, times. Read by every
   // execution beside cancelled_, on its cache line.
   const bool recording_;
+  const bool outcomes_;  // RunOptions asked for outcomes (recording_ may be on for a trace alone)
   const bool keep_going_;
   const bool timing_;
   // Something of this run needs the per-node hooks: RunOptions that record (KeepGoing included), or condition
@@ -274,6 +282,12 @@ class RunState {
   std::vector<RunState*> children_;
   const std::uint64_t graph_id_;               // for Run::outcome's check of its node (the graph may be gone)
   std::unique_ptr<NodeRecord[]> records_;      // one per node if recording_, else null
+  // RunOptions::trace, else the pool's PoolOptions::trace (null: not tracing): held for the run's life; its
+  // recorder; this run's number in it; and each node's name interned in it (null if not tracing).
+  std::shared_ptr<Trace> trace_;
+  TraceImpl* tracer_ = nullptr;
+  std::uint32_t trace_run_ = 0;
+  std::unique_ptr<std::uint32_t[]> trace_names_;
   std::mutex stage_drops_lock_;
   std::vector<std::pair<std::string, std::uint64_t>> stage_drops_;  // {"pipeline/stage", items dropped}
 };

@@ -34,7 +34,11 @@ std::string list(const std::vector<unsigned>& cpus) {
 
 Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
 
-Engine::Engine(PoolOptions options) : options_(std::move(options)), id_(slot_lease::next_engine_id()) {
+Engine::Engine(PoolOptions options)
+    : options_(std::move(options)),
+      tracer_(weft::detail::TraceAccess::impl(options_.trace)),
+      hooked_(options_.on_task_start || options_.on_task_end || tracer_ != nullptr),
+      id_(slot_lease::next_engine_id()) {
   if (options_.threads > kMaxThreads)
     invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));
   const unsigned count = options_.threads == 0 ? os::usable_cpu_count() : options_.threads;

@@ -19,6 +19,7 @@
 #include "scheduler/parking.hpp"
 #include "scheduler/slot_lease.hpp"
 #include "scheduler/stack_guard.hpp"
+#include "scheduler/trace_impl.hpp"
 #include "scheduler/worker.hpp"
 #include "weft/pool.hpp"
 
@@ -101,6 +102,9 @@ class Engine {
 
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
+  // PoolOptions::trace's recorder, or null if the pool does not trace.
+  [[nodiscard]] weft::detail::TraceImpl* tracer() const noexcept { return tracer_; }
+  [[nodiscard]] const std::shared_ptr<Trace>& trace() const noexcept { return options_.trace; }
 
   // Runs `work` on the calling thread as one task of this engine: inside the task hooks (TaskEvent::worker is
   // the thread's worker index here, or TaskEvent::not_a_worker) and inside a RunningFrame. For work a thread
@@ -187,6 +191,16 @@ class Engine {
   // The calling thread's index for running a task of this engine itself: its worker index, or size() + the
   // index of its slot (adopted or made here if it has none); nullopt if it can have no slot.
   [[nodiscard]] std::optional<unsigned> thread_index_for_running() noexcept;
+  // Records a pool task's event if tracing (run_hooked and run_as).
+  void trace_task(std::int64_t start, Priority priority, unsigned worker) const noexcept {
+    tracer_->complete(weft::detail::TraceCategory::task, weft::detail::TraceImpl::kTaskName, start,
+                      static_cast<std::uint64_t>(priority), worker);
+  }
+  void trace_steal(unsigned victim) const noexcept {
+    if (!tracer_->recording()) return;
+    tracer_->record({tracer_->now(), 0, victim, weft::detail::TraceImpl::kStealName, 0,
+                     weft::detail::TraceCategory::steal});
+  }
   // run_here's body, for a thread whose index is known.
   template <class Work>
   void run_as(unsigned thread_index, Priority priority, Work&& work) noexcept;
@@ -195,7 +209,8 @@ class Engine {
   // Runs and releases a queued task inside the task hooks (only when some are set). A future's task that a
   // waiter already ran inline runs no hooks here (it ran inside them there).
   void run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
-  [[nodiscard]] bool has_hooks() const noexcept { return options_.on_task_start || options_.on_task_end; }
+  // Hooks or a trace: run_hooked/run_as's slow path.
+  [[nodiscard]] bool has_hooks() const noexcept { return hooked_; }
   void call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
   // The calling thread's index among this engine's workers, or TaskEvent::not_a_worker.
   [[nodiscard]] unsigned worker_index_here() const noexcept;
@@ -238,6 +253,10 @@ class Engine {
   void refuse_on_own_worker(const char* what) const;
 
   PoolOptions options_;
+  // PoolOptions::trace's recorder (null: not tracing), and whether any task hook or a trace is set. Both fixed
+  // at construction.
+  weft::detail::TraceImpl* const tracer_;
+  const bool hooked_;
   TaskDomain domain_;
   std::vector<std::unique_ptr<Worker>> workers_;
   // Shared FIFO queues, one per priority, for tasks from outside the workers (and High/Low tasks from
@@ -304,9 +323,12 @@ void Engine::run_as(unsigned thread_index, Priority priority, Work&& work) noexc
     return;
   }
   const TaskEvent event{worker_index_here(), priority};
+  const bool traced = tracer_ != nullptr && tracer_->recording();
+  const std::int64_t start = traced ? tracer_->now() : 0;
   call_hook(options_.on_task_start, event);
   work();
   call_hook(options_.on_task_end, event);
+  if (traced) trace_task(start, priority, event.worker);
 }
 
 template <class Ready>

@@ -137,6 +137,7 @@ Task* Engine::steal(Worker& self) {
       const auto result = victim.deque.steal();
       if (result) {
         self.counters.stolen.bump();
+        if (tracer_ != nullptr) [[unlikely]] trace_steal(victim.index);
         return result.item;
       }
     }
@@ -216,6 +217,7 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
     if (auto task = victim.mailbox.try_pop(self.ref())) {
       victim.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
       self.counters.stolen.bump();
+      if (tracer_ != nullptr) [[unlikely]] trace_steal(victim.index);
       return *task;
     }
   }
@@ -249,21 +251,26 @@ void Engine::run_and_release(TaskDomain::ThreadRef ref, Task* task) noexcept {
 
 void Engine::run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept {
   const TaskEvent event{worker, task->priority};
+  const bool traced = tracer_ != nullptr && tracer_->recording();
   if (task->is_future_state) {
     auto* const state = static_cast<weft::detail::FutureStateBase*>(task);
-    // Only the winner of the claim runs the task, so only it runs the hooks: a waiter that ran it inline
-    // already did (run_inline), and this queued copy is then an empty shell.
+    // Only the winner of the claim runs the task, so only it runs the hooks and is traced: a waiter that ran
+    // it inline already did (run_inline), and this queued copy is then an empty shell.
     if (state->try_claim()) {
+      const std::int64_t start = traced ? tracer_->now() : 0;
       call_hook(options_.on_task_start, event);
       state->run_claimed();
       call_hook(options_.on_task_end, event);
+      if (traced) trace_task(start, event.priority, worker);
     }
     state->release();
     return;
   }
+  const std::int64_t start = traced ? tracer_->now() : 0;
   call_hook(options_.on_task_start, event);
   run_and_release(ref, task);
   call_hook(options_.on_task_end, event);
+  if (traced) trace_task(start, event.priority, worker);
 }
 
 void Engine::call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept {
@@ -309,8 +316,13 @@ void Engine::park(Worker& self) {
   // Another worker holds a mailbox task: wake up in time to take it over if that worker stays busy.
   const auto timeout = mailbox_waiting_elsewhere(self) ? std::chrono::nanoseconds(options_.affinity_patience)
                                                        : std::chrono::nanoseconds::max();
+  const std::int64_t slept_from = tracer_ != nullptr && tracer_->recording() ? tracer_->now() : -1;
   (void)parking_.sleep(*key, timeout);
   self.counters.wakeups.bump();
+  if (slept_from >= 0) [[unlikely]] {
+    tracer_->record({slept_from, tracer_->now() - slept_from, 0, weft::detail::TraceImpl::kParkName, self.index,
+                     weft::detail::TraceCategory::park});
+  }
 }
 
 }  // namespace weft::sched

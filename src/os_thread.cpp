@@ -33,6 +33,14 @@ bool set_current_thread_name(std::string_view name) noexcept {
   return pthread_setname_np(pthread_self(), buffer.data()) == 0;
 }
 
+std::string current_thread_name() {
+  std::array<char, 16> buffer{};
+  if (pthread_getname_np(pthread_self(), buffer.data(), buffer.size()) != 0) return {};
+  return std::string(buffer.data());
+}
+
+std::uint32_t current_thread_id() noexcept { return static_cast<std::uint32_t>(syscall(SYS_gettid)); }
+
 bool pin_current_thread(std::span<const unsigned> cpus) noexcept {
   if (cpus.empty()) return false;
   cpu_set_t set;

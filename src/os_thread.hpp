@@ -20,6 +20,12 @@ namespace weft::os {
 // and debuggers. Returns false if the OS refused.
 bool set_current_thread_name(std::string_view name) noexcept;
 
+// The calling thread's name as the OS keeps it (empty if the OS would not say).
+[[nodiscard]] std::string current_thread_name();
+
+// The calling thread's id as the OS numbers it (Linux: gettid), as `top -H` and perf show it.
+[[nodiscard]] std::uint32_t current_thread_id() noexcept;
+
 // Restricts the calling thread to the given CPUs. Returns false (and changes nothing) if a CPU
 // index is out of range or the OS refused, e.g. because the CPU is not in the process's mask.
 bool pin_current_thread(std::span<const unsigned> cpus) noexcept;

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <utility>
 
 #include "bench/common/pool_workloads.hpp"
 #include "weft/pool.hpp"
+#include "weft/trace.hpp"
 
 namespace weft::bench {
 
@@ -17,8 +19,9 @@ class WeftSide {
  public:
   static constexpr std::string_view kName = "weft";
 
-  // A pool of `threads` workers (0: one per usable CPU).
-  explicit WeftSide(unsigned threads) : pool_(options_with(threads)) {}
+  // A pool of `threads` workers (0: one per usable CPU), recording into `trace` if one is given.
+  explicit WeftSide(unsigned threads, std::shared_ptr<Trace> trace = nullptr)
+      : pool_(options_with(threads, std::move(trace))) {}
 
   // post() from this (outside) thread, then wait_idle().
   void noop_burst(std::size_t tasks) {
@@ -51,9 +54,10 @@ class WeftSide {
 
  private:
   // Not `PoolOptions{.threads = n}`: g++ -Wextra flags every member a designated initializer leaves out.
-  static PoolOptions options_with(unsigned threads) {
+  static PoolOptions options_with(unsigned threads, std::shared_ptr<Trace> trace) {
     PoolOptions options;
     options.threads = threads;
+    options.trace = std::move(trace);
     return options;
   }
 

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/common/peak_rss.hpp"
@@ -75,6 +77,38 @@ void peak_rss(benchmark::State& state, S&, unsigned threads) {
   state.counters["over_baseline_MiB"] = workload / runs;
 }
 
+// What tracing costs (weft::Trace, PoolOptions::trace): the no-op burst and fib on a pool made for the iteration,
+// with and without a trace, so that the trace holds every event of the iteration (a fresh one each time) and the
+// two rows differ only by the trace. Making and destroying the pool is not timed. (That tracing off costs nothing
+// is what the noop_1M/weft and fib28/weft rows show against a build before tracing existed: docs/perf-log.md.)
+enum class Work : std::uint8_t { noop, fib };
+
+template <Work kWork, bool kTraced>
+void fresh_pool(benchmark::State& state, unsigned threads) {
+  std::size_t events = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto trace = kTraced ? std::make_shared<weft::Trace>(weft::TraceOptions{.max_events = std::size_t{4} << 20})
+                         : nullptr;
+    {
+      WeftSide side(threads, trace);
+      state.ResumeTiming();
+      if constexpr (kWork == Work::noop) {
+        side.noop_burst(kNoopTasks);
+      } else if (side.fib(kFibN) != kFibExpected) {
+        state.SkipWithError("fib returned a wrong value");
+      }
+      state.PauseTiming();
+    }
+    if (trace) {
+      if (trace->dropped() != 0) state.SkipWithError("the trace dropped events: raise max_events");
+      events += trace->size();
+    }
+    state.ResumeTiming();
+  }
+  if (kTraced) state.counters["events"] = static_cast<double>(events) / static_cast<double>(state.iterations());
+}
+
 template <PoolSide S>
 void register_side(S& side, unsigned threads) {
   const std::string name(S::kName);
@@ -107,6 +141,14 @@ int main(int argc, char** argv) {
   TbbSide tbb_side(threads);
   register_side(weft_side, threads);
   register_side(tbb_side, threads);
+  for (const auto& [name, run] : {
+           std::pair{"noop_1M/weft_fresh_pool", &fresh_pool<Work::noop, false>},
+           std::pair{"noop_1M/weft_fresh_pool_traced", &fresh_pool<Work::noop, true>},
+           std::pair{"fib28/weft_fresh_pool", &fresh_pool<Work::fib, false>},
+           std::pair{"fib28/weft_fresh_pool_traced", &fresh_pool<Work::fib, true>},
+       }) {
+    benchmark::RegisterBenchmark(name, run, threads)->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", std::string(tbb_runtime_version()));
   benchmark::Initialize(&argc, argv);

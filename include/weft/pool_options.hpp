@@ -7,11 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "weft/shared_function.hpp"
+#include "weft/trace.hpp"
 
 namespace weft {
 
@@ -117,6 +119,11 @@ struct PoolOptions {
   // thread-safe.
   shared_function<void(const TaskEvent&)> on_task_start{};
   shared_function<void(const TaskEvent&)> on_task_end{};
+  // If set, the pool records into it for as long as the pool lives (see weft::Trace): each task it runs, each
+  // steal and each time a worker sleeps, and the nodes and pipeline stages of every run on it. Unset (the
+  // default), nothing is recorded and it costs one predictable branch per task. Copies of the options share the
+  // Trace, as they share the hooks: pools configured from copies record into one trace.
+  std::shared_ptr<Trace> trace{};
 };
 
 // Counters of one worker since the pool started. Each is exact for that worker at the time it is read.

@@ -25,6 +25,7 @@
 #include "weft/node_options.hpp"
 #include "weft/small_function.hpp"
 #include "weft/subflow.hpp"
+#include "weft/trace.hpp"
 
 namespace weft {
 
@@ -201,6 +202,9 @@ struct RunOptions {
   ErrorPolicy on_error = ErrorPolicy::CancelRun;  // what a node's failure does to the run (see ErrorPolicy)
   bool record_outcomes = false;                   // keep each node's NodeOutcome for Run::outcome(s)
   bool record_times = false;                      // also keep NodeOutcome::start and end (implies outcomes)
+  // If set, each execution of each node (and each pipeline stage's body on each item) of this run is recorded
+  // into it (see weft::Trace). Unset, the run records into its pool's PoolOptions::trace, if the pool has one.
+  std::shared_ptr<Trace> trace{};
 };
 
 // What became of one node in a run (NodeOutcome::state). A node with several tokens, or with subflow children,

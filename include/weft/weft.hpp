@@ -21,3 +21,4 @@
 #include "weft/subflow.hpp"
 #include "weft/task_graph.hpp"
 #include "weft/task_scope.hpp"
+#include "weft/trace.hpp"

@@ -31,6 +31,7 @@
 #include "weft/subflow.hpp"
 #include "weft/task_graph.hpp"
 #include "weft/task_scope.hpp"
+#include "weft/trace.hpp"
 
 namespace examples {
 
@@ -143,6 +144,16 @@ void semaphore_hpp(weft::Pool& pool) {
   weft::TaskGraph g;
   for (int q = 0; q < 8; ++q) g.add_node([] { /* query */ }, weft::NodeOptions{.semaphores = {&db}});
   g.run(pool).wait();     // never two queries at once; db.available() == 1 again
+}
+
+void trace_hpp() {
+  auto trace = std::make_shared<weft::Trace>();
+  weft::Pool pool{weft::PoolOptions{.threads = 2, .trace = trace}};
+  weft::TaskGraph g;
+  const weft::Node load = g.add_node([] { /* read the input */ }, {.name = "load"});
+  g.add_edge(load, g.add_node([] { /* parse it */ }, {.name = "parse"}));
+  g.run(pool).wait();
+  trace->save("weft-trace.json");  // open it in https://ui.perfetto.dev or chrome://tracing
 }
 
 void task_graph_hpp_run(weft::TaskGraph& graph, weft::Pool& pool) {
