@@ -33,6 +33,13 @@ void fib(benchmark::State& state, S& side) {
   }
 }
 
+// weft only (oneTBB has no Subflow): compare with fib28/oneTBB (task_group) and fib28/weft (submit + get).
+void fib_subflow(benchmark::State& state, WeftSide& side) {
+  for (auto _ : state) {
+    if (side.fib_subflow(kFibN) != kFibExpected) state.SkipWithError("fib_subflow returned a wrong value");
+  }
+}
+
 template <PoolSide S>
 void round_trips(benchmark::State& state, S& side) {
   for (auto _ : state) {
@@ -107,6 +114,9 @@ int main(int argc, char** argv) {
   TbbSide tbb_side(threads);
   register_side(weft_side, threads);
   register_side(tbb_side, threads);
+  benchmark::RegisterBenchmark("fib28_subflow/weft", fib_subflow, std::ref(weft_side))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", std::string(tbb_runtime_version()));
   benchmark::Initialize(&argc, argv);
