@@ -45,6 +45,13 @@ class WeftSide {
     return pool_.submit([n](Subflow& sf) { return fib_in_subflow(sf, n); }).get();
   }
 
+  // fib(n) through Subflow with the spawns of fib() and oneTBB's fib: every call spawns fib(n-1) as a child
+  // and computes fib(n-2) itself, spawning into the same Subflow, then joins (the shape of weft's own Subflow
+  // tests). A join there also waits for the children an enclosing call of the same Subflow spawned.
+  std::uint64_t fib_subflow_inline(int n) {
+    return pool_.submit([n](Subflow& sf) { return fib_in_subflow_inline(sf, n); }).get();
+  }
+
   // submit() + Future::get() from this thread; get() runs the task inline if no worker has claimed it yet,
   // as oneTBB's task_group::wait does.
   std::uint64_t round_trips(int count) {
@@ -81,6 +88,15 @@ class WeftSide {
     std::uint64_t right = 0;
     sf.spawn([&left, n](Subflow& child) { left = fib_in_subflow(child, n - 1); });
     sf.spawn([&right, n](Subflow& child) { right = fib_in_subflow(child, n - 2); });
+    sf.join();
+    return left + right;
+  }
+
+  static std::uint64_t fib_in_subflow_inline(Subflow& sf, int n) {
+    if (n < 2) return static_cast<std::uint64_t>(n);
+    std::uint64_t left = 0;
+    sf.spawn([&left, n](Subflow& child) { left = fib_in_subflow_inline(child, n - 1); });
+    const std::uint64_t right = fib_in_subflow_inline(sf, n - 2);
     sf.join();
     return left + right;
   }

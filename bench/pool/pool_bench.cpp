@@ -40,6 +40,13 @@ void fib_subflow(benchmark::State& state, WeftSide& side) {
   }
 }
 
+// The same, one spawn per splitting call, as fib28/weft and fib28/oneTBB spawn.
+void fib_subflow_inline(benchmark::State& state, WeftSide& side) {
+  for (auto _ : state) {
+    if (side.fib_subflow_inline(kFibN) != kFibExpected) state.SkipWithError("fib_subflow_inline: a wrong value");
+  }
+}
+
 template <PoolSide S>
 void round_trips(benchmark::State& state, S& side) {
   for (auto _ : state) {
@@ -115,6 +122,9 @@ int main(int argc, char** argv) {
   register_side(weft_side, threads);
   register_side(tbb_side, threads);
   benchmark::RegisterBenchmark("fib28_subflow/weft", fib_subflow, std::ref(weft_side))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("fib28_subflow_inline/weft", fib_subflow_inline, std::ref(weft_side))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::AddCustomContext("threads", std::to_string(threads));
