@@ -110,6 +110,8 @@ class RunState {
   // add_unit may only be called by a holder of a unit (so the count cannot reach zero meanwhile).
   void add_unit() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
   void finish_unit() noexcept;
+  // The units not finished, read once (relaxed): for tests that check what holds a unit and what does not.
+  [[nodiscard]] std::uint64_t units() const noexcept { return pending_.load(std::memory_order_relaxed); }
   // A node of this run parked on a semaphore was woken: posts it again (it retries taking its units), and ends
   // the unit it held while parked (graph/semaphore.cpp).
   void resume_parked(std::uint32_t node) noexcept;

@@ -1,6 +1,7 @@
 // weft::Subflow: children counted per subflow, joined through the scheduler's wait point.
 #include "weft/subflow.hpp"
 
+#include <chrono>
 #include <exception>
 #include <utility>
 
@@ -16,9 +17,9 @@ namespace weft {
 
 void Subflow::spawn_child(small_function<void()>&& child) {
   // relaxed: counted before the child can run; the child's decrement (acq_rel) publishes its work to join().
+  // Not a unit of the run: the node execution this Subflow descends from holds one, and cannot end before the
+  // child (see pending_).
   pending_.fetch_add(1, std::memory_order_relaxed);
-  // The child is also a unit of the run, so the run (and the signal a finishing child notifies) outlives it.
-  run_->add_unit();
   // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
   // the pool_closed exception then reaches the body that spawned.
   TaskOptions options{};
@@ -40,8 +41,10 @@ void Subflow::require_stack_to_spawn() { sched::require_stack("weft::Subflow::sp
 
 void Subflow::join() {
   // The running child counts in the pending_ of each of its ancestors until it returns: joining one of them
-  // from here could never end.
-  if (tl_current_child != nullptr) {
+  // from here could never end. A child joining its own Subflow (the usual case) is none of its own ancestors:
+  // it skips the walk, which costs a load per level of nesting (callgrind, fib(20) through Subflow: ~100
+  // instructions a join, more the deeper the recursion; docs/perf-log.md).
+  if (tl_current_child != nullptr && tl_current_child != this) {
     for (const Subflow* ancestor = tl_current_child->parent_; ancestor != nullptr; ancestor = ancestor->parent_) {
       if (ancestor == this)
         throw would_deadlock(
@@ -53,13 +56,41 @@ void Subflow::join() {
   join_children();
 }
 
+// How a joiner sleeps: it announces itself in pending_ first, so that the last child knows to wake it.
+struct Subflow::JoinSleeper {
+  Subflow& subflow;
+  template <class Ready>
+  void sleep(Ready& ready, std::chrono::nanoseconds slice) noexcept {
+    subflow.announce_sleeper();
+    subflow.run_->subflow_signal().sleep(ready, slice);
+  }
+};
+
+void Subflow::announce_sleeper() noexcept {
+  // relaxed: only this joiner sets or clears the bit.
+  if ((pending_.load(std::memory_order_relaxed) & kSleeper) != 0) return;
+  // The unit the waking child will end. This joiner holds one (its execution's), so the run cannot end here.
+  run_->add_unit();
+  // seq_cst, as the children's decrements are ordered against it anyway (one variable): a child that
+  // decrements after this sees the bit.
+  const std::uint32_t before = pending_.fetch_or(kSleeper, std::memory_order_seq_cst);
+  if ((before & kCountMask) == 0) {
+    // Every child had finished already: none will take the unit, and none touches pending_ any more.
+    pending_.store(0, std::memory_order_relaxed);
+    run_->finish_unit();  // never the run's last: this joiner's execution holds another
+  }
+}
+
 void Subflow::join_children() noexcept {
-  detail::RunState* run = run_;
   // An outside thread running this node (it helps its run) does not run the children itself: they are
   // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there
   // are cores, which slows a compute-bound parallel_for (docs/perf-log.md).
   // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
-  graph::wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, run->subflow_signal());
+  JoinSleeper sleeper{*this};
+  graph::wait_until([this] { return (pending_.load(std::memory_order_acquire) & kCountMask) == 0; }, sleeper);
+  // No child is left to touch pending_ (the last one's decrement was its final access): clear kSleeper, whose
+  // unit that child owns now.
+  if (pending_.load(std::memory_order_relaxed) != 0) pending_.store(0, std::memory_order_relaxed);
 }
 
 void detail::SubflowAccess::add_dropped(Subflow& subflow, std::string name, std::uint64_t count) noexcept {
@@ -73,7 +104,13 @@ Pool& Subflow::pool() const noexcept { return run_->pool(); }
 void Subflow::child_finished() noexcept {
   // Read before the decrement: once the count reaches zero, a joiner may return and this Subflow vanish.
   detail::RunState* run = run_;
-  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) run->subflow_signal().notify();
+  // acq_rel: publishes the child's work to the joiner (acquire in join_children) and, through the chain of
+  // decrements, its siblings' work too.
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != (kSleeper | 1)) return;
+  // The last child, and a joiner announced itself: wake it, then end the unit it took for this (the run may end
+  // here; this Subflow may be gone already).
+  run->subflow_signal().notify();
+  run->finish_unit();
 }
 
 void Subflow::child_dropped() noexcept {
@@ -82,16 +119,13 @@ void Subflow::child_dropped() noexcept {
       "weft::Subflow: a child task was not run: the pool refused it (shut down, or out of memory) or dropped it "
       "(shut down)");
   run->add_skipped(1);
-  child_finished();
-  run->finish_unit();
+  child_finished();  // last: this Subflow's execution may end here, and with it the run
 }
 
 void Subflow::finish_child() noexcept {
   // Never refused: the children hold on to this Subflow until they finish, whatever the stack left.
   if (pending_.load(std::memory_order_acquire) != 0) join_children();
-  detail::RunState* run = run_;
-  parent_->child_finished();
-  run->finish_unit();  // last: the run may end here
+  parent_->child_finished();  // last: the parent's execution may end here, and with it the run
 }
 
 void Subflow::record_exception(std::exception_ptr error) noexcept {

@@ -58,8 +58,10 @@ inline constexpr std::chrono::microseconds kOutsideSpin{100};
 
 // Waits until ready() holds or the deadline passes (Clock::time_point::max(): none); returns ready().
 // On a worker of any weft pool the worker runs other tasks meanwhile; elsewhere the thread sleeps on `signal`.
-template <class Ready>
-bool wait_until(Ready ready, Signal& signal, Clock::time_point deadline = Clock::time_point::max()) {
+// `signal` is a Signal, or anything with Signal's sleep(ready, slice) that ends in one (a waiter that must
+// announce itself to its notifiers before each sleep: Subflow's join).
+template <class Ready, class Sleeper = Signal>
+bool wait_until(Ready ready, Sleeper& signal, Clock::time_point deadline = Clock::time_point::max()) {
   if (ready()) return true;
   if (sched::Worker* self = sched::Engine::this_thread_worker()) {
     return self->engine.wait_on_worker(*self, ready, deadline,

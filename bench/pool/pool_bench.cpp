@@ -35,6 +35,20 @@ void fib(benchmark::State& state, S& side) {
   }
 }
 
+// weft only (oneTBB has no Subflow): compare with fib28/oneTBB (task_group) and fib28/weft (submit + get).
+void fib_subflow(benchmark::State& state, WeftSide& side) {
+  for (auto _ : state) {
+    if (side.fib_subflow(kFibN) != kFibExpected) state.SkipWithError("fib_subflow returned a wrong value");
+  }
+}
+
+// The same, one spawn per splitting call, as fib28/weft and fib28/oneTBB spawn.
+void fib_subflow_inline(benchmark::State& state, WeftSide& side) {
+  for (auto _ : state) {
+    if (side.fib_subflow_inline(kFibN) != kFibExpected) state.SkipWithError("fib_subflow_inline: a wrong value");
+  }
+}
+
 template <PoolSide S>
 void round_trips(benchmark::State& state, S& side) {
   for (auto _ : state) {
@@ -149,6 +163,12 @@ int main(int argc, char** argv) {
        }) {
     benchmark::RegisterBenchmark(name, run, threads)->Unit(benchmark::kMillisecond)->UseRealTime();
   }
+  benchmark::RegisterBenchmark("fib28_subflow/weft", fib_subflow, std::ref(weft_side))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("fib28_subflow_inline/weft", fib_subflow_inline, std::ref(weft_side))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", std::string(tbb_runtime_version()));
   benchmark::Initialize(&argc, argv);

@@ -141,6 +141,9 @@ class Subflow {
   // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
   // which hold on to this Subflow until they finish.
   void join_children() noexcept;
+  // Before a joiner sleeps: sets kSleeper so that the last child wakes it (see pending_).
+  void announce_sleeper() noexcept;
+  struct JoinSleeper;  // graph/subflow.cpp: join_children's way to sleep (announce_sleeper, then the signal)
   // The child of this subflow finished (its body, then its own join) or was dropped unrun.
   void child_finished() noexcept;
   void child_dropped() noexcept;
@@ -153,9 +156,18 @@ class Subflow {
   Subflow* parent_;
   Priority priority_;  // the node's: every child and grandchild is posted with it
   std::uint32_t node_;  // the node (index) whose execution this is: a child's exception is that node's failure
-  // Children spawned and not finished. The spawner increments before queueing; join() waits for zero. A
-  // finishing child wakes joiners through the run's signal, never through this object, which may be gone the
-  // moment the count reaches zero.
+  // Children spawned and not finished (the low 31 bits), plus kSleeper. The spawner increments before queueing;
+  // join() waits for a count of zero. A child touches no run-wide counter: its ancestors' executions, which
+  // wait for it, keep the run alive while it runs (one shared counter per child was the bulk of a spawn's cost
+  // with two workers, docs/perf-log.md).
+  //
+  // kSleeper: a joiner may be asleep on the run's subflow signal, and holds a unit of the run for the child that
+  // will wake it. The joiner sets it (with that unit) before it first sleeps; the child whose decrement takes the
+  // count to zero with kSleeper set notifies the signal and then ends the unit. The Subflow may be gone the
+  // moment the count reaches zero, the run may not (the unit): so the notifier touches only the run. Without
+  // kSleeper, the last child notifies nobody (no fence, no shared line). The joiner clears it once it returns.
+  static constexpr std::uint32_t kSleeper = std::uint32_t{1} << 31;
+  static constexpr std::uint32_t kCountMask = kSleeper - 1;
   std::atomic<std::uint32_t> pending_{0};
 };
 

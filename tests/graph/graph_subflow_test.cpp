@@ -1,6 +1,7 @@
 // Subflow: children the node's completion waits for, nested children with their own Subflow, join() in the
 // middle of a body, children spawning into their parent's Subflow, 10,000 children, exceptions in children,
-// cancellation seen by children, children of every token, children at their node's priority.
+// cancellation seen by children, children of every token, children at their node's priority; a child takes no
+// unit of its run; joiners that sleep are woken exactly once per join, every child run exactly once.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -8,11 +9,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "graph/run_state.hpp"
 #include "tests/graph/graph_test_support.hpp"
+#include "weft/task_scope.hpp"
 
 namespace {
 
@@ -292,6 +296,118 @@ TEST_CASE("subflow children and grandchildren run at their node's priority, not 
     CHECK(started[static_cast<std::size_t>(weft::Priority::High)].load() == 31);
     CHECK(started[static_cast<std::size_t>(weft::Priority::Low)].load() == 31);
   }
+}
+
+// The children of an execution are covered by the unit of the run that execution holds (it cannot end before
+// them): spawning takes no unit of the run, so children never write the run's one shared counter.
+TEST_CASE("a child takes no unit of its run: the node's execution holds the one that covers them all") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("child units", workers), patience(30));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr int kChildren = 64;
+    std::atomic<bool> release{false};
+    std::atomic<int> ran{0};
+    std::uint64_t before = 0;  // plain: written by the body, read after the run's wait()
+    std::uint64_t after = 0;
+    bool had_run = false;
+    weft::TaskGraph g;
+    (void)g.add_node([&](weft::Subflow& sf) {
+      const weft::detail::RunState* run = weft::detail::RunState::current();
+      had_run = run != nullptr;
+      if (run == nullptr) return;
+      before = run->units();
+      for (int i = 0; i < kChildren; ++i) {
+        sf.spawn([&] {
+          // Held until the count is read, so that no child can finish (and give a unit back) before.
+          (void)spin_until([&] { return release.load(std::memory_order_acquire); }, 20s);
+          ran.fetch_add(1, std::memory_order_relaxed);
+        });
+      }
+      after = run->units();
+      release.store(true, std::memory_order_release);
+    });
+    weft::Run run = g.run(pool);
+    await_or_die(run, named("child units", workers), patience(30));
+    CHECK(run.wait() == weft::RunStatus::Completed);
+    REQUIRE(had_run);
+    CHECK(ran.load() == kChildren);
+    // Another unit of the run (the starter's) may end meanwhile; none may begin.
+    CHECK(after <= before);
+  });
+}
+
+// Children that outlast their joiner's look for work make it sleep (a worker after its fruitless spins, an outside
+// thread after kOutsideSpin): the sleeper announces itself in the Subflow and the last child wakes it. Random
+// child lengths put the announcement before, at and after the last child's decrement; nested joins, spawns into
+// the parent's Subflow, graph nodes and Pool::submit(f(Subflow&)) waited for from this thread all take part.
+// A lost wake-up hangs (the watchdog); a unit ended twice ends the run while children still run (their counts
+// are short at wait(), and the sanitizers see the freed run); a unit never ended hangs the run's wait().
+TEST_CASE("sleeping joiners: every child runs exactly once and every join ends (stress)") {
+  const std::uint64_t seed = seed_for("graph_subflow: sleeping joiners");
+  for_each_graph_worker_count([seed](unsigned workers) {
+    const Watchdog watchdog(named("sleeping joiners", workers), patience(120));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    const std::uint64_t rounds = stress_count(kThreadSanitizer ? 12 : 60);
+    constexpr std::size_t kNodes = 3;
+    constexpr std::size_t kChildren = 12;
+    constexpr std::size_t kGrandchildren = 4;
+    // Per round: the submitted root's children and grandchildren, then each node's.
+    constexpr std::size_t kPerRoot = kChildren * (1 + kGrandchildren);
+    std::mt19937_64 rng(seed + workers);
+    for (std::uint64_t round = 0; round < rounds; ++round) {
+      RunCounts counts((kNodes + 1) * kPerRoot);
+      // Lengths drawn here, so that the tasks share no generator: 0, a little work, or a sleep past the spins.
+      std::vector<std::uint32_t> lengths(counts.size());
+      for (auto& length : lengths) length = static_cast<std::uint32_t>(rng() % 300);
+      auto work = [&lengths](std::size_t id) {
+        const std::uint32_t length = lengths[id];
+        if (length < 100) return;
+        if (length < 200) {
+          busy_work(length * 20);
+        } else {
+          std::this_thread::sleep_for(std::chrono::microseconds(length - 150));
+        }
+      };
+      auto spawner = [&counts, &work](std::size_t root) {
+        return [&counts, &work, root](weft::Subflow& sf) {
+          for (std::size_t c = 0; c < kChildren; ++c) {
+            const std::size_t child = root * kPerRoot + c * (1 + kGrandchildren);
+            sf.spawn([&counts, &work, &sf, child](weft::Subflow& own) {
+              for (std::size_t k = 1; k <= kGrandchildren; ++k) {
+                const std::size_t grandchild = child + k;
+                auto task = [&counts, &work, grandchild] {
+                  work(grandchild);
+                  counts.ran(grandchild);
+                };
+                // Odd ones into the parent's Subflow (which the parent's body is joining), the rest into own.
+                if (k % 2 == 1) {
+                  sf.spawn(task);
+                } else {
+                  own.spawn(task);
+                }
+              }
+              work(child);
+              own.join();
+              counts.ran(child);
+            });
+          }
+          sf.join();
+        };
+      };
+      weft::TaskGraph g;
+      for (std::size_t node = 0; node < kNodes; ++node) (void)g.add_node(spawner(node + 1));
+      weft::Run run = g.run(pool);
+      // This thread waits for a submitted root meanwhile: it may run the root itself and sleep in its join.
+      pool.submit(spawner(0)).get();
+      await_or_die(run, named("sleeping joiners", workers), patience(60));
+      CHECK(run.wait() == weft::RunStatus::Completed);
+      const RunCounts::Summary summary = counts.summary();
+      INFO("round " << round << ", seed " << seed);
+      CHECK(summary.never == 0);
+      CHECK(summary.repeated == 0);
+      CHECK(summary.once == counts.size());
+    }
+  });
 }
 
 }  // namespace
