@@ -11,13 +11,8 @@
 #include "graph/subflow_access.hpp"
 #include "scheduler/pool_access.hpp"
 #include "weft/errors.hpp"
+#include "weft/detail/cycle_clock.hpp"
 #include "weft/pool.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#else
-#include <chrono>
-#endif
 
 namespace weft::detail::pipeline {
 
@@ -101,14 +96,6 @@ constexpr std::size_t kChunkSlots = 32;
 // A hand-off to another worker costs a spawn, a steal and the item's cache lines moving: a few hundred
 // nanoseconds. An item whose trip through the stages takes less is better carried by the thread that made it.
 constexpr std::uint64_t kHandOffCycles = 2048;
-
-std::uint64_t now_cycles() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  return __rdtsc();
-#else
-  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-#endif
-}
 
 std::size_t round_up(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
 

@@ -140,6 +140,10 @@ class Engine {
     const Worker* self = this_thread_worker();
     return self != nullptr && &self->engine == this;
   }
+  // No shutdown has begun: post/submit are accepted (a snapshot: a shutdown may begin right after).
+  [[nodiscard]] bool accepting() const noexcept {
+    return state_.load(std::memory_order_acquire) == State::running;  // acquire: pairs with the shutdown stores
+  }
   // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
   // front-ends stop work they run in place at its next boundary (a graph's next node).
   [[nodiscard]] bool dropping() const noexcept {

@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_invoke.h>
 #include <oneapi/tbb/parallel_reduce.h>
 #include <oneapi/tbb/parallel_scan.h>
@@ -32,7 +33,9 @@
 #include <vector>
 
 #include "weft/algorithms.hpp"
+#include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
+#include "weft/task_scope.hpp"
 
 namespace {
 
@@ -237,6 +240,34 @@ void bm_invoke(benchmark::State& state, bool weft) {
   if (!ok) state.SkipWithError("wrong result");
 }
 
+// --- small loops: what a parallel_for of tiny items costs per call (weft's calling thread starts the range and
+// keeps a loop too small to be worth waking the workers for; oneTBB's caller works in its arena) ---
+enum class Front : std::uint8_t { weft_pool, weft_scope, tbb };
+
+void bm_small_for(benchmark::State& state, std::size_t n, Front front) {
+  std::vector<std::int64_t> out(n);
+  const auto body = [&out](std::size_t i) { out[i] += static_cast<std::int64_t>(i) * 3; };
+  std::int64_t calls = 0;
+  for (auto _ : state) {
+    state.SetIterationTime(seconds([&] {
+      switch (front) {
+        case Front::weft_pool: weft::parallel_for(env->pool, std::size_t{0}, n, body); break;
+        case Front::weft_scope: {
+          weft::TaskScope scope{env->pool};
+          (void)scope.parallel_for(std::size_t{0}, n, body);
+          scope.run_and_wait();
+          break;
+        }
+        case Front::tbb: env->arena.execute([&] { tbb::parallel_for(std::size_t{0}, n, body); }); break;
+      }
+    }));
+    ++calls;
+  }
+  bool ok = true;
+  for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == static_cast<std::int64_t>(i) * 3 * calls;
+  if (!ok) state.SkipWithError("an index ran a wrong number of times");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -261,6 +292,15 @@ int main(int argc, char** argv) {
       const std::string name = std::string(c.name) + (weft ? "/weft" : "/oneTBB");
       benchmark::RegisterBenchmark(name.c_str(), [run = c.run, weft](benchmark::State& s) { run(s, weft); })
           ->Unit(benchmark::kMillisecond)
+          ->UseManualTime();
+    }
+  }
+  for (const std::size_t n : {std::size_t{64}, std::size_t{1000}, std::size_t{10000}}) {
+    for (const auto& [front, side] : {std::pair{Front::weft_pool, "weft"}, std::pair{Front::weft_scope, "weft_scope"},
+                                      std::pair{Front::tbb, "oneTBB"}}) {
+      const std::string name = "parallel_for_tiny_" + std::to_string(n) + "/" + side;
+      benchmark::RegisterBenchmark(name.c_str(), [n, front = front](benchmark::State& s) { bm_small_for(s, n, front); })
+          ->Unit(benchmark::kMicrosecond)
           ->UseManualTime();
     }
   }

@@ -32,12 +32,18 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
     body(0, n);
     return;
   }
+  // Automatic partitioning: the calling thread starts on the range itself, and a loop too small to be worth
+  // waking the pool for ends here. Not on a pool that is shut down: that is refused (below) as for any loop.
+  const std::size_t first = grain == 0 && !pool.closed() ? run_while_small(body, n, pool.size()) : 0;
+  if (first == n) return;
+  const auto rest = [&body, first](std::size_t lo, std::size_t hi) { body(first + lo, first + hi); };
+  const std::size_t left = n - first;
   TaskGraph graph;
   graph.add_node(
-      [&body, n, grain](Subflow& sf) {
+      [&rest, left, grain](Subflow& sf) {
         bool complete = false;
         // A piece's exception already went to the run, which wait() rethrows: nothing more to do with it.
-        static_cast<void>(run_split(body, sf, n, grain, kUnlimited, complete));
+        static_cast<void>(run_split(rest, sf, left, grain, kUnlimited, complete));
       },
       NodeOptions{.name = "parallel_for"});
   // Errors of the run (pool_closed) name weft::parallel_for, the call the user made.
@@ -52,10 +58,13 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
 //   indices, f(lo, hi) once per chunk, the chunks covering [first, last) exactly (a tbb::blocked_range body).
 // - last <= first is an empty range: nothing runs. first and last may have different integer types (0 and a
 //   size_t); both must fit their common type, else weft::invalid_option naming the value.
-// - grain 0: automatic partitioning: about 4 pieces per worker up front, each run as chunks of about 1/64 of a
-//   worker's share (f(lo, hi) is called about 64 times per worker, as oneTBB's auto_partitioner does), and a
-//   piece that is running gives half of what it has left to workers that ran dry. grain g > 0: chunks of at
-//   most g indices. A range of one index, or of at most `grain`, runs inline in the calling thread.
+// - grain 0: automatic partitioning. The calling thread first runs the range's start itself, chunk by chunk,
+//   for as long as the whole loop is predicted to take less than about 20 microseconds (what starting the
+//   workers costs): a loop that small runs entirely inline. The rest is cut into about 4 pieces per worker,
+//   each run as chunks of about 1/64 of a worker's share (f(lo, hi) is called about 64 times per worker, as
+//   oneTBB's auto_partitioner does), and a piece that is running gives half of what it has left to workers
+//   that ran dry. grain g > 0: chunks of at most g indices. A range of one index, or of at most `grain`, runs
+//   inline in the calling thread.
 // - Callable from any thread, and from inside a weft task or job (nested loops): a waiting worker runs other
 //   tasks meanwhile. The first exception thrown by f stops the chunks not yet started and is rethrown here.
 //   Throws pool_closed if the pool is shutting down.

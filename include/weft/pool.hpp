@@ -201,6 +201,9 @@ class Pool {
 
   // Number of worker threads.
   [[nodiscard]] unsigned size() const noexcept;
+  // True once shutdown (or shutdown_for, or the destructor) has begun: from then on post/submit throw
+  // pool_closed and try_/_for return SubmitStatus::Closed. A snapshot: a shutdown may begin right after false.
+  [[nodiscard]] bool closed() const noexcept;
   // The calling thread's worker index if it is one of this pool's workers. Only workers: a thread that runs a
   // task of this pool itself while it waits gets nullopt here (see current_thread_index).
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;

@@ -166,7 +166,9 @@ TEST_CASE("a shut-down pool refuses submissions clearly, and shutting down again
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     std::atomic<int> ran{0};
     pool.post([&ran] { ran.fetch_add(1); });
+    CHECK_FALSE(pool.closed());
     CHECK(pool.shutdown() == 0);
+    CHECK(pool.closed());
     CHECK(ran.load() == 1);
 
     std::string message;

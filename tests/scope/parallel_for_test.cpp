@@ -8,6 +8,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -182,6 +183,45 @@ TEST_CASE("automatic grain: a piece that is running shares a costly tail with id
     });
     check_exactly_once(runs);
     CHECK(tail_threads.size() >= 2);
+  }
+}
+
+// The calling thread starts a loop itself and ends it there if it is predicted to take less than the inline
+// budget (detail::kInlineBudget); the rest is split over the pool. A loop of 1 ms indices is never that small,
+// so some of it runs on the pool's workers; every index runs once whichever side of the boundary it falls on.
+TEST_CASE("the caller starts the loop; a loop too long for it alone is shared with the workers") {
+  for (const unsigned workers : {1u, 2u, 4u}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog(named("inline prefix", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr int kCount = 32;
+    RunCounts runs(kCount);
+    std::atomic<int> on_workers{0};
+    weft::parallel_for(pool, 0, kCount, [&](int i) {
+      runs.ran(static_cast<std::size_t>(i));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (pool.current_worker()) on_workers.fetch_add(1);
+    });
+    check_exactly_once(runs);
+    CHECK(on_workers.load() > 0);
+    // Cheap first, costly from a point on (random): the boundary between what the caller ran and what it shared
+    // falls anywhere; nothing is lost or run twice.
+    std::mt19937_64 rng(seed_for("inline prefix boundary"));
+    for (int round = 0; round < 20; ++round) {
+      const auto n = static_cast<int>(1 + rng() % 5000);
+      const auto costly_from = static_cast<int>(rng() % static_cast<std::uint64_t>(n));
+      RunCounts each(static_cast<std::size_t>(n));
+      weft::parallel_for(pool, 0, n, [&](int i) {
+        each.ran(static_cast<std::size_t>(i));
+        if (i >= costly_from) std::this_thread::sleep_for(std::chrono::microseconds(5));
+      });
+      check_exactly_once(each);
+    }
+    // An exception thrown by the caller's own first chunk comes straight through.
+    CHECK_THROWS_WITH_AS(weft::parallel_for(pool, 0, 100, [](int i) {
+                           if (i == 0) throw LoopFailure("first");
+                         }),
+                         "first", LoopFailure);
   }
 }
 

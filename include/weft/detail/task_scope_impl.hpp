@@ -106,9 +106,22 @@ Job<void> TaskScope::add_for_job(const char* who, std::span<const AnyJob> deps, 
   return add_job<void>(who, deps, std::move(options),
                        [body = std::move(body), n, grain, concurrency](detail::JobState<void>& state, Subflow& sf) {
                          try {
+                           // Automatic partitioning: this thread starts on the range, and a loop too small to
+                           // be worth spawning for ends here (detail::run_while_small).
+                           std::size_t first = 0;
+                           if (grain == 0 && concurrency == kUnlimited && !sf.cancelled()) {
+                             first = detail::run_while_small(body, n, sf.pool().size());
+                             if (first == n) {
+                               state.set_done();
+                               return;
+                             }
+                           }
+                           const auto rest = [&body, first](std::size_t lo, std::size_t hi) {
+                             body(first + lo, first + hi);
+                           };
                            bool complete = false;
                            const std::exception_ptr error =
-                               detail::run_split(body, sf, n, grain, concurrency, complete);
+                               detail::run_split(rest, sf, n - first, grain, concurrency, complete);
                            // A chunk's exception already reached the run (the chunk rethrew it): only the job
                            // keeps it.
                            if (error) {
