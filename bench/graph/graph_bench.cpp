@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/common/background_load.hpp"
 #include "bench/common/graph_workloads_cases.hpp"
 #include "bench/common/graph_workloads_tbb.hpp"
 #include "bench/common/graph_workloads_weft.hpp"
@@ -87,6 +88,7 @@ void collect(typename W::Side& side, int library, std::vector<Entry>& entries) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const weft::bench::BackgroundLoad load;  // WEFT_BENCH_LOAD=n: n busy processes beside the benchmark
   keep_heap_warm();
   const unsigned threads = graph_threads();
   weft::PoolOptions options;  // not designated: -Wextra flags the members left out
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
         ->UseManualTime();
   }
   benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("background load", load.describe());
   benchmark::AddCustomContext("weft pinning", graph_pinned() ? "one per CPU" : "none");
   benchmark::AddCustomContext("oneTBB", TBB_runtime_version());
   benchmark::Initialize(&argc, argv);

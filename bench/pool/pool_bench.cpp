@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/common/background_load.hpp"
 #include "bench/common/peak_rss.hpp"
 #include "bench/common/pool_workloads.hpp"
 #include "bench/common/tbb_side.hpp"
@@ -150,6 +151,7 @@ void register_side(S& side, unsigned threads) {
 
 int main(int argc, char** argv) {
   if (const auto code = run_peak_rss_child_if_asked(argc, argv)) return *code;
+  const BackgroundLoad load;  // WEFT_BENCH_LOAD=n: n busy processes beside the benchmark
   const unsigned threads = default_threads();
   WeftSide weft_side(threads);
   TbbSide tbb_side(threads);
@@ -170,6 +172,7 @@ int main(int argc, char** argv) {
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("background load", load.describe());
   benchmark::AddCustomContext("oneTBB", std::string(tbb_runtime_version()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
