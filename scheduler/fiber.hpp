@@ -54,7 +54,9 @@ class Fiber;
 
 // A callback the resumer runs after a fiber suspended with suspend_then (see Fiber::resume). Must not throw.
 struct FiberHook {
+  // Called as call(context, suspended) once the fiber is saved; null for a plain suspend().
   void (*call)(void* context, Fiber& suspended) noexcept = nullptr;
+  // Passed back to `call` (suspend_then: the hook object).
   void* context = nullptr;
 };
 
@@ -124,7 +126,7 @@ class Fiber {
   // suspended with suspend_then, the hook runs before this returns, and this returns `suspended` without touching
   // the Fiber afterwards. If the body ended, the fiber's stack is back in its pool, the Fiber is empty, and the
   // body's exception, if it threw, is rethrown here. Resuming an empty or running fiber throws std::logic_error.
-  Resumed resume();
+  [[nodiscard]] Resumed resume();
   // True if this holds a fiber that has not finished.
   [[nodiscard]] explicit operator bool() const noexcept { return self_ != nullptr; }
 
