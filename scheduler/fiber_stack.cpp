@@ -1,0 +1,173 @@
+#include "scheduler/fiber_stack.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "weft/errors.hpp"
+
+namespace weft::sched {
+namespace {
+
+[[nodiscard]] std::size_t page_size() noexcept {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return page > 0 ? static_cast<std::size_t>(page) : 4096;
+}
+
+[[noreturn]] void invalid(const std::string& what) {
+  throw invalid_option("weft::sched::FiberStackOptions::" + what);
+}
+
+[[nodiscard]] const FiberStackOptions& checked(const FiberStackOptions& options) {
+  if (options.stack_size < kMinFiberStackSize || options.stack_size > kMaxFiberStackSize) {
+    invalid("stack_size = " + std::to_string(options.stack_size) + " bytes: must be in [" +
+            std::to_string(kMinFiberStackSize) + ", " + std::to_string(kMaxFiberStackSize) + "]");
+  }
+  if (options.max_stacks < 1 || options.max_stacks > kMaxFiberStacks) {
+    invalid("max_stacks = " + std::to_string(options.max_stacks) + ": must be in [1, " +
+            std::to_string(kMaxFiberStacks) + "] (each stack is two memory mappings)");
+  }
+  if (options.keep_free > options.max_stacks) {
+    invalid("keep_free = " + std::to_string(options.keep_free) + ": must be at most max_stacks = " +
+            std::to_string(options.max_stacks));
+  }
+  return options;
+}
+
+}  // namespace
+
+FiberStack::FiberStack(FiberStack&& other) noexcept
+    : pool_(std::exchange(other.pool_, nullptr)), bottom_(std::exchange(other.bottom_, nullptr)) {}
+
+FiberStack& FiberStack::operator=(FiberStack&& other) noexcept {
+  if (this != &other) {
+    reset();
+    pool_ = std::exchange(other.pool_, nullptr);
+    bottom_ = std::exchange(other.bottom_, nullptr);
+  }
+  return *this;
+}
+
+FiberStack::~FiberStack() { reset(); }
+
+void FiberStack::reset() noexcept {
+  if (bottom_ != nullptr) pool_->release(std::exchange(bottom_, nullptr));
+  pool_ = nullptr;
+}
+
+void* FiberStack::top() const noexcept { return static_cast<std::byte*>(bottom_) + pool_->stack_size(); }
+std::size_t FiberStack::size() const noexcept { return pool_->stack_size(); }
+void* FiberStack::guard() const noexcept { return static_cast<std::byte*>(bottom_) - pool_->guard_size(); }
+std::size_t FiberStack::guard_size() const noexcept { return pool_->guard_size(); }
+
+FiberStackPool::FiberStackPool(FiberStackOptions options)
+    : options_(checked(options)),
+      page_(page_size()),
+      stack_size_((options.stack_size + page_ - 1) / page_ * page_) {}
+
+FiberStackPool::~FiberStackPool() {
+  if (live_ != free_) {
+    std::fprintf(stderr, "weft: a FiberStackPool was destroyed with %zu of its stacks still in use\n",
+                 live_ - free_);
+    std::abort();
+  }
+  trim(0);
+}
+
+FiberStackPool::FreeLink* FiberStackPool::link_of(void* bottom) const noexcept {
+  return reinterpret_cast<FreeLink*>(static_cast<std::byte*>(bottom) + stack_size_ - sizeof(FreeLink));
+}
+
+void* FiberStackPool::bottom_of(FreeLink* link) const noexcept {
+  return reinterpret_cast<std::byte*>(link) + sizeof(FreeLink) - stack_size_;
+}
+
+void* FiberStackPool::map_one() const noexcept {
+  // MAP_NORESERVE: a stack costs only the pages it touches. MAP_STACK: a hint, and documents the use.
+  void* base = ::mmap(nullptr, page_ + stack_size_, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (base == MAP_FAILED) return nullptr;
+  // The guard is set once here, never again while the stack lives (a reuse costs no system call).
+  if (::mprotect(base, page_, PROT_NONE) != 0) {
+    ::munmap(base, page_ + stack_size_);
+    return nullptr;
+  }
+  return static_cast<std::byte*>(base) + page_;
+}
+
+void FiberStackPool::unmap_one(void* bottom) const noexcept {
+  ::munmap(static_cast<std::byte*>(bottom) - page_, page_ + stack_size_);
+}
+
+FiberStack FiberStackPool::acquire() noexcept {
+  {
+    const std::lock_guard lock(mutex_);
+    if (free_list_ != nullptr) {
+      FreeLink* link = free_list_;
+      free_list_ = link->next;
+      --free_;
+      return FiberStack(this, bottom_of(link));
+    }
+    if (live_ == options_.max_stacks) return FiberStack();
+    // Counted before mapping (outside the lock), so that concurrent acquires never exceed the bound.
+    ++live_;
+    if (live_ > peak_) peak_ = live_;
+  }
+  void* bottom = map_one();
+  const std::lock_guard lock(mutex_);
+  if (bottom == nullptr) {
+    --live_;
+    return FiberStack();
+  }
+  ++mapped_;
+  return FiberStack(this, bottom);
+}
+
+void FiberStackPool::release(void* bottom) noexcept {
+  {
+    const std::lock_guard lock(mutex_);
+    if (free_ < options_.keep_free) {
+      FreeLink* link = link_of(bottom);
+      link->next = free_list_;
+      free_list_ = link;
+      ++free_;
+      return;
+    }
+    --live_;
+    ++unmapped_;
+  }
+  unmap_one(bottom);
+}
+
+void FiberStackPool::trim(std::size_t keep) noexcept {
+  FreeLink* doomed = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    while (free_ > keep) {
+      FreeLink* link = free_list_;
+      free_list_ = link->next;
+      link->next = doomed;
+      doomed = link;
+      --free_;
+      --live_;
+      ++unmapped_;
+    }
+  }
+  // Unmapped outside the lock: munmap is a system call, and no other thread can reach these stacks any more.
+  while (doomed != nullptr) {
+    FreeLink* next = doomed->next;
+    unmap_one(bottom_of(doomed));
+    doomed = next;
+  }
+}
+
+FiberStackStats FiberStackPool::stats() const noexcept {
+  const std::lock_guard lock(mutex_);
+  return FiberStackStats{.live = live_, .free = free_, .peak = peak_, .mapped = mapped_, .unmapped = unmapped_};
+}
+
+}  // namespace weft::sched

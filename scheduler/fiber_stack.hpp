@@ -1,0 +1,139 @@
+// Fiber stacks: a thread-safe pool of guard-paged stacks, mapped once and reused.
+//
+// Each stack is one private anonymous mapping: a PROT_NONE guard page at its low end (stacks grow down), the
+// usable stack above it. The guard is set once, when the stack is mapped; reuse never calls mprotect, so a reused
+// stack costs a lock and a pointer pop (protected_fixedsize_stack pays an mmap and an mprotect per fiber). An
+// overflow touches the guard page first and dies of SIGSEGV instead of writing over whatever lies below.
+//
+// Bound: at most `max_stacks` stacks exist at once (in use plus kept free), so the pool's memory is at most
+// max_stacks * (stack_size + one page). At the bound, acquire() returns an empty FiberStack: the caller falls back
+// (a wait runs other work on its own stack, as it does without fibers), it never crashes.
+//
+// Shrinking: release() keeps at most `keep_free` unused stacks mapped and unmaps any stack beyond that, so a burst
+// of fibers does not pin its peak memory; trim() lets the owner go lower (to zero) when it goes idle.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+
+namespace weft::sched {
+
+// Smallest and largest usable size a fiber stack may have, in bytes (before rounding up to whole pages).
+inline constexpr std::size_t kMinFiberStackSize = 16 * 1024;
+inline constexpr std::size_t kMaxFiberStackSize = std::size_t{1} << 30;
+// Most stacks a pool may bound itself to: each costs two memory mappings (guard and stack), and Linux's default
+// vm.max_map_count is 65,530 mappings per process.
+inline constexpr std::size_t kMaxFiberStacks = 30'000;
+
+// What a FiberStackPool is built with; FiberStackPool's constructor checks each field.
+struct FiberStackOptions {
+  // Usable bytes per stack, rounded up to whole pages; in [kMinFiberStackSize, kMaxFiberStackSize].
+  std::size_t stack_size = 256 * 1024;
+  // Most stacks that exist at once, in use or kept free; in [1, kMaxFiberStacks].
+  std::size_t max_stacks = 1024;
+  // Most unused stacks a release keeps mapped for reuse; beyond that the released stack is unmapped. At most
+  // max_stacks.
+  std::size_t keep_free = 16;
+};
+
+// Counts for tests and diagnostics; one consistent snapshot (taken under the pool's lock).
+struct FiberStackStats {
+  std::size_t live = 0;      // stacks mapped now: in use + free
+  std::size_t free = 0;      // mapped and unused, ready for acquire()
+  std::size_t peak = 0;      // most stacks ever live at once
+  std::size_t mapped = 0;    // stacks ever mapped (each one mmap, and one mprotect for its guard)
+  std::size_t unmapped = 0;  // stacks ever unmapped (by release past keep_free, or by trim)
+};
+
+class FiberStackPool;
+
+// One stack from a FiberStackPool, owned: move-only, returned to its pool when destroyed or reset. Empty when
+// default-constructed, moved from, or returned by acquire() at the pool's bound.
+class FiberStack {
+ public:
+  // An empty handle (no stack).
+  FiberStack() noexcept = default;
+  // Takes `other`'s stack; `other` becomes empty.
+  FiberStack(FiberStack&& other) noexcept;
+  // Returns this handle's stack (if any) to its pool, then takes `other`'s.
+  FiberStack& operator=(FiberStack&& other) noexcept;
+  FiberStack(const FiberStack&) = delete;
+  FiberStack& operator=(const FiberStack&) = delete;
+  // Returns the stack to its pool.
+  ~FiberStack();
+
+  // True if this handle holds a stack.
+  [[nodiscard]] explicit operator bool() const noexcept { return bottom_ != nullptr; }
+  // The lowest usable address (just above the guard page); a stack grows down towards it.
+  [[nodiscard]] void* bottom() const noexcept { return bottom_; }
+  // One past the highest usable address: where a new stack starts.
+  [[nodiscard]] void* top() const noexcept;
+  // Usable bytes, top() - bottom(): the pool's stack_size(), a whole number of pages.
+  [[nodiscard]] std::size_t size() const noexcept;
+  // The guard page: guard_size() bytes just below bottom(), mapped PROT_NONE.
+  [[nodiscard]] void* guard() const noexcept;
+  // The guard page's size (one page).
+  [[nodiscard]] std::size_t guard_size() const noexcept;
+  // Returns the stack to its pool now; the handle becomes empty.
+  void reset() noexcept;
+
+ private:
+  friend class FiberStackPool;
+  FiberStack(FiberStackPool* pool, void* bottom) noexcept : pool_(pool), bottom_(bottom) {}
+
+  FiberStackPool* pool_ = nullptr;
+  void* bottom_ = nullptr;
+};
+
+// A thread-safe pool of guard-paged fiber stacks (see the top of this file). Every FiberStack it hands out must be
+// returned (destroyed or reset) before the pool is destroyed.
+class FiberStackPool {
+ public:
+  // Throws weft::invalid_option naming the field and its value when an option is out of range.
+  explicit FiberStackPool(FiberStackOptions options = {});
+  // Unmaps every stack. A stack still handed out is a bug in the owner: the process aborts with a message.
+  ~FiberStackPool();
+  FiberStackPool(const FiberStackPool&) = delete;
+  FiberStackPool& operator=(const FiberStackPool&) = delete;
+
+  // A free stack if there is one, else a newly mapped one; empty at the bound (max_stacks live) or when the OS
+  // refuses the memory. Thread-safe.
+  [[nodiscard]] FiberStack acquire() noexcept;
+  // Unmaps free stacks until at most `keep` remain free. Thread-safe; for the owner to call when it goes idle.
+  void trim(std::size_t keep = 0) noexcept;
+  // A snapshot of the counts. Thread-safe.
+  [[nodiscard]] FiberStackStats stats() const noexcept;
+  // Usable bytes per stack: options().stack_size rounded up to whole pages.
+  [[nodiscard]] std::size_t stack_size() const noexcept { return stack_size_; }
+  // The guard below each stack: one page.
+  [[nodiscard]] std::size_t guard_size() const noexcept { return page_; }
+  // The options as given (stack_size before rounding).
+  [[nodiscard]] const FiberStackOptions& options() const noexcept { return options_; }
+
+ private:
+  friend class FiberStack;
+  // A free stack keeps the link to the next free one in its own top bytes, so the free list needs no memory of
+  // its own and release() cannot fail.
+  struct FreeLink {
+    FreeLink* next;
+  };
+  void release(void* bottom) noexcept;
+  [[nodiscard]] FreeLink* link_of(void* bottom) const noexcept;
+  [[nodiscard]] void* bottom_of(FreeLink* link) const noexcept;
+  [[nodiscard]] void* map_one() const noexcept;
+  void unmap_one(void* bottom) const noexcept;
+
+  const FiberStackOptions options_;
+  const std::size_t page_;
+  const std::size_t stack_size_;
+
+  mutable std::mutex mutex_;
+  FreeLink* free_list_ = nullptr;  // guarded by mutex_, as are the counts below
+  std::size_t free_ = 0;
+  std::size_t live_ = 0;
+  std::size_t peak_ = 0;
+  std::size_t mapped_ = 0;
+  std::size_t unmapped_ = 0;
+};
+
+}  // namespace weft::sched

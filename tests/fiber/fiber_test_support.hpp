@@ -1,0 +1,36 @@
+// What the fiber tests share: which sanitizer the build has, deadlines scaled for it, switch counts scaled for
+// it (and by WEFT_STRESS_SCALE), and the watchdog.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "tests/support/stress.hpp"
+#include "tests/support/watchdog.hpp"
+
+namespace weft::test {
+
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
+// Deadlines only guard against hangs; sanitizers slow everything down, so they get more time.
+[[nodiscard]] inline std::chrono::seconds patience(int plain_seconds) {
+  const int factor = kThreadSanitizer ? 10 : kAddressSanitizer ? 4 : 1;
+  return std::chrono::seconds(plain_seconds * factor);
+}
+
+// `plain` in a build without sanitizers; a twentieth under TSan and a fifth under ASan, whose switches cost
+// microseconds instead of nanoseconds. Then scaled by WEFT_STRESS_SCALE.
+[[nodiscard]] inline std::uint64_t switch_count(std::uint64_t plain) {
+  return stress_count(kThreadSanitizer ? plain / 20 : kAddressSanitizer ? plain / 5 : plain);
+}
+
+}  // namespace weft::test
