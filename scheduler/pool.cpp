@@ -49,6 +49,9 @@ std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy)
 ShutdownResult Pool::shutdown_for(std::chrono::nanoseconds timeout) { return engine_->shutdown_for(timeout); }
 unsigned Pool::size() const noexcept { return engine_->size(); }
 bool Pool::closed() const noexcept { return !engine_->accepting(); }
+bool Pool::run_here(void (*fn)(void*) noexcept, void* context) noexcept {
+  return engine_->run_here(Priority::Normal, [fn, context] { fn(context); });
+}
 std::optional<unsigned> Pool::current_worker() const noexcept { return engine_->current_worker(); }
 std::optional<unsigned> Pool::current_thread_index() const noexcept { return engine_->current_thread_index(); }
 unsigned Pool::max_thread_index() const noexcept { return engine_->max_thread_index(); }

@@ -27,14 +27,30 @@ namespace detail {
 template <class Body>
 void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t grain) {
   if (n == 0) return;
-  // Nothing to split: a graph would only add latency.
-  if (n == 1 || (grain != 0 && n <= grain)) {
-    body(0, n);
-    return;
+  // The calling thread runs a range with nothing to split (one index, or at most `grain`), and with automatic
+  // partitioning starts on the range itself, ending here a loop too small to be worth waking the pool for. As a
+  // task of the pool, as every chunk is (its hooks, its thread index), and so not on a thread that can have no
+  // index in it (the pool's tasks then run it all). Not on a pool that is shut down: that is refused (below) as
+  // for any loop.
+  std::size_t first = 0;
+  const bool whole = n == 1 || (grain != 0 && n <= grain);
+  if ((whole || grain == 0) && !pool.closed()) {
+    std::exception_ptr error;
+    auto start = [&]() noexcept {
+      try {
+        if (whole) {
+          body(0, n);
+          first = n;
+        } else {
+          first = run_while_small(body, n, pool.size());
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+    };
+    (void)PoolRunHere::run(pool, start);
+    if (error) std::rethrow_exception(error);
   }
-  // Automatic partitioning: the calling thread starts on the range itself, and a loop too small to be worth
-  // waking the pool for ends here. Not on a pool that is shut down: that is refused (below) as for any loop.
-  const std::size_t first = grain == 0 && !pool.closed() ? run_while_small(body, n, pool.size()) : 0;
   if (first == n) return;
   const auto rest = [&body, first](std::size_t lo, std::size_t hi) { body(first + lo, first + hi); };
   const std::size_t left = n - first;
@@ -58,6 +74,8 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
 //   indices, f(lo, hi) once per chunk, the chunks covering [first, last) exactly (a tbb::blocked_range body).
 // - last <= first is an empty range: nothing runs. first and last may have different integer types (0 and a
 //   size_t); both must fit their common type, else weft::invalid_option naming the value.
+// - Every chunk, the ones the calling thread runs itself included, runs as a task of the pool: inside its hooks,
+//   with a Pool::current_thread_index().
 // - grain 0: automatic partitioning. The calling thread first runs the range's start itself, chunk by chunk,
 //   for as long as the whole loop is predicted to take less than about 20 microseconds (what starting the
 //   workers costs): a loop that small runs entirely inline. The rest is cut into about 4 pieces per worker,

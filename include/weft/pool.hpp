@@ -33,6 +33,7 @@ namespace detail {
 // How a submission waits for room when PoolOptions::max_queued tasks are queued.
 enum class Admission : std::uint8_t { block, try_once, until };
 struct PoolAccess;  // scheduler/pool_access.hpp: internal entry points for weft's own front-ends
+struct PoolRunHere;  // weft/detail/for_splitter.hpp: parallel_for's inline start
 // Pool::submit of a callable taking Subflow&: defined by weft/task_scope.hpp (the graph layer), which gives it
 // a run to belong to; the scheduler itself knows no graphs.
 template <class F>
@@ -243,6 +244,12 @@ class Pool {
   using Admission = detail::Admission;
 
   friend struct detail::PoolAccess;
+  friend struct detail::PoolRunHere;
+
+  // Runs fn(context) on the calling thread as one task of this pool: inside the task hooks, with the thread index
+  // current_thread_index() reports, counted in no queue. Returns false without running it if this thread can have
+  // no index in the pool (more outside threads than it has slots for).
+  bool run_here(void (*fn)(void*) noexcept, void* context) noexcept;
 
   // `inline_tag`: who besides the workers may run the task (detail::InlineTag).
   SubmitStatus enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,

@@ -217,6 +217,14 @@ TEST_CASE("the caller starts the loop; a loop too long for it alone is shared wi
       });
       check_exactly_once(each);
     }
+    // What the caller runs itself runs as a task of the pool, as every chunk does: it has a thread index.
+    std::atomic<int> without_index{0};
+    for (const int n : {1, 2, 64, 1000}) {
+      weft::parallel_for(pool, 0, n, [&](int) {
+        if (!pool.current_thread_index()) without_index.fetch_add(1);
+      });
+    }
+    CHECK(without_index.load() == 0);
     // An exception thrown by the caller's own first chunk comes straight through.
     CHECK_THROWS_WITH_AS(weft::parallel_for(pool, 0, 100, [](int i) {
                            if (i == 0) throw LoopFailure("first");

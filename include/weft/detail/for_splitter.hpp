@@ -242,6 +242,14 @@ template <class Body>
   return done;
 }
 
+// Pool::run_here for weft's templates: runs `work()` (noexcept) on the calling thread as a task of `pool`.
+struct PoolRunHere {
+  template <class Work>
+  static bool run(Pool& pool, Work& work) noexcept {
+    return pool.run_here([](void* context) noexcept { (*static_cast<Work*>(context))(); }, &work);
+  }
+};
+
 // The body of a parallel_for node: splits, joins, and says how it went. Throws only after the join (so the
 // splitter on this frame outlives every piece), and only what starting threw (e.g. pool_closed), which the
 // run has not seen yet. Returns the first exception of a piece (the run has seen it) or null; `complete`
