@@ -36,6 +36,15 @@
 #error "scheduler/fiber.cpp must be compiled without sanitizer instrumentation (see the top of the file)"
 #endif
 
+// Set by meson when the build has sanitizers (the file is then a library of its own, with its own flags);
+// without them it is one of the library's sources, with nothing to annotate.
+#ifndef WEFT_FIBER_ASAN
+#define WEFT_FIBER_ASAN 0
+#endif
+#ifndef WEFT_FIBER_TSAN
+#define WEFT_FIBER_TSAN 0
+#endif
+
 #if WEFT_FIBER_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
