@@ -5,27 +5,11 @@
 #include <chrono>
 #include <cstdint>
 
+#include "tests/support/sanitizers.hpp"
 #include "tests/support/stress.hpp"
 #include "tests/support/watchdog.hpp"
 
 namespace weft::test {
-
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
-
-// Deadlines only guard against hangs; sanitizers slow everything down, so they get more time.
-[[nodiscard]] inline std::chrono::seconds patience(int plain_seconds) {
-  const int factor = kThreadSanitizer ? 10 : kAddressSanitizer ? 4 : 1;
-  return std::chrono::seconds(plain_seconds * factor);
-}
 
 // `plain` in a build without sanitizers; a twentieth under TSan and a fifth under ASan, whose switches cost
 // microseconds instead of nanoseconds. Then scaled by WEFT_STRESS_SCALE.

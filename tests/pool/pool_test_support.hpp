@@ -17,31 +17,15 @@
 #include <thread>
 #include <utility>
 
+#include "tests/support/sanitizers.hpp"
 #include "tests/support/stress.hpp"
 #include "tests/support/watchdog.hpp"
 #include "weft/pool.hpp"
 
 namespace weft::test {
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
-
 // The fixture: every test body runs with each of these worker counts (32 > cores on purpose).
 inline constexpr std::array<unsigned, 5> kWorkerCounts = {1, 2, 4, 8, 32};
-
-// Deadlines only guard against hangs; sanitizers slow everything down, so they get more time.
-[[nodiscard]] inline std::chrono::seconds patience(int plain_seconds) {
-  const int factor = kThreadSanitizer ? 10 : kAddressSanitizer ? 4 : 1;
-  return std::chrono::seconds(plain_seconds * factor);
-}
 
 // Runs body(workers) once per worker count; a failing check prints the count.
 template <class Body>
