@@ -13,12 +13,12 @@
 #include "graph/subflow_access.hpp"
 #include "graph/token_flow.hpp"
 #include "scheduler/pool_access.hpp"
+#include "scheduler/task_locals.hpp"
 #include "weft/errors.hpp"
 
 namespace weft::detail {
 namespace {
 
-thread_local RunState* tl_current_run = nullptr;
 
 // The closure a run posts: 16 bytes, so it sits inline in the pool's task. If the pool destroys it unrun
 // (refused at shutdown, or dropped by DropPending), the run is told: nothing is lost silently.
@@ -42,7 +42,7 @@ class GraphTask {
 
 }  // namespace
 
-RunState* RunState::current() noexcept { return tl_current_run; }
+RunState* RunState::current() noexcept { return static_cast<RunState*>(sched::task_local(kCurrentRunSlot)); }
 
 // What a multi-token node's token flow (graph/token_flow.hpp) does to the run: post executors, run tokens, count
 // what is skipped or dropped, fail on a full inbox under Overflow::Fail, finish the node after its last token.
@@ -128,7 +128,7 @@ void RunState::post_roots() noexcept {
 
 void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
   // Marks the thread as inside this run once per task, not per node: an in-place chain is one task.
-  RunState* const outer = std::exchange(tl_current_run, this);
+  void* const outer = sched::exchange_task_local(kCurrentRunSlot, this);
   switch (kind) {
     case GraphTaskKind::node:
       if (graph_.node(index).has_semaphores) [[unlikely]] {
@@ -167,7 +167,7 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
       run_members(index, sched::Engine::this_thread_worker() == nullptr);
       break;
   }
-  tl_current_run = outer;
+  (void)sched::exchange_task_local(kCurrentRunSlot, outer);
   finish_unit();
 }
 
@@ -179,11 +179,11 @@ bool RunState::claim_roots() noexcept {
 void RunState::help_from_outside() noexcept {
   const auto roots = static_cast<std::uint32_t>(roots_count_);
   if (roots == 0 || !claim_roots()) return;
-  RunState* const outer = std::exchange(tl_current_run, this);
+  void* const outer = sched::exchange_task_local(kCurrentRunSlot, this);
   // As one task of the pool: inside its hooks, and marked so that the pool's waits refuse to wait from here.
   // Refused (false) if the thread can have no slot in the pool: the roots task runs them all then.
   (void)PoolAccess::engine(pool_).run_here(Priority::Normal, [this] { run_roots(true); });
-  tl_current_run = outer;
+  (void)sched::exchange_task_local(kCurrentRunSlot, outer);
   finish_unit();  // the roots' unit, which the claim handed to this thread
 }
 

@@ -297,6 +297,11 @@ class RunState {
 // See line_before_pending_: a run's state must come from the plain operator new.
 static_assert(alignof(RunState) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "RunState would need the aligned operator new");
 
+// The scheduler's task-local slots (scheduler/task_locals.hpp) that graph code uses: they follow a task that
+// suspends on a fiber and resumes on another worker.
+inline constexpr unsigned kCurrentRunSlot = 0;    // the RunState whose task runs here (executor.cpp)
+inline constexpr unsigned kCurrentChildSlot = 1;  // the Subflow child running here (subflow.cpp)
+
 namespace run_state_detail {
 // How deep the calling outside thread is in help_from_own_slot (a node it runs may wait for another run, and
 // help with that one): bounded, so that nested runs cannot grow its stack without limit.

@@ -10,6 +10,7 @@
 #include "graph/wait.hpp"
 #include "scheduler/pool_access.hpp"
 #include "scheduler/stack_guard.hpp"
+#include "scheduler/task_locals.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
@@ -28,13 +29,18 @@ void Subflow::spawn_child(small_function<void()>&& child) {
 }
 
 namespace {
-thread_local Subflow* tl_current_child = nullptr;
+// The Subflow child running on the calling thread (a task-local slot: it follows a child that suspends on a
+// fiber to the worker where it resumes).
+Subflow* current_child() noexcept { return static_cast<Subflow*>(sched::task_local(detail::kCurrentChildSlot)); }
 }  // namespace
 
-Subflow* Subflow::exchange_current(Subflow* next) noexcept { return std::exchange(tl_current_child, next); }
+Subflow* Subflow::exchange_current(Subflow* next) noexcept {
+  return static_cast<Subflow*>(sched::exchange_task_local(detail::kCurrentChildSlot, next));
+}
 
 const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
-  return tl_current_child != nullptr ? tl_current_child->run_ : nullptr;
+  const Subflow* child = current_child();
+  return child != nullptr ? child->run_ : nullptr;
 }
 
 void Subflow::require_stack_to_spawn() { sched::require_stack("weft::Subflow::spawn"); }
@@ -44,8 +50,9 @@ void Subflow::join() {
   // from here could never end. A child joining its own Subflow (the usual case) is none of its own ancestors:
   // it skips the walk, which costs a load per level of nesting (callgrind, fib(20) through Subflow: ~100
   // instructions a join, more the deeper the recursion; docs/perf-log.md).
-  if (tl_current_child != nullptr && tl_current_child != this) {
-    for (const Subflow* ancestor = tl_current_child->parent_; ancestor != nullptr; ancestor = ancestor->parent_) {
+  const Subflow* const child = current_child();
+  if (child != nullptr && child != this) {
+    for (const Subflow* ancestor = child->parent_; ancestor != nullptr; ancestor = ancestor->parent_) {
       if (ancestor == this)
         throw would_deadlock(
             "weft::Subflow::join: called from one of this Subflow's own children (or their descendants), which "

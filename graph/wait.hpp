@@ -1,92 +1,14 @@
-// How graph code waits: for a run to end, for room in an inbox, for a subflow's children. Every such wait goes
-// through wait_until below, which on a worker hands over to the scheduler's one wait point
-// (sched::Engine::wait_on_worker, to become a fiber switch) and elsewhere sleeps on a futex.
+// How graph code waits: for a run to end, for room in an inbox, for a subflow's children. The scheduler's
+// (scheduler/signal.hpp) under the names graph code uses.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <algorithm>
-#include <cstdint>
-
-#include "scheduler/cpu_relax.hpp"
-#include "scheduler/engine.hpp"
-#include "scheduler/memory_model.hpp"
-#include "src/futex.hpp"
+#include "scheduler/signal.hpp"
 
 namespace weft::graph {
 
-using Clock = std::chrono::steady_clock;
-
-// A word threads sleep on until some condition they test holds. Notifiers change the condition first, then
-// call notify(); it costs a fence and a load unless somebody sleeps.
-class Signal {
- public:
-  // Called after the condition changed.
-  void notify() noexcept {
-    // seq_cst fence: Dekker with sleep(): either the sleeper's announcement (seq_cst RMW) is ordered before
-    // this fence and we see it, or its re-check of the condition is ordered after and sees the change.
-    sched::StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
-    // release: a sleeper that reads the new epoch also sees the condition's change (futex compares the word).
-    epoch_.fetch_add(1, std::memory_order_release);
-    os::futex_wake_all(epoch_);
-  }
-
-  // Sleeps for at most `slice` unless ready() holds once announced (then returns at once).
-  template <class Ready>
-  void sleep(Ready& ready, std::chrono::nanoseconds slice) noexcept {
-    // seq_cst: the announcement half of the handshake in notify().
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint32_t seen = epoch_.load(std::memory_order_acquire);
-    if (!ready()) {
-      if (slice == std::chrono::nanoseconds::max()) {
-        os::futex_wait(epoch_, seen);
-      } else {
-        os::futex_wait_for(epoch_, seen, slice);
-      }
-    }
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-  }
-
- private:
-  std::atomic<std::uint32_t> epoch_{0};
-  std::atomic<std::uint32_t> sleepers_{0};
-};
-
-// How long a thread that is not a worker keeps looking before it sleeps.
-inline constexpr std::chrono::microseconds kOutsideSpin{100};
-
-// Waits until ready() holds or the deadline passes (Clock::time_point::max(): none); returns ready().
-// On a worker of any weft pool the worker runs other tasks meanwhile; elsewhere the thread sleeps on `signal`.
-// `signal` is a Signal, or anything with Signal's sleep(ready, slice) that ends in one (a waiter that must
-// announce itself to its notifiers before each sleep: Subflow's join).
-template <class Ready, class Sleeper = Signal>
-bool wait_until(Ready ready, Sleeper& signal, Clock::time_point deadline = Clock::time_point::max()) {
-  if (ready()) return true;
-  if (sched::Worker* self = sched::Engine::this_thread_worker()) {
-    return self->engine.wait_on_worker(*self, ready, deadline,
-                                       [&](std::chrono::nanoseconds slice) { signal.sleep(ready, slice); });
-  }
-  // Off a worker: look again for a short while before sleeping. A small run ends within tens of microseconds,
-  // and a futex sleep plus the wake-up would cost as much again. It spins with pause only: yielding handed the
-  // CPU to a searching worker and cost a context switch each time (10% of a 50-node run's samples in
-  // __schedule): a small run took a quarter to a third longer (docs/perf-log.md). The spin is bounded
-  // (kOutsideSpin), so on a machine with fewer cores than threads it delays the workers by at most that.
-  const auto spin_until = std::min(deadline, Clock::now() + kOutsideSpin);
-  while (Clock::now() < spin_until) {
-    if (ready()) return true;
-    sched::cpu_relax();
-  }
-  while (!ready()) {
-    if (deadline == Clock::time_point::max()) {
-      signal.sleep(ready, std::chrono::nanoseconds::max());
-      continue;
-    }
-    const auto left = deadline - Clock::now();
-    if (left <= Clock::duration::zero()) return ready();
-    signal.sleep(ready, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
-  }
-  return true;
-}
+using Clock = sched::Clock;
+using sched::kOutsideSpin;
+using sched::Signal;
+using sched::wait_until;
 
 }  // namespace weft::graph

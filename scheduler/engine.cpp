@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "scheduler/engine_internal.hpp"
+#include "scheduler/fiber_stack.hpp"
 #include "src/os_thread.hpp"
 
 namespace weft::sched {
@@ -68,12 +69,33 @@ Engine::Engine(PoolOptions options)
   }
   if (options_.pinning == Pinning::OnePerCpu) options_.cpus = allowed;
 
+  if (options_.fiber_stack_size < kMinFiberStackSize || options_.fiber_stack_size > kMaxFiberStackSize)
+    invalid("fiber_stack_size = " + std::to_string(options_.fiber_stack_size) + ": must be in " +
+            std::to_string(kMinFiberStackSize) + ".." + std::to_string(kMaxFiberStackSize) + " bytes");
+  if (options_.max_fibers < 1 || options_.max_fibers > kMaxFiberStacks)
+    invalid("max_fibers = " + std::to_string(options_.max_fibers) + ": must be in 1.." +
+            std::to_string(kMaxFiberStacks));
+
   for (auto& queue : injected_) queue = std::make_unique<TaskQueue>(domain_);
+  resumed_ = std::make_unique<TaskQueue>(domain_);
   workers_.reserve(count);
   for (unsigned i = 0; i < count; ++i) {
     workers_.push_back(std::make_unique<Worker>(*this, i, domain_));
     workers_.back()->watches.resize(count);
   }
+#if WEFT_FIBERS
+  if (options_.fibers) {
+    // Keeps a few free stacks per worker for the next suspensions; more are unmapped when released.
+    fiber_stacks_ = std::make_unique<FiberStackPool>(
+        FiberStackOptions{.stack_size = options_.fiber_stack_size,
+                          .max_stacks = options_.max_fibers,
+                          .keep_free = std::min<std::size_t>(options_.max_fibers, 4 * std::size_t{count})});
+    for (auto& worker : workers_) {
+      fiber_workers_.push_back(std::make_unique<FiberWorker>(*this, *fiber_stacks_));
+      worker->fibers = fiber_workers_.back().get();
+    }
+  }
+#endif
 
   starting_.store(count, std::memory_order_relaxed);
   unsigned launched = 0;
@@ -91,7 +113,15 @@ Engine::Engine(PoolOptions options)
         // touched here is a member, which outlives this thread (it is joined before they are destroyed).
         starting_.fetch_sub(1, std::memory_order_acq_rel);
         started_changed_.notify_all();
+#if WEFT_FIBERS
+        if (self.fibers != nullptr) {
+          self.fibers->run(self);
+        } else {
+          worker_main(self);
+        }
+#else
         worker_main(self);
+#endif
         self.registration.reset();
         tls_worker = nullptr;
       });
@@ -186,6 +216,15 @@ PoolStats Engine::stats() const {
   out.in_flight = submitted >= finished ? static_cast<std::size_t>(submitted - finished) : 0;
   out.errors = error_count_.load(std::memory_order_relaxed);
   out.dropped = dropped_.load(std::memory_order_relaxed);
+  const std::int64_t suspended = suspended_tasks_.load(std::memory_order_relaxed);
+  out.suspended = suspended > 0 ? static_cast<std::size_t>(suspended) : 0;
+#if WEFT_FIBERS
+  if (fiber_stacks_ != nullptr) {
+    const FiberStackStats stacks = fiber_stacks_->stats();
+    out.fiber_stacks = stacks.live;
+    out.fiber_stacks_peak = stacks.peak;
+  }
+#endif
   return out;
 }
 

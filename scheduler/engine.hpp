@@ -22,6 +22,9 @@
 #include "scheduler/trace_impl.hpp"
 #include "scheduler/worker.hpp"
 #include "weft/pool.hpp"
+#if WEFT_FIBERS
+#include "scheduler/fiber_worker.hpp"
+#endif
 
 namespace weft::detail {
 // Tasks run inline by a waiter (Future::get) of this engine: started before the claim, finished after the
@@ -160,8 +163,12 @@ class Engine {
   // there are none it sleeps in short slices. Nested waits deeper than kMaxWaitDepth, or short of stack
   // (stack_guard.hpp), run only the worker's own deque and mailbox (descendants of the waiting task), so that
   // unrelated stolen work cannot grow the stack without bound; what such a worker spawns goes to its own deque
-  // whatever its priority (route), so the wait can reach it. A later issue replaces the body with a fiber switch.
-  // `sleep(slice)` blocks for at most `slice` on whatever signals ready() (a future's word, an EventCount).
+  // whatever its priority (route), so the wait can reach it.
+  // `sleep(slice)` blocks for at most `slice` on whatever signals ready() (a future's word, an EventCount), through
+  // park_word (scheduler/wait_word.hpp). With fibers, sleep(nanoseconds::max()) parks the waiting task's fiber:
+  // it must then only park (run no task) and return once woken.
+  // With fibers (PoolOptions::fibers) and no deadline, the waiting task suspends instead of running unrelated
+  // work (wait_on_fiber); where it may not, it waits as described here.
   // `refuse_as`, when set, names the call for weft::nesting_too_deep: the wait throws it instead of starting
   // short of stack (a wait that must not throw, an implicit join, leaves it null).
   // Returns ready() (false only if the deadline passed first).
@@ -172,7 +179,21 @@ class Engine {
   static constexpr unsigned kMaxWaitDepth = 64;
   static constexpr std::chrono::microseconds kWaitSlice{100};
 
+  // A suspended task was woken (fiber_lot::wake): queued for the first worker whose loop gets to it, before
+  // any new task. `resumed` is a Resumable's header (scheduler/fiber_worker.hpp).
+  void resume_later(Task* resumed) noexcept;
+  // Tasks suspended on fibers now (a snapshot).
+  [[nodiscard]] std::int64_t suspended_tasks() const noexcept {
+    return suspended_tasks_.load(std::memory_order_relaxed);
+  }
+#if WEFT_FIBERS
+  // The pool's fiber stacks (null if it does not use fibers), for statistics and tests.
+  [[nodiscard]] const FiberStackPool* fiber_stacks() const noexcept { return fiber_stacks_.get(); }
+#endif
+
  private:
+  friend class FiberWorker;
+
   enum class State : std::uint8_t { running, draining, dropping, stopped };
   // A DropPending shutdown (or shutdown_for's deadline) has begun, or the pool has stopped: no pending task
   // starts any more.
@@ -181,6 +202,20 @@ class Engine {
   }
 
   void worker_main(Worker& self);
+  // The worker loop's entry on a fiber (FiberWorker): for the worker of the thread that first resumes it.
+  void run_loop_on_fiber();
+  // The worker loop on the thread's own stack (a pool without fibers, or no stack for the first fiber).
+  void run_loop_on_thread(Worker& self) { worker_main(self); }
+  // A resumed task for `self` to continue, or null.
+  [[nodiscard]] Task* take_resumed(Worker& self) noexcept;
+  // wait_on_worker's way with fibers: runs the newest tasks of the worker's own deque (the awaited one is most
+  // often there) while the stack allows, else suspends the waiting task. Returns false, with nothing waited
+  // for yet, if it may not suspend here (see fiber_worker.hpp); `me` follows the task to the worker it is on.
+  template <class Ready, class Sleep>
+  bool wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep);
+  // True if a task on `self`'s current fiber may suspend: not in a catch block or an unwinding, not inside a
+  // RunningFrame, not inside a wait that could not suspend (Worker::no_suspend).
+  [[nodiscard]] static bool may_suspend(const Worker& self) noexcept;
   // On a worker's way out after a shutdown began: drops what is left in its own deque, outside batch and
   // mailbox (counted in dropped_by_waiters_). See worker_main.
   void drop_own_pending(Worker& self) noexcept;
@@ -209,10 +244,16 @@ class Engine {
   template <class Work>
   void run_as(unsigned thread_index, Priority priority, Work&& work) noexcept;
   void finished_outside_runs() noexcept { idle_changed_.notify_all(); }
-  void execute(Worker& self, Task* task) noexcept;
+  // Runs a task `self` found; returns the worker the calling code is on afterwards: `self`, or another one if
+  // the task suspended on a fiber and resumed there.
+  Worker& execute(Worker& self, Task* task) noexcept;
+  // Which worker the calling code is on now, given `self` and the mark (switch_mark) read on it before running
+  // something that may have suspended.
+  [[nodiscard]] static std::uint64_t switch_mark(const Worker& self) noexcept;
+  [[nodiscard]] static Worker& worker_after(Worker& self, std::uint64_t mark) noexcept;
   // Runs and releases a queued task inside the task hooks (only when some are set). A future's task that a
   // waiter already ran inline runs no hooks here (it ran inside them there).
-  void run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
+  Worker* run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
   // Hooks or a trace: run_hooked/run_as's slow path.
   [[nodiscard]] bool has_hooks() const noexcept { return hooked_; }
   void call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
@@ -225,7 +266,9 @@ class Engine {
   [[nodiscard]] bool has_visible_work(const Worker& self) const noexcept;
   [[nodiscard]] bool mailbox_waiting_elsewhere(const Worker& self) const noexcept;
 
-  [[nodiscard]] SubmitStatus admit(Worker* self, weft::detail::Admission admission,
+  // Waits for room under max_queued. `self` (the calling worker, or null) follows a task that moved to another
+  // worker while it waited (fibers).
+  [[nodiscard]] SubmitStatus admit(Worker*& self, weft::detail::Admission admission,
                                    std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] bool closed_to(const Worker* self) const noexcept;
   void release_queued_slot() noexcept;
@@ -245,8 +288,9 @@ class Engine {
   [[nodiscard]] Worker* spawning_worker(const TaskOptions& options) const noexcept;
   template <class Source>
   SubmitStatus spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag);
-  // Runs a queued task and gives it up (a closure task's block is freed); the task is gone afterwards.
-  void run_and_release(TaskDomain::ThreadRef ref, Task* task) noexcept;
+  // Runs a queued task and gives it up (a closure task's block is freed); the task is gone afterwards. `self`
+  // ran it (null: an outside thread, which uses `ref`); returns the worker it is on afterwards (null if none).
+  Worker* run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* task) noexcept;
   void signal_work() noexcept;
   [[nodiscard]] bool idle() const noexcept;
   void begin_shutdown(State target);
@@ -287,6 +331,15 @@ class Engine {
   std::atomic<std::uint64_t> dropped_by_waiters_{0};  // dropped by workers waiting during a DropPending shutdown
   std::atomic<std::uint64_t> abandoned_{0};  // counted as submitted, then destroyed unrun: finished for idle()
   weft::detail::InlineRunCounter inline_runs_{{0}, {0}, this};
+
+  // Fibers: tasks woken while suspended, waiting for a worker (taken before any new task), and how many tasks
+  // are suspended (a worker stays until none is, so that each can finish; see FiberWorker::run).
+  std::unique_ptr<TaskQueue> resumed_;
+  std::atomic<std::int64_t> suspended_tasks_{0};
+#if WEFT_FIBERS
+  std::unique_ptr<FiberStackPool> fiber_stacks_;
+  std::vector<std::unique_ptr<FiberWorker>> fiber_workers_;
+#endif
 
   std::mutex errors_mutex_;
   std::vector<std::exception_ptr> errors_;
@@ -362,21 +415,34 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner) noex
 template <class Ready, class Sleep>
 bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline,
                             Sleep sleep, const char* refuse_as) {
+  Worker* me = &self;
+#if WEFT_FIBERS
+  if (me->fibers != nullptr && deadline == std::chrono::steady_clock::time_point::max()) {
+    if (wait_on_fiber(me, ready, sleep)) return true;
+    // It may not suspend here: wait as a pool without fibers does, below.
+  }
+#endif
   // Looked at every eighth nested wait (a thread-local load and a compare): the stack grows by a few frames a
   // level, so the reserve (stack_guard.hpp) absorbs the seven levels between two looks. Looking at every wait put
   // its cost, and a different inlining of the spawn + get path, on every Future::get inside a task (callgrind
   // figures for fib(28) in docs/perf-log.md).
-  const bool short_of_stack = (self.wait_depth & 7) == 7 && stack_low();
+  const bool short_of_stack = (me->wait_depth & 7) == 7 && stack_low();
   if (short_of_stack && refuse_as != nullptr) [[unlikely]] require_stack(refuse_as);
-  ++self.wait_depth;
+  // No task run below suspends (Worker::no_suspend): this wait's frames stay on this thread, so `me` stays
+  // right, and the depth counts go back to the worker they were taken from.
+  ++me->wait_depth;
+  ++me->no_suspend;
   struct Leave {
     Worker& worker;
-    ~Leave() { --worker.wait_depth; }
-  } leave{self};
+    ~Leave() {
+      --worker.wait_depth;
+      --worker.no_suspend;
+    }
+  } leave{*me};
   // Deep in nested waits, or short of stack (scheduler/stack_guard.hpp): run only this worker's own deque and
   // mailbox, whose tasks are descendants of the waiting one (or bound here), never unrelated work that could
   // nest further.
-  const bool own_work_only = self.wait_depth > kMaxWaitDepth || short_of_stack;
+  const bool own_work_only = me->wait_depth > kMaxWaitDepth || short_of_stack;
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   unsigned fruitless = 0;
   while (!ready()) {
@@ -388,24 +454,24 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
       // shutdown's drop pass went by would stay in its own deque (or mailbox), where the shutdown looks again
       // only after joining this very worker: drop those here, or the wait and the join would wait on each other.
       // The same for outside tasks this worker took in a batch (its from_outside deque).
-      std::optional<Task*> own = self.deque.pop();
-      if (!own) own = self.from_outside.pop();
-      if (!own) own = self.take_from_mailbox(self.ref());
+      std::optional<Task*> own = me->deque.pop();
+      if (!own) own = me->from_outside.pop();
+      if (!own) own = me->take_from_mailbox(me->ref());
       if (own) {
         // relaxed: finish_shutdown reads it after joining this worker.
-        dropped_by_waiters_.fetch_add(drop(*own, self.ref()), std::memory_order_relaxed);
+        dropped_by_waiters_.fetch_add(drop(*own, me->ref()), std::memory_order_relaxed);
         continue;
       }
     } else if (!own_work_only) {
-      task = find_task(self);
-    } else if (auto own = self.deque.pop()) {
+      task = find_task(*me);
+    } else if (auto own = me->deque.pop()) {
       task = *own;  // deep: only descendants of the waiting task, which keeps the stack bounded
-    } else if (auto mine = self.take_from_mailbox(self.ref())) {
+    } else if (auto mine = me->take_from_mailbox(me->ref())) {
       // ... and tasks sent to this worker, which nobody else may take soon (nor a waiter inline).
       task = *mine;
     }
     if (task != nullptr) {
-      execute(self, task);
+      (void)execute(*me, task);  // cannot move this thread's frames: nothing suspends (no_suspend)
       fruitless = 0;
       continue;
     }
@@ -419,6 +485,35 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
     sleep(slice);
   }
   return true;
+}
+
+template <class Ready, class Sleep>
+bool Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep) {
+#if WEFT_FIBERS
+  while (!ready()) {
+    // acquire: pairs with the shutdown stores; a dropping pool runs nothing more (the classic wait drops).
+    if (stops_tasks(state_.load(std::memory_order_acquire))) return false;
+    // The awaited task is most often the newest of this worker's own deque (a spawn, then its get): run it here,
+    // as a pool without fibers does, while the fiber's stack allows (suspending needs no stack) and no High task
+    // waits (the loop takes that first once this task suspends).
+    if (!stack_low() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
+      if (auto own = me->deque.pop()) {
+        me = &execute(*me, *own);
+        continue;
+      }
+    }
+    if (!may_suspend(*me) || !me->fibers->ready_to_suspend()) return false;
+    {
+      const SuspendingWait suspending(*me->fibers);
+      sleep(std::chrono::nanoseconds::max());  // parks this fiber on the word the wait sleeps on
+    }
+    me = this_thread_worker();  // resumed, perhaps on another worker
+  }
+  return true;
+#else
+  (void)me, (void)ready, (void)sleep;
+  return false;
+#endif
 }
 
 }  // namespace weft::sched

@@ -21,7 +21,7 @@
 
 #include "scheduler/memory_model.hpp"
 #include "weft/detail/deadline.hpp"
-#include "src/futex.hpp"
+#include "scheduler/wait_word.hpp"
 
 namespace weft::sched {
 
@@ -81,7 +81,7 @@ class BasicEventCount {
   void wait(Key key) noexcept {
     // acquire: pairs with the release bump in notify_*, so work published before it is visible after.
     while (epoch_.load(std::memory_order_acquire) == key.epoch_) {
-      if constexpr (sleeps) os::futex_wait(epoch_, key.epoch_);
+      if constexpr (sleeps) park_word(epoch_, key.epoch_, std::chrono::nanoseconds::max());
     }
     waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -97,7 +97,7 @@ class BasicEventCount {
         notified = false;
         break;
       }
-      if constexpr (sleeps) os::futex_wait_for(epoch_, key.epoch_, left);
+      if constexpr (sleeps) park_word(epoch_, key.epoch_, left);
     }
     waiters_.fetch_sub(1, std::memory_order_relaxed);
     return notified;
@@ -107,14 +107,14 @@ class BasicEventCount {
   // was a waiter to wake.
   bool notify_one() noexcept {
     if (!bump_if_waiting()) return false;
-    if constexpr (sleeps) os::futex_wake_one(epoch_);
+    if constexpr (sleeps) wake_word_one(epoch_);
     return true;
   }
 
   // Wakes every waiter, if any (shutdown, or work that every waiter should see).
   void notify_all() noexcept {
     if (bump_if_waiting()) {
-      if constexpr (sleeps) os::futex_wake_all(epoch_);
+      if constexpr (sleeps) wake_word_all(epoch_);
     }
   }
 

@@ -129,6 +129,10 @@ class Fiber {
   [[nodiscard]] Resumed resume();
   // True if this holds a fiber that has not finished.
   [[nodiscard]] explicit operator bool() const noexcept { return self_ != nullptr; }
+  // The fiber's own view of itself, for a resumer to hand to the code that runs on it (null if empty).
+  [[nodiscard]] ThisFiber* this_fiber() const noexcept { return self_; }
+  // The stack it runs on (empty if the Fiber is).
+  [[nodiscard]] const FiberStack& stack() const noexcept { return stack_; }
 
  private:
   friend struct FiberRecord;

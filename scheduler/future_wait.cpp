@@ -3,7 +3,7 @@
 
 #include "scheduler/engine.hpp"
 #include "scheduler/stack_guard.hpp"
-#include "src/futex.hpp"
+#include "scheduler/wait_word.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/future_state.hpp"
 
@@ -19,11 +19,7 @@ void sleep_on(FutureStateBase& state, std::chrono::nanoseconds slice) noexcept {
   // announcement and wakes the futex.
   const auto status = state.status_word().load(std::memory_order_seq_cst);
   if (status < FutureStateBase::has_value) {
-    if (slice == std::chrono::nanoseconds::max()) {
-      os::futex_wait(state.status_word(), status);
-    } else {
-      os::futex_wait_for(state.status_word(), status, slice);
-    }
+    sched::park_word(state.status_word(), status, slice);
   }
   state.remove_waiter();
 }
@@ -76,7 +72,7 @@ bool wait(FutureStateBase& state, Clock::time_point deadline) {
 
 void FutureStateBase::wake_waiters() noexcept {
   // seq_cst: the second half of the handshake in sleep_on().
-  if (waiters_.load(std::memory_order_seq_cst) != 0) os::futex_wake_all(status_);
+  if (waiters_.load(std::memory_order_seq_cst) != 0) sched::wake_word_all(status_);
 }
 
 void wait_until_ready(FutureStateBase& state) { (void)wait(state, Clock::time_point::max()); }

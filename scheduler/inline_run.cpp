@@ -1,6 +1,8 @@
 // Tasks a pool's worker loop does not run: a waiter running the future's task it waits for, an outside thread
 // running its own slot's tasks, a front-end running work in place for the pool (Engine::run_here). Each is marked
 // with a RunningFrame, so the pool's own waits refuse from inside it, and runs inside the task hooks.
+#include <exception>
+
 #include "scheduler/engine.hpp"
 #include "scheduler/engine_internal.hpp"
 
@@ -35,6 +37,13 @@ std::optional<unsigned> RunningFrame::thread_index_in(const Engine& engine) noex
   return std::nullopt;
 }
 
+bool Engine::may_suspend(const Worker& self) noexcept {
+  // Inside a catch block (current_exception) or an unwinding, the C++ runtime's per-thread exception state
+  // would be left behind on this thread; a RunningFrame's thread index belongs to this thread.
+  return self.no_suspend == 0 && tls_running == nullptr && std::uncaught_exceptions() == 0 &&
+         !std::current_exception();
+}
+
 std::optional<unsigned> Engine::current_thread_index() const noexcept {
   if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
   return RunningFrame::thread_index_in(*this);
@@ -60,6 +69,15 @@ bool Engine::run_inline(weft::detail::FutureStateBase& state) noexcept {
   // seq_cst: counted before the claim; a worker that loses the claim to us happens-after it (see try_claim),
   // so idle() cannot see the queued copy finished without seeing this run started.
   // The index first: a thread that can have none leaves the task to the workers rather than claim it.
+#if WEFT_FIBERS
+  // Called from a suspending wait's sleep: the task runs without that wait's mark, so that its own waits never
+  // take it (they cannot suspend inside the RunningFrame anyway); the mark is back for the sleep after. A task of
+  // the waiter's own pool is not claimed there at all: the waiter suspends, and the pool's workers (this one
+  // included) run the task, on a fresh stack rather than nested on this one. Another pool's task is claimed, as
+  // its workers may all be busy (the classic rescue of a cross-pool wait).
+  const SuspendingWait::Hold hold;
+  if (hold.held() != nullptr && &hold.held()->engine() == this) return false;
+#endif
   const std::optional<unsigned> thread_index = thread_index_for_running();
   if (!thread_index) return false;
   inline_runs_.started.fetch_add(1, std::memory_order_seq_cst);
@@ -76,9 +94,9 @@ void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
   {
     const RunningFrame frame(*this, size() + slot.index);
     if (has_hooks()) [[unlikely]] {
-      run_hooked(domain_.current(), task, TaskEvent::not_a_worker);
+      (void)run_hooked(nullptr, domain_.current(), task, TaskEvent::not_a_worker);
     } else {
-      run_and_release(domain_.current(), task);
+      (void)run_and_release(nullptr, domain_.current(), task);
     }
   }
   // Last, as in execute(): everything the task did is counted before it counts as finished.

@@ -8,6 +8,8 @@
 
 namespace weft {
 
+bool fibers_available() noexcept { return WEFT_FIBERS != 0; }
+
 Pool::Pool() : Pool(PoolOptions{}) {}
 
 Pool::Pool(PoolOptions options) : engine_(std::make_unique<sched::Engine>(std::move(options))) {}

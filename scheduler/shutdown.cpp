@@ -76,6 +76,10 @@ void Engine::begin_shutdown(State target) {
   }
   parking_.notify_all();
   room_available_.notify_all();
+#if WEFT_FIBERS
+  // Tasks suspended in waits look again: a wait on a primitive (weft::Event) gives up when the pool drops.
+  if (stops_tasks(state_.load(std::memory_order_acquire))) fiber_lot::wake_all_of(*this);
+#endif
 }
 
 std::uint64_t Engine::finish_shutdown() {

@@ -22,10 +22,13 @@ std::uintptr_t look_up_limit() noexcept {
 }
 
 void throw_too_deep(const char* call) {
-  const os::StackBounds bounds = os::current_stack_bounds();
+  os::StackBounds bounds = os::current_stack_bounds();
+  const bool fiber = tls_fiber_size != 0;
+  if (fiber) bounds = {tls_fiber_low, tls_fiber_size};
   const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   const std::size_t left = here > bounds.low ? here - bounds.low : 0;
-  throw nesting_too_deep(std::string(call) + ": nested too deep for this thread's stack: " +
+  throw nesting_too_deep(std::string(call) + ": nested too deep for this " + (fiber ? "fiber's" : "thread's") +
+                         " stack: " +
                          std::to_string(left / 1024) + " KiB of its " + std::to_string(bounds.size / 1024) +
                          " KiB left, below the " + std::to_string(reserve_for(bounds.size) / 1024) +
                          " KiB that weft keeps free for the work a wait runs (each wait inside a task runs the "

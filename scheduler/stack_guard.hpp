@@ -18,6 +18,10 @@ namespace stack_guard_detail {
 // thread), 1 if the OS would not say (then nothing is ever refused). An inline variable with a constant
 // initializer, so the check on every wait is one thread-local load and a compare, inlined without LTO.
 inline thread_local std::uintptr_t tls_limit = 0;
+// The stack the calling code runs on when it is a fiber's (scheduler/fiber_worker.cpp sets both with tls_limit
+// before each resume; zero on a thread's own stack), for throw_too_deep's message.
+inline thread_local std::uintptr_t tls_fiber_low = 0;
+inline thread_local std::size_t tls_fiber_size = 0;
 [[nodiscard]] std::uintptr_t look_up_limit() noexcept;
 [[noreturn]] void throw_too_deep(const char* call);
 }  // namespace stack_guard_detail

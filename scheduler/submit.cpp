@@ -252,7 +252,8 @@ bool Engine::closed_to(const Worker* self) const noexcept {
   return (gate_.load(std::memory_order_acquire) & 1) != 0;
 }
 
-SubmitStatus Engine::admit(Worker* self, weft::detail::Admission admission, std::chrono::steady_clock::time_point deadline) {
+SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,
+                           std::chrono::steady_clock::time_point deadline) {
   const std::size_t limit = options_.max_queued;
   const bool timed = admission == weft::detail::Admission::until;
   for (;;) {
@@ -282,8 +283,13 @@ SubmitStatus Engine::admit(Worker* self, weft::detail::Admission admission, std:
                          room_available_.cancel_wait();
                          return;
                        }
-                       (void)room_available_.wait_for(key, slice);
+                       if (slice == std::chrono::nanoseconds::max()) {
+                         room_available_.wait(key);  // a suspending wait: parks this fiber
+                       } else {
+                         (void)room_available_.wait_for(key, slice);
+                       }
                      });
+      self = this_thread_worker();  // with fibers the task may have moved to another worker while it waited
       continue;
     }
     const auto key = room_available_.prepare_wait();

@@ -17,6 +17,7 @@
 namespace weft::sched {
 
 class Engine;
+class FiberWorker;
 
 using TaskDomain = HazardPointerDomain<>;
 using TaskQueue = MSQueue<Task*, TaskDomain>;
@@ -81,6 +82,11 @@ class Worker {
   std::optional<TaskDomain::Handle> registration;
   std::uint64_t random_state;
   unsigned wait_depth = 0;  // nested waits (Future::get inside a task) on this worker's stack
+  // Waits on this thread that run other tasks on their stack (Engine::wait_on_worker without suspending): a task
+  // run inside one must not suspend, or the wait's frames would move to another worker with the fiber.
+  unsigned no_suspend = 0;
+  // This worker's fibers (scheduler/fiber_worker.hpp), or null when the pool does not use them.
+  FiberWorker* fibers = nullptr;
   // Per victim: the victim's `executed` count when this worker last looked, and when it first saw that
   // value. A victim whose count has not moved for affinity_patience is busy with one long task.
   struct MailboxWatch {

@@ -21,7 +21,10 @@ constexpr unsigned kHotLooks = 16;
 
 }  // namespace
 
-void Engine::worker_main(Worker& self) {
+void Engine::worker_main(Worker& start) {
+  // The worker this loop runs for: with fibers, a task that suspended in execute() may come back on another
+  // worker's thread, and the loop then goes on as that worker's.
+  Worker* me = &start;
   bool ran_since_dry = false;
   // Set after a wake-up: the next search is made as a counted searcher (below), never as a plain find_task.
   bool woken = false;
@@ -35,12 +38,22 @@ void Engine::worker_main(Worker& self) {
       // A task this worker pushed (or was sent) just as a DropPending shutdown's drop pass went by stays here
       // until after this worker is joined; a worker elsewhere may be waiting for it (a subflow's join, a
       // pipeline's tasks), and the join would wait for that worker. Dropped on the way out instead.
-      drop_own_pending(self);
+      drop_own_pending(*me);
       return;
     }
+#if WEFT_FIBERS
+    // A task woken while suspended goes first: it holds a stack, and its waiter already waited.
+    if (me->fibers != nullptr && !resumed_->empty_hint()) {
+      if (Task* resumed = take_resumed(*me)) {
+        if (!me->fibers->switch_to(resumed)) return;  // this fiber ends; the resumed one goes on here
+        me = this_thread_worker();  // this fiber was idle meanwhile
+        continue;
+      }
+    }
+#endif
     if (!woken) {
-      if (Task* task = find_task(self)) {
-        execute(self, task);
+      if (Task* task = find_task(*me)) {
+        me = &execute(*me, task);
         ran_since_dry = true;
         continue;
       }
@@ -65,19 +78,25 @@ void Engine::worker_main(Worker& self) {
         // worker, and a worker that spun through its time slice slowed the very producer it waited for.
         std::this_thread::yield();
       }
-      found = find_task(self);
+      found = find_task(*me);
+      // A resumed task is taken at the loop's top.
+      if (me->fibers != nullptr && !resumed_->empty_hint()) break;
     } while (found == nullptr && std::chrono::steady_clock::now() < spin_until);
     const bool last_searcher = parking_.end_search();
     if (found != nullptr) {
       // The last searcher found work, and producers skipped waking anyone while we searched. If more work is
       // visible, hand the searching over to a sleeper (end_search() fenced: a producer that saw us searching
       // published before its own fence, so this look sees its work).
-      if (last_searcher && has_visible_work(self)) signal_work();
-      execute(self, found);
+      if (last_searcher && has_visible_work(*me)) signal_work();
+      me = &execute(*me, found);
       ran_since_dry = true;
       continue;
     }
-    park(self);
+    if (me->fibers != nullptr && !resumed_->empty_hint()) {
+      if (last_searcher && has_visible_work(*me)) signal_work();
+      continue;
+    }
+    park(*me);
     // A worker woken by that hand-over must search as a counted searcher too, so that if it finds work it
     // hands over in turn. Were it to take a task with a plain find_task and run it (possibly for long), the
     // rest of the work published while the first searcher spun would have nobody to wake a sleeper for it:
@@ -224,38 +243,68 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
   return nullptr;
 }
 
-void Engine::execute(Worker& self, Task* task) noexcept {
+Worker& Engine::execute(Worker& self, Task* task) noexcept {
   if (options_.max_queued != 0) release_queued_slot();
+  Worker* after;
   if (has_hooks()) [[unlikely]] {
-    run_hooked(self.registration->ref(), task, self.index);
+    after = run_hooked(&self, self.registration->ref(), task, self.index);
   } else {
-    run_and_release(self.registration->ref(), task);
+    after = run_and_release(&self, self.registration->ref(), task);
   }
-  self.counters.executed.bump();
+  // The counters of the worker the task ended on: each has one writer, its own thread.
+  after->counters.executed.bump();
   // Last: everything the task did, the tasks it spawned included, is counted before it counts as finished.
-  self.counters.finished.bump();
+  after->counters.finished.bump();
+  return *after;
 }
 
-void Engine::run_and_release(TaskDomain::ThreadRef ref, Task* task) noexcept {
+std::uint64_t Engine::switch_mark(const Worker& self) noexcept {
+#if WEFT_FIBERS
+  if (self.fibers != nullptr) return self.fibers->suspensions();
+#endif
+  (void)self;
+  return 0;
+}
+
+Worker& Engine::worker_after(Worker& self, std::uint64_t mark) noexcept {
+#if WEFT_FIBERS
+  // A task that never suspended on `self` cannot have left it: to move, its fiber must suspend, and it would do
+  // so on self's thread, which counts it. The count is self's own (read here possibly from another thread, but
+  // then it has changed, which is all this needs to know).
+  if (self.fibers != nullptr && self.fibers->suspensions() != mark) return *this_thread_worker();
+#endif
+  (void)mark;
+  return self;
+}
+
+Worker* Engine::run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* task) noexcept {
+  const std::uint64_t mark = self != nullptr ? switch_mark(*self) : 0;
   if (task->is_future_state) {
     weft::detail::FutureStateBase::finish_queued(task, true);  // keeps its own exceptions
-    return;
+    return self != nullptr ? &worker_after(*self, mark) : nullptr;
   }
   try {
     closure_task(task).work();
   } catch (...) {
     report_error(std::current_exception());
   }
-  destroy_task(ref, task);
+  if (self == nullptr) {
+    destroy_task(ref, task);
+    return nullptr;
+  }
+  Worker& after = worker_after(*self, mark);
+  destroy_task(after.ref(), task);  // through the hazard record of the thread it is on now
+  return &after;
 }
 
-void Engine::run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept {
+Worker* Engine::run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept {
   const TaskEvent event{worker, task->priority};
   const bool traced = tracer_ != nullptr && tracer_->recording();
   if (task->is_future_state) {
     auto* const state = static_cast<weft::detail::FutureStateBase*>(task);
     // Only the winner of the claim runs the task, so only it runs the hooks and is traced: a waiter that ran
     // it inline already did (run_inline), and this queued copy is then an empty shell.
+    const std::uint64_t mark = self != nullptr ? switch_mark(*self) : 0;
     if (state->try_claim()) {
       const std::int64_t start = traced ? tracer_->now() : 0;
       call_hook(options_.on_task_start, event);
@@ -264,13 +313,14 @@ void Engine::run_hooked(TaskDomain::ThreadRef ref, Task* task, unsigned worker) 
       if (traced) trace_task(start, event.priority, worker);
     }
     state->release();
-    return;
+    return self != nullptr ? &worker_after(*self, mark) : nullptr;
   }
   const std::int64_t start = traced ? tracer_->now() : 0;
   call_hook(options_.on_task_start, event);
-  run_and_release(ref, task);
+  Worker* const after = run_and_release(self, ref, task);
   call_hook(options_.on_task_end, event);
   if (traced) trace_task(start, event.priority, worker);
+  return after;
 }
 
 void Engine::call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept {
@@ -283,6 +333,7 @@ void Engine::call_hook(const shared_function<void(const TaskEvent&)>& hook, cons
 }
 
 bool Engine::has_visible_work(const Worker& self) const noexcept {
+  if (self.fibers != nullptr && !resumed_->empty_hint()) return true;
   for (const auto& queue : injected_) {
     if (!queue->empty_hint()) return true;
   }
@@ -323,6 +374,33 @@ void Engine::park(Worker& self) {
     tracer_->record({slept_from, tracer_->now() - slept_from, 0, weft::detail::TraceImpl::kParkName, self.index,
                      weft::detail::TraceCategory::park});
   }
+}
+
+
+Task* Engine::take_resumed(Worker& self) noexcept {
+  auto task = resumed_->try_pop(self.ref());
+  return task ? *task : nullptr;
+}
+
+void Engine::resume_later(Task* resumed) noexcept {
+  // Through the calling thread's hazard record: its worker's if it is one of ours, else its own.
+  Worker* const self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
+  try {
+    if (self != nullptr) {
+      resumed_->push(self->ref(), resumed);
+    } else {
+      resumed_->push(domain_.current(), resumed);
+    }
+  } catch (...) {
+    // A queue node could not be allocated: the suspended task would never resume.
+    std::terminate();
+  }
+  signal_work();
+}
+
+void Engine::run_loop_on_fiber() {
+  Worker* const self = this_thread_worker();  // whoever first resumed this fiber
+  worker_main(*self);
 }
 
 }  // namespace weft::sched

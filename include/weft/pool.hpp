@@ -26,6 +26,10 @@ namespace weft {
 
 class Subflow;  // weft/subflow.hpp
 
+// True if this weft was built with fibers (Boost.Context found and the `fibers` build option allowing it): then
+// PoolOptions::fibers lets a waiting task suspend. False: every wait on a worker runs other tasks meanwhile.
+[[nodiscard]] bool fibers_available() noexcept;
+
 namespace sched {
 class Engine;  // scheduler/engine.hpp: the pool's workers, queues and parking
 }

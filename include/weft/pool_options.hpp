@@ -124,6 +124,19 @@ struct PoolOptions {
   // default), nothing is recorded and it costs one predictable branch per task. Copies of the options share the
   // Trace, as they share the hooks: pools configured from copies record into one trace.
   std::shared_ptr<Trace> trace{};
+  // Fibers (in a weft built with them: weft::fibers_available). A task on a worker that must wait (Future::get,
+  // Run::wait, a nested run, Subflow::join, weft::Event, WaitGroup, ConditionVariable) suspends: the worker goes
+  // on with other tasks, and the task resumes as soon as what it waits for is done, on whichever worker is free
+  // first. Off (or without fibers), such a wait runs other tasks on its own stack until it is done. Waits with a
+  // timeout, and waits inside a catch block, always wait the second way.
+  bool fibers = true;
+  // Usable bytes of each fiber stack (rounded up to whole pages; a guard page below each catches an overflow).
+  // A task runs on a fiber's stack, so this bounds how deep a task's own calls may go. 16 KiB to 1 GiB.
+  std::size_t fiber_stack_size = 256 * 1024;
+  // Most fiber stacks the pool keeps at once: one per suspended task, plus one per worker. At the bound, a wait
+  // that would suspend runs other tasks on its stack instead. 1 to 30,000 (each stack takes two of the
+  // process's memory mappings; Linux allows 65,530 by default).
+  std::size_t max_fibers = 10'000;
 };
 
 // Counters of one worker since the pool started. Each is exact for that worker at the time it is read.
@@ -145,6 +158,11 @@ struct PoolStats {
   std::size_t in_flight = 0;     // accepted tasks not finished yet, queued ones included (a snapshot)
   std::uint64_t errors = 0;      // exceptions that reached on_error or were kept
   std::uint64_t dropped = 0;     // tasks dropped by shutdown
+  // Fibers (PoolOptions::fibers): tasks suspended in a wait now, fiber stacks mapped now (in use or kept free),
+  // and the most ever mapped at once (at most PoolOptions::max_fibers). All zero without fibers.
+  std::size_t suspended = 0;
+  std::size_t fiber_stacks = 0;
+  std::size_t fiber_stacks_peak = 0;
 };
 
 }  // namespace weft

@@ -6,7 +6,9 @@
 #include "weft/detail/require_cpp20.hpp"
 
 #include "weft/algorithms.hpp"
+#include "weft/condition_variable.hpp"
 #include "weft/errors.hpp"
+#include "weft/event.hpp"
 #include "weft/future.hpp"
 #include "weft/job.hpp"
 #include "weft/loop_body.hpp"
@@ -22,3 +24,4 @@
 #include "weft/task_graph.hpp"
 #include "weft/task_scope.hpp"
 #include "weft/trace.hpp"
+#include "weft/wait_group.hpp"

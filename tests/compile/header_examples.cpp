@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <istream>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -19,6 +21,8 @@
 #include <vector>
 
 #include "weft/algorithms.hpp"
+#include "weft/condition_variable.hpp"
+#include "weft/event.hpp"
 #include "weft/future.hpp"
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
@@ -32,6 +36,7 @@
 #include "weft/task_graph.hpp"
 #include "weft/task_scope.hpp"
 #include "weft/trace.hpp"
+#include "weft/wait_group.hpp"
 
 namespace examples {
 
@@ -365,6 +370,41 @@ void task_scope_hpp_algorithms_after(weft::TaskScope& scope, std::vector<long>& 
   weft::Job<long> total = scope.parallel_reduce_after({fill}, v.begin(), v.end(), 0L);
   scope.parallel_sort_after({fill}, w.begin(), w.end());
   (void)total;
+}
+
+void load_config() {}
+void use_config() {}
+void process(int& item) { ++item; }
+void use(int value) { (void)value; }
+
+void event_hpp(weft::Pool& pool) {
+  weft::Event ready;                      // manual reset
+  pool.post([&] { load_config(); ready.signal(); });
+  pool.post([&] { ready.wait(); use_config(); });  // suspends until the first task signals
+  pool.wait_idle();
+}
+
+void wait_group_hpp(weft::Pool& pool, std::vector<int>& items) {
+  weft::WaitGroup pending;
+  for (auto& item : items) {
+    pending.add();
+    pool.post([&] { process(item); pending.done(); });
+  }
+  pending.wait();  // every item processed
+}
+
+void condition_variable_hpp(weft::Pool& pool) {
+  std::mutex m;
+  weft::ConditionVariable cv;
+  std::deque<int> queue;
+  pool.post([&] {            // consumer
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return !queue.empty(); });
+    use(queue.front());
+  });
+  { std::lock_guard lock(m); queue.push_back(42); }
+  cv.notify_one();
+  pool.wait_idle();
 }
 
 }  // namespace examples

@@ -194,7 +194,8 @@ TEST_CASE("Pool::submit + Future::get recursing 100,000 deep on a worker throws 
   constexpr int kDepth = 100'000;
   for (const unsigned workers : kWorkerCounts) {
     const Watchdog watchdog(named("recursive submit + get", workers), patience(60));
-    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    // Without fibers: with them a wait short of stack suspends instead (the case below).
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .fibers = false}};
     std::atomic<int> reached{0};
     std::function<int(int)> level = [&](int depth) -> int {
       if (depth == kDepth) {
@@ -216,5 +217,38 @@ TEST_CASE("Pool::submit + Future::get recursing 100,000 deep on a worker throws 
     // from there, on a fresh stack, and reach the bottom. Nothing crashed, and the pool went idle.
     CHECK(caught.load() == 1);
     CHECK(reached.load() <= 1);
+  }
+}
+
+TEST_CASE("with fibers, Pool::submit + Future::get recursing 100,000 deep on a worker completes" *
+          doctest::skip(weft::test::kThreadSanitizer || !weft::fibers_available())) {
+  // A wait runs the awaited task on its own stack while the fiber's stack allows, and suspends past that: the
+  // levels then wait on fibers of their own, and the recursion reaches the bottom without nesting_too_deep. On one
+  // worker a fiber holds some hundreds of levels; with more, a level whose child was stolen suspends at once and
+  // holds a fiber alone, so the depth there is what the stack bound (max_fibers) allows.
+  for (const unsigned workers : {1u, 2u, 4u}) {
+    const int depth = workers == 1 && !weft::test::kAddressSanitizer ? 100'000 : 10'000;
+    const Watchdog watchdog(named("recursive submit + get on fibers", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .max_fibers = 30'000}};
+    std::atomic<int> reached{0};
+    std::function<int(int)> level = [&](int at) -> int {
+      if (at == depth) {
+        reached.fetch_add(1);
+        return at;
+      }
+      return pool.submit([&level, at] { return level(at + 1); }).get();
+    };
+    std::atomic<int> result{-1};
+    pool.post([&] { result.store(level(0)); });  // the root on a worker, so every wait is a worker's
+    pool.wait_idle();
+    for (const std::exception_ptr& error : pool.take_errors()) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        FAIL_CHECK("the root failed: " << std::string(e.what()));
+      }
+    }
+    CHECK(result.load() == depth);
+    CHECK(reached.load() == 1);
   }
 }

@@ -1,0 +1,302 @@
+// A worker on fibers (see fiber_worker.hpp), and the fiber lot where suspended fibers wait for their word.
+#include "scheduler/fiber_worker.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <exception>
+#include <thread>
+
+#include "scheduler/cache_line.hpp"
+#include "scheduler/cpu_relax.hpp"
+#include "scheduler/engine.hpp"
+#include "scheduler/stack_guard.hpp"
+
+namespace weft::sched {
+
+// --- The fiber lot -------------------------------------------------------------------------------------------
+
+namespace fiber_lot {
+namespace {
+
+// A parked fiber, on its own (suspended) stack: valid until its Resumable is queued for resumption.
+struct Waiter {
+  const void* word = nullptr;
+  Waiter* next = nullptr;
+  Resumable* resumable = nullptr;
+};
+
+// A list of waiters under a spin lock: held for a few list operations only, never across a switch.
+struct alignas(kCacheLine) Bucket {
+  std::atomic<bool> locked{false};
+  Waiter* head = nullptr;
+
+  void lock() noexcept {
+    unsigned spins = 0;
+    // acquire: pairs with unlock's release, so the holder's list changes are visible.
+    while (locked.exchange(true, std::memory_order_acquire)) {
+      while (locked.load(std::memory_order_relaxed)) {
+        if (++spins < 64) {
+          cpu_relax();
+        } else {
+          std::this_thread::yield();  // the holder may have been preempted
+        }
+      }
+    }
+  }
+  void unlock() noexcept { locked.store(false, std::memory_order_release); }
+};
+
+constexpr std::size_t kBuckets = 64;
+std::array<Bucket, kBuckets> buckets;
+// Fibers parked anywhere: lets a wake skip the bucket when none is (the common case: words that only threads
+// sleep on, or nobody).
+alignas(kCacheLine) std::atomic<std::uint64_t> parked{0};
+
+Bucket& bucket_of(const void* word) noexcept {
+  const auto bits = reinterpret_cast<std::uintptr_t>(word) >> 2;
+  return buckets[(bits * 0x9E3779B97F4A7C15ULL) >> 58];  // the top 6 bits: 64 buckets
+}
+
+// Parks `waiter` unless its word no longer holds `expected`; returns whether it parked.
+bool enqueue_if(std::atomic<std::uint32_t>& word, std::uint32_t expected, Waiter& waiter) noexcept {
+  // seq_cst RMW + fence: the Dekker half that pairs with wake()'s fence. Either wake() sees this count and
+  // looks in the bucket (where the lock orders it after the push below), or the word load below comes after the
+  // waker's change to the word in the single total order, and sees it.
+  parked.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  Bucket& bucket = bucket_of(&word);
+  bucket.lock();
+  // acquire: a waker's change of the word (and what it published before) is visible to the resumed task.
+  if (word.load(std::memory_order_acquire) != expected) {
+    bucket.unlock();
+    parked.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  waiter.next = bucket.head;
+  bucket.head = &waiter;
+  bucket.unlock();
+  return true;
+}
+
+}  // namespace
+
+namespace {
+// Queues each woken waiter's fiber for resumption.
+void resume_each(Waiter* woken) noexcept {
+  while (woken != nullptr) {
+    // Read before queuing: once queued, the fiber may resume, and the waiter on its stack is gone.
+    Waiter* const next = woken->next;
+    Resumable* const resumable = woken->resumable;
+    resumable->engine->resume_later(&resumable->header);
+    woken = next;
+  }
+}
+}  // namespace
+
+void wake_all_of(const Engine& engine) noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // as in wake(): the caller changed what waiters test
+  if (parked.load(std::memory_order_relaxed) == 0) return;
+  for (Bucket& bucket : buckets) {
+    Waiter* woken = nullptr;
+    bucket.lock();
+    for (Waiter** link = &bucket.head; *link != nullptr;) {
+      Waiter* const waiter = *link;
+      if (waiter->resumable->engine != &engine) {
+        link = &waiter->next;
+        continue;
+      }
+      *link = waiter->next;
+      waiter->next = woken;
+      woken = waiter;
+      parked.fetch_sub(1, std::memory_order_relaxed);
+    }
+    bucket.unlock();
+    resume_each(woken);
+  }
+}
+
+void wake(const void* word, bool all) noexcept {
+  // seq_cst fence: see enqueue_if. The caller changed the word before calling.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (parked.load(std::memory_order_relaxed) == 0) return;
+  Bucket& bucket = bucket_of(word);
+  Waiter* woken = nullptr;
+  bucket.lock();
+  for (Waiter** link = &bucket.head; *link != nullptr;) {
+    Waiter* const waiter = *link;
+    if (waiter->word != word) {
+      link = &waiter->next;
+      continue;
+    }
+    *link = waiter->next;
+    waiter->next = woken;
+    woken = waiter;
+    parked.fetch_sub(1, std::memory_order_relaxed);
+    if (!all) break;
+  }
+  bucket.unlock();
+  resume_each(woken);
+}
+
+}  // namespace fiber_lot
+
+// --- SuspendingWait ----------------------------------------------------------------------------------------------
+
+namespace {
+// The FiberWorker whose running fiber may suspend in the next park_word on this thread (see SuspendingWait).
+// Read and written as a plain value (initial-exec TLS, never by address), so code that moved to another thread
+// reaches that thread's.
+thread_local FiberWorker* tls_suspending = nullptr;
+
+// Sets the stack guard's limit (stack_guard.hpp) for code about to run on `stack`.
+void guard_stack(const FiberStack& stack) noexcept {
+  const auto bottom = reinterpret_cast<std::uintptr_t>(stack.bottom());
+  stack_guard_detail::tls_limit = bottom + std::min(kStackReserve, stack.size() / 4);
+  stack_guard_detail::tls_fiber_low = bottom;
+  stack_guard_detail::tls_fiber_size = stack.size();
+}
+}  // namespace
+
+SuspendingWait::SuspendingWait(FiberWorker& fibers) noexcept { tls_suspending = &fibers; }
+SuspendingWait::~SuspendingWait() { tls_suspending = nullptr; }
+FiberWorker* SuspendingWait::take_here() noexcept { return std::exchange(tls_suspending, nullptr); }
+SuspendingWait::Hold::~Hold() {
+  if (held_ != nullptr) tls_suspending = held_;
+}
+
+// --- FiberWorker -------------------------------------------------------------------------------------------------
+
+Fiber FiberWorker::new_loop_fiber() noexcept {
+  FiberStack stack = stacks_.acquire();
+  if (!stack) return {};
+  try {
+    return Fiber(std::move(stack), [&engine = engine_](ThisFiber&) { engine.run_loop_on_fiber(); });
+  } catch (...) {
+    return {};  // the body always fits; nothing else throws
+  }
+}
+
+bool FiberWorker::ready_to_suspend() noexcept {
+  if (!idle_.empty() || spare_) return true;
+  spare_ = new_loop_fiber();
+  return static_cast<bool>(spare_);
+}
+
+void FiberWorker::adopt(Task* resumed) noexcept {
+  auto& resumable = *reinterpret_cast<Resumable*>(resumed);
+  next_ = std::move(resumable.fiber);
+  next_locals_ = &resumable.locals;
+  engine_.suspended_tasks_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void FiberWorker::park(std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+  Resumable resumable;
+  resumable.engine = &engine_;
+  fiber_lot::Waiter waiter{&word, nullptr, &resumable};
+  FiberWorker& self = *this;
+  // Runs on this worker's own stack once the fiber is saved. This closure lives on the parked fiber's stack: once
+  // the fiber is in the lot, another thread may resume it and reuse that memory, so everything needed after
+  // enqueue_if is copied out first (`worker`), and nothing of the closure, `resumable` or `waiter` is touched
+  // after it succeeds.
+  auto hook = [&](Fiber& suspended) noexcept {
+    FiberWorker& worker = self;
+    resumable.fiber = std::move(suspended);
+    resumable.locals = take_task_locals();
+    worker.suspensions_.store(worker.suspensions_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    worker.engine_.suspended_tasks_.fetch_add(1, std::memory_order_relaxed);
+    if (!fiber_lot::enqueue_if(word, expected, waiter)) {
+      worker.adopt(&resumable.header);  // already woken: go on at once (it never entered the lot)
+      return;
+    }
+    worker.continue_loop();
+  };
+  current_->suspend_then(hook);
+  // Resumed, perhaps on another worker: `this` is the old worker's; touch nothing.
+}
+
+void FiberWorker::continue_loop() noexcept {
+  if (!idle_.empty()) {
+    next_ = std::move(idle_.back());
+    idle_.pop_back();
+  } else {
+    next_ = std::move(spare_);  // ready_to_suspend made sure of one
+  }
+  next_locals_ = nullptr;
+}
+
+bool FiberWorker::switch_to(Task* resumed) {
+  if (idle_.size() >= kMaxIdle) {
+    // Enough idle fibers here already: this one ends (its loop returns), and the resumed one runs next. So the
+    // stacks a burst of suspensions took go back to the pool once their tasks are done.
+    adopt(resumed);
+    return false;
+  }
+  try {
+    if (idle_.size() == idle_.capacity()) idle_.reserve(kMaxIdle);
+  } catch (...) {
+    adopt(resumed);  // no room to keep this fiber: end it instead
+    return false;
+  }
+  FiberWorker& self = *this;
+  auto hook = [&](Fiber& suspended) noexcept {
+    self.idle_.push_back(std::move(suspended));  // cannot throw: reserved above. Only this thread resumes it.
+    self.adopt(resumed);
+  };
+  current_->suspend_then(hook);
+  return true;
+}
+
+void FiberWorker::run(Worker& self) {
+  next_ = new_loop_fiber();
+  if (!next_) {
+    self.fibers = nullptr;  // no stack even for the loop: nothing on this worker suspends
+    engine_.run_loop_on_thread(self);
+    return;
+  }
+  for (;;) {
+    if (!next_) {
+      // The loop ended on the fiber that ran here (a shutdown). Tasks of the engine still suspended need
+      // threads to finish on: take any that is resumed, until none is left.
+      if (Task* resumed = engine_.take_resumed(self)) {
+        adopt(resumed);
+        continue;
+      }
+      if (engine_.suspended_tasks_.load(std::memory_order_relaxed) == 0) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    Fiber fiber = std::move(next_);
+    put_task_locals(next_locals_ != nullptr ? *next_locals_ : TaskLocals{});
+    next_locals_ = nullptr;
+    guard_stack(fiber.stack());
+    current_ = fiber.this_fiber();
+    try {
+      (void)fiber.resume();  // returns once the fiber suspended (its hook chose next_) or its loop ended
+    } catch (...) {
+      std::terminate();  // the loop's body throws nothing
+    }
+    current_ = nullptr;
+  }
+  // The idle fibers wait in switch_to: each goes back to the loop, sees the shutdown and ends.
+  while (!idle_.empty()) {
+    Fiber fiber = std::move(idle_.back());
+    idle_.pop_back();
+    put_task_locals(TaskLocals{});
+    guard_stack(fiber.stack());
+    current_ = fiber.this_fiber();
+    try {
+      (void)fiber.resume();
+    } catch (...) {
+      std::terminate();
+    }
+    current_ = nullptr;
+    if (next_) idle_.push_back(std::move(next_));  // it suspended again after all: end it in turn
+  }
+  spare_ = Fiber{};  // never started: ends without running
+  stack_guard_detail::tls_limit = 0;  // looked up again for the thread's own stack, if anything asks
+  stack_guard_detail::tls_fiber_low = 0;
+  stack_guard_detail::tls_fiber_size = 0;
+}
+
+}  // namespace weft::sched

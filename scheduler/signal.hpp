@@ -1,0 +1,98 @@
+// How weft waits for a condition that other threads make true: a run's end, room in an inbox, a subflow's
+// children, a weft::Event. Every such wait goes through wait_until below, which on a worker hands over to the
+// scheduler's one wait point (Engine::wait_on_worker: with fibers the waiting task suspends) and elsewhere spins
+// briefly, then sleeps on the word.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "scheduler/cpu_relax.hpp"
+#include "scheduler/engine.hpp"
+#include "scheduler/memory_model.hpp"
+#include "scheduler/wait_word.hpp"
+#include "weft/detail/wait_signal.hpp"
+
+namespace weft::sched {
+
+using Clock = std::chrono::steady_clock;
+
+
+using Clock = std::chrono::steady_clock;
+
+// A word threads sleep on until some condition they test holds. Notifiers change the condition first, then
+// call notify(); it costs a fence and a load unless somebody sleeps. (The public wait primitives hold the same
+// pair of words, weft::detail::WaitSignal, and use it through notify_signal and sleep_on_signal.)
+inline void notify_signal(weft::detail::WaitSignal& word) noexcept {
+  // seq_cst fence: Dekker with sleep_on_signal(): either the sleeper's announcement (seq_cst RMW) is ordered
+  // before this fence and we see it, or its re-check of the condition is ordered after and sees the change.
+  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
+  if (word.sleepers.load(std::memory_order_relaxed) == 0) return;
+  // release: a sleeper that reads the new epoch also sees the condition's change (park_word compares the word).
+  word.epoch.fetch_add(1, std::memory_order_release);
+  wake_word_all(word.epoch);
+}
+
+// Sleeps for at most `slice` unless ready() holds once announced (then returns at once).
+template <class Ready>
+void sleep_on_signal(weft::detail::WaitSignal& word, Ready& ready, std::chrono::nanoseconds slice) noexcept {
+  // seq_cst: the announcement half of the handshake in notify_signal().
+  word.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  const std::uint32_t seen = word.epoch.load(std::memory_order_acquire);
+  if (!ready()) park_word(word.epoch, seen, slice);
+  word.sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
+class Signal {
+ public:
+  // Called after the condition changed.
+  void notify() noexcept { notify_signal(word_); }
+  // Sleeps for at most `slice` unless ready() holds once announced (then returns at once).
+  template <class Ready>
+  void sleep(Ready& ready, std::chrono::nanoseconds slice) noexcept {
+    sleep_on_signal(word_, ready, slice);
+  }
+
+ private:
+  weft::detail::WaitSignal word_;
+};
+
+// How long a thread that is not a worker keeps looking before it sleeps.
+inline constexpr std::chrono::microseconds kOutsideSpin{100};
+
+// Waits until ready() holds or the deadline passes (Clock::time_point::max(): none); returns ready().
+// On a worker of any weft pool the worker runs other tasks meanwhile; elsewhere the thread sleeps on `signal`.
+// `signal` is a Signal, or anything with Signal's sleep(ready, slice) that ends in one (a waiter that must
+// announce itself to its notifiers before each sleep: Subflow's join).
+template <class Ready, class Sleeper = Signal>
+bool wait_until(Ready ready, Sleeper& signal, Clock::time_point deadline = Clock::time_point::max()) {
+  if (ready()) return true;
+  if (Worker* self = Engine::this_thread_worker()) {
+    return self->engine.wait_on_worker(*self, ready, deadline,
+                                       [&](std::chrono::nanoseconds slice) { signal.sleep(ready, slice); });
+  }
+  // Off a worker: look again for a short while before sleeping. A small run ends within tens of microseconds,
+  // and a futex sleep plus the wake-up would cost as much again. It spins with pause only: yielding handed the
+  // CPU to a searching worker and cost a context switch each time (10% of a 50-node run's samples in
+  // __schedule): a small run took a quarter to a third longer (docs/perf-log.md). The spin is bounded
+  // (kOutsideSpin), so on a machine with fewer cores than threads it delays the workers by at most that.
+  const auto spin_until = std::min(deadline, Clock::now() + kOutsideSpin);
+  while (Clock::now() < spin_until) {
+    if (ready()) return true;
+    cpu_relax();
+  }
+  while (!ready()) {
+    if (deadline == Clock::time_point::max()) {
+      signal.sleep(ready, std::chrono::nanoseconds::max());
+      continue;
+    }
+    const auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) return ready();
+    signal.sleep(ready, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+  }
+  return true;
+}
+
+}  // namespace weft::sched
