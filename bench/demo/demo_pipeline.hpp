@@ -59,7 +59,7 @@ inline void print_pipeline_header(const Settings& s, std::uint64_t spin_steps) {
 
 // One warm-up (not for the spin cases), then the median of pipeline_reps runs, in ms.
 template <class Pipeline, class Side>
-std::optional<double> time_pipeline(const Settings& s, Side& side, const PipelineCase& c, std::uint64_t steps) {
+Value time_pipeline(const Settings& s, Side& side, const PipelineCase& c, std::uint64_t steps) {
   std::this_thread::sleep_for(kIdleBeforeWake);  // the other library's workers go to sleep first
   Pipeline pipeline(side, c, steps);
   const auto fail = [&] {

@@ -6,16 +6,40 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft::demo {
 
-// The median of `samples` (the mean of the middle two for an even count); nothing if there are none.
-[[nodiscard]] inline std::optional<double> median(std::vector<double> samples) {
+// One row's figure for one library: the median of repeated runs and their spread.
+struct Figure {
+  double median = 0;
+  double iqr = 0;  // interquartile range over the median (0.1: the middle half of the runs within 10%)
+  int runs = 0;
+};
+using Value = std::optional<Figure>;
+
+// The q-quantile of sorted samples, interpolated between neighbours.
+[[nodiscard]] inline double quantile(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const auto low = static_cast<std::size_t>(at);
+  const std::size_t high = std::min(low + 1, sorted.size() - 1);
+  return sorted[low] + (sorted[high] - sorted[low]) * (at - static_cast<double>(low));
+}
+
+// The median and spread of `samples`; nothing if there are none.
+[[nodiscard]] inline Value median(std::vector<double> samples) {
   if (samples.empty()) return std::nullopt;
   std::sort(samples.begin(), samples.end());
-  const std::size_t mid = samples.size() / 2;
-  return samples.size() % 2 == 1 ? samples[mid] : (samples[mid - 1] + samples[mid]) / 2;
+  const double mid = quantile(samples, 0.5);
+  const double iqr = quantile(samples, 0.75) - quantile(samples, 0.25);
+  return Figure{mid, mid > 0 ? iqr / mid : 0, static_cast<int>(samples.size())};
+}
+
+// `value` with its median (and so its spread's absolute size) multiplied by `factor`.
+[[nodiscard]] inline Value scaled(Value value, double factor) {
+  if (value) value->median *= factor;
+  return value;
 }
 
 // What the issue asks of a row: weft/oneTBB at most `max_ratio` (or strictly below it, for memory).
@@ -27,15 +51,27 @@ struct Goal {
 };
 
 struct Row {
+  Row(std::string workload_, std::string unit_, Value weft_, Value tbb_, Goal goal_, Value queue_pool_ = {},
+      Value async_ = {})
+      : workload(std::move(workload_)), unit(std::move(unit_)), weft(weft_), tbb(tbb_), goal(goal_),
+        queue_pool(queue_pool_), async(async_) {}
+
   std::string workload;
   std::string unit;
-  std::optional<double> weft;
-  std::optional<double> tbb;
+  Value weft;
+  Value tbb;
   Goal goal;
+  Value queue_pool;  // the baselines (baseline_sides.hpp), on the pool rows only
+  Value async;
 
   [[nodiscard]] std::optional<double> ratio() const {
-    if (!weft || !tbb || *tbb <= 0) return std::nullopt;
-    return *weft / *tbb;
+    if (!weft || !tbb || tbb->median <= 0) return std::nullopt;
+    return weft->median / tbb->median;
+  }
+  // Whether every baseline that ran took longer than weft; nothing if none ran.
+  [[nodiscard]] std::optional<bool> baselines_slower() const {
+    if (!weft || (!queue_pool && !async)) return std::nullopt;
+    return (!queue_pool || queue_pool->median > weft->median) && (!async || async->median > weft->median);
   }
   // Nothing when there is no goal or no oneTBB figure to compare with.
   [[nodiscard]] std::optional<bool> met() const {
@@ -45,34 +81,54 @@ struct Row {
   }
 };
 
-inline std::string format_value(const std::optional<double>& value, const std::string& unit) {
+inline std::string format_value(const Value& value, const std::string& unit) {
   if (!value) return "-";
   char text[64];
-  std::snprintf(text, sizeof text, *value >= 100 ? "%.0f %s" : *value >= 10 ? "%.1f %s" : "%.2f %s", *value,
-                unit.c_str());
-  return text;
+  const double v = value->median;
+  std::snprintf(text, sizeof text, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit.c_str());
+  std::string out = text;
+  if (value->runs > 1) {
+    std::snprintf(text, sizeof text, " ±%.0f%%", value->iqr * 50);  // half the IQR: median ± that
+    out += text;
+  }
+  return out;
 }
 
 struct GoalCount {
   int met = 0;
   int missed = 0;
+  int baselines_slower = 0;
+  int baselines_not_slower = 0;
 };
 
 // Prints the rows that have a figure (rows of workloads not run are left out); counts the goals met and missed.
+// A value reads "median ±h%": h is half the interquartile range of the runs, over the median.
 inline GoalCount print_table(const std::vector<Row>& rows) {
-  std::printf("\n%-34s %13s %13s %11s %9s  %s\n", "workload", "weft", "oneTBB", "weft/oneTBB", "goal", "met?");
-  std::printf("%s\n", std::string(34 + 13 + 13 + 11 + 9 + 12, '-').c_str());
+  std::printf("\n%-38s %15s %15s %15s %15s %7s %7s  %s\n", "workload", "weft", "oneTBB", "mutex pool", "std::async",
+              "ratio", "goal", "met?");
+  std::printf("%s\n", std::string(38 + 4 * 16 + 16 + 6, '-').c_str());
   GoalCount count;
   for (const Row& row : rows) {
     if (!row.weft && !row.tbb) continue;
     char ratio[32] = "-";
     if (const auto r = row.ratio()) std::snprintf(ratio, sizeof ratio, "%.2fx", *r);
     const auto met = row.met();
-    const char* verdict = row.goal.report_only ? "(report only)" : !met ? "n/a (no oneTBB)" : *met ? "yes" : "NO";
+    const auto slower = row.baselines_slower();
+    std::string verdict = row.goal.report_only ? "(report)" : !met ? "n/a" : *met ? "yes" : "NO";
+    if (slower && !*slower) verdict += ", a baseline is faster";
     if (met) ++(*met ? count.met : count.missed);
-    std::printf("%-34s %13s %13s %11s %9s  %s\n", row.workload.c_str(), format_value(row.weft, row.unit).c_str(),
-                format_value(row.tbb, row.unit).c_str(), ratio, row.goal.report_only ? "-" : row.goal.text,
-                verdict);
+    if (slower) ++(*slower ? count.baselines_slower : count.baselines_not_slower);
+    // The ± sign is 2 bytes of UTF-8 for one column: widen the fields that hold one.
+    const auto cell = [&](const Value& v) {
+      const std::string text = format_value(v, row.unit);
+      return std::string(static_cast<std::size_t>(std::max(0, 15 - static_cast<int>(text.size()) +
+                                                               (v && v->runs > 1 ? 1 : 0))),
+                         ' ') +
+             text;
+    };
+    std::printf("%-38s %s %s %s %s %7s %7s  %s\n", row.workload.c_str(), cell(row.weft).c_str(),
+                cell(row.tbb).c_str(), cell(row.queue_pool).c_str(), cell(row.async).c_str(), ratio,
+                row.goal.report_only ? "-" : row.goal.text, verdict.c_str());
   }
   return count;
 }
