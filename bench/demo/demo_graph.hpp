@@ -15,6 +15,7 @@
 
 #include "bench/common/graph_workloads_cases.hpp"
 #include "bench/common/graph_workloads_weft.hpp"
+#include "bench/demo/demo_floor.hpp"
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_table.hpp"
 #if WEFT_BENCH_HAVE_TBB
@@ -130,6 +131,7 @@ void add_graph_rows(const Settings& s, GraphSides& sides, const Wants& wants, st
     std::string title(c.title);
     if (c.one_shot) {
       rows.push_back(Row{title, unit, weft.total, tbb.total, goal});
+      if (!c.overhead_bound) rows.back().floor = graph_floor_ms(s, c.id);
     } else {
       rows.push_back(Row{title + ", build+run", unit, weft.total, tbb.total, goal});
       rows.push_back(Row{title + ", run only", unit, weft.run, tbb.run, goal});

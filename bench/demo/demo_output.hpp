@@ -61,15 +61,17 @@ inline void write_results(const std::filesystem::path& dir, const RunContext& co
                    {"std::async", &Row::async}};
   {
     File csv(dir / "results.csv");
-    std::fprintf(csv.get(), "workload,unit,library,median,iqr_fraction,runs,goal,met\n");
+    std::fprintf(csv.get(), "workload,unit,library,median,iqr_fraction,runs,goal,met,floor\n");
     for (const Row& row : rows) {
       const auto met = row.met();
       for (const auto& library : libraries) {
         const Value& v = row.*library.value;
         if (!v) continue;
-        std::fprintf(csv.get(), "\"%s\",%s,%s,%.6g,%.4f,%d,\"%s\",%s\n", row.workload.c_str(), row.unit.c_str(),
+        std::fprintf(csv.get(), "\"%s\",%s,%s,%.6g,%.4f,%d,\"%s\",%s,", row.workload.c_str(), row.unit.c_str(),
                      library.name, v->median, v->iqr, v->runs, row.goal.report_only ? "" : row.goal.text,
                      !met ? "" : *met ? "yes" : "no");
+        if (row.floor) std::fprintf(csv.get(), "%.6g", *row.floor);
+        std::fprintf(csv.get(), "\n");
       }
     }
   }

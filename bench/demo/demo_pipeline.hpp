@@ -17,6 +17,7 @@
 #include "bench/common/pipeline_workloads_memory.hpp"
 #include "bench/common/pipeline_workloads_weft.hpp"
 #include "bench/demo/demo_graph.hpp"
+#include "bench/demo/demo_floor.hpp"
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_table.hpp"
 #if WEFT_BENCH_HAVE_TBB
@@ -125,6 +126,7 @@ void add_pipeline_rows(const Settings& s, GraphSides& sides, std::uint64_t spin_
 #endif
     const Goal goal = c.goal <= 0.5 ? Goal{0.5, false, "<= 0.5x"} : Goal{1.0, false, "<= 1.0x"};
     rows.push_back(Row{std::string(c.title), "ms", pair.weft, pair.tbb, goal});
+    if (c.spin) rows.back().floor = pipeline_floor_ms(s, c.items, steps);
   }
   if (!wants("pipeline-memory")) return;
   const PipelineCase* c = find_pipeline_case(kPipelineMemoryCase);

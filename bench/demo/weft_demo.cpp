@@ -321,10 +321,11 @@ int main(int argc, char** argv) {
     const GoalCount goals = print_table(rows);
     const std::string load_end = load_average();
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("\nGoals: %d met, %d not met. Baselines slower than weft on %d of %d rows. Load average at the end:"
-                " %s. Took %.1f s.\n",
-                goals.met, goals.missed, goals.baselines_slower, goals.baselines_slower + goals.baselines_not_slower,
-                load_end.c_str(), took);
+    std::printf("\nGoals: %d met, %d not met.", goals.met, goals.missed);
+    if (goals.baselines_slower + goals.baselines_not_slower > 0)
+      std::printf(" Baselines slower than weft on %d of %d rows.", goals.baselines_slower,
+                  goals.baselines_slower + goals.baselines_not_slower);
+    std::printf(" Load average at the end: %s. Took %.1f s.\n", load_end.c_str(), took);
     RunContext context;
     context.date = now_text();
     context.host = host_name();
