@@ -83,7 +83,7 @@ inline constexpr GraphCase kGraphCases[] = {
     {"scope_parallel_for_lcg", "parallel-for", "scope.parallel_for 1M x 100 LCG", true, false, true},
     {"sincos_1000", "sincos", "1000 tasks x 20k sin*cos", true, false, true},
     {"sincos_batches_10", "sincos", "the same, in batches of 10", true, false, true},
-    {"random_dag_100k", "graph-random", "random DAG 100k, in-degree 3", false, true, true},
+    {"random_dag_100k", "graph-random", "random DAG 100k, degree 3", false, true, true},
     {"reduce_tree_1M", "reduce", "tree reduction 2^20, leaf 64", true, true, false},
 };
 inline constexpr std::size_t kGraphCaseCount = sizeof kGraphCases / sizeof kGraphCases[0];

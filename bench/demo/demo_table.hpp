@@ -115,42 +115,49 @@ struct GoalCount {
   int baselines_not_slower = 0;
 };
 
-// Prints the rows that have a figure (rows of workloads not run are left out); counts the goals met and missed.
-// A value reads "median ±h%": h is half the interquartile range of the runs, over the median.
+// Prints the rows that have a figure (rows of workloads not run are left out) in at most 118 columns, then the
+// floors of the compute-bound rows; counts the goals met and missed. A value reads "median ±h%": h is half the
+// interquartile range of the runs, over the median. The verdict: yes, NO, "yes*" (parity at the floor), "-"
+// (no goal), "n/a" (no oneTBB figure); "!" after it: a baseline was faster than weft.
 inline GoalCount print_table(const std::vector<Row>& rows) {
-  std::printf("\n%-38s %15s %15s %15s %15s %7s %7s  %s\n", "workload", "weft", "oneTBB", "mutex pool", "std::async",
-              "ratio", "goal", "met?");
-  std::printf("%s\n", std::string(38 + 4 * 16 + 16 + 6, '-').c_str());
+  constexpr int kName = 34;
+  constexpr int kCell = 13;
+  std::printf("\n%-*s %*s %*s %*s %*s %6s %7s %s\n", kName, "workload", kCell, "weft", kCell, "oneTBB", kCell,
+              "mutex pool", kCell, "std::async", "ratio", "goal", "met?");
+  std::printf("%s\n", std::string(kName + 4 * (kCell + 1) + 7 + 8 + 5, '-').c_str());
   GoalCount count;
+  std::string floors;
   for (const Row& row : rows) {
     if (!row.weft && !row.tbb) continue;
     char ratio[32] = "-";
     if (const auto r = row.ratio()) std::snprintf(ratio, sizeof ratio, "%.2fx", *r);
     const auto met = row.met();
     const auto slower = row.baselines_slower();
-    std::string verdict = row.goal.report_only ? "(report)" : !met ? "n/a" : *met ? "yes" : "NO";
+    const bool parity = met && *met && row.at_floor() && *row.ratio() > row.goal.max_ratio;
+    std::string verdict = row.goal.report_only ? "-" : !met ? "n/a" : parity ? "yes*" : *met ? "yes" : "NO";
+    if (slower && !*slower) verdict += " !";
     if (row.floor) {
-      char text[64];
-      std::snprintf(text, sizeof text, "%s (floor %.4g %s)", row.at_floor() && *row.ratio() > row.goal.max_ratio
-                                                                  ? ", parity at the floor" : "",
-                    *row.floor, row.unit.c_str());
-      verdict += text;
+      char text[160];
+      std::snprintf(text, sizeof text, "  %s: floor %.4g %s (weft %.2fx of it, oneTBB %.2fx)\n", row.workload.c_str(),
+                    *row.floor, row.unit.c_str(), row.weft ? row.weft->median / *row.floor : 0.0,
+                    row.tbb ? row.tbb->median / *row.floor : 0.0);
+      floors += text;
     }
-    if (slower && !*slower) verdict += ", a baseline is faster";
     if (met) ++(*met ? count.met : count.missed);
     if (slower) ++(*slower ? count.baselines_slower : count.baselines_not_slower);
     // The ± sign is 2 bytes of UTF-8 for one column: widen the fields that hold one.
     const auto cell = [&](const Value& v) {
       const std::string text = format_value(v, row.unit);
-      return std::string(static_cast<std::size_t>(std::max(0, 15 - static_cast<int>(text.size()) +
-                                                               (v && v->runs > 1 ? 1 : 0))),
-                         ' ') +
-             text;
+      const int pad = kCell - static_cast<int>(text.size()) + (v && v->runs > 1 ? 1 : 0);
+      return std::string(static_cast<std::size_t>(std::max(0, pad)), ' ') + text;
     };
-    std::printf("%-38s %s %s %s %s %7s %7s  %s\n", row.workload.c_str(), cell(row.weft).c_str(),
+    std::printf("%-*s %s %s %s %s %6s %7s %s\n", kName, row.workload.c_str(), cell(row.weft).c_str(),
                 cell(row.tbb).c_str(), cell(row.queue_pool).c_str(), cell(row.async).c_str(), ratio,
                 row.goal.report_only ? "-" : row.goal.text, verdict.c_str());
   }
+  std::printf("yes*: parity at the hardware floor (both within %.0f%% of it, weft within %.0f%% of oneTBB); "
+              "!: a baseline\nwas faster than weft. Floors (the same work serially, over the threads):\n%s",
+              (kFloorSlack - 1) * 100, (kParityNoise - 1) * 100, floors.c_str());
   return count;
 }
 

@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
     if (goals.baselines_slower + goals.baselines_not_slower > 0)
       std::printf(" Baselines slower than weft on %d of %d rows.", goals.baselines_slower,
                   goals.baselines_slower + goals.baselines_not_slower);
-    std::printf(" Load average at the end: %s. Took %.1f s.\n", load_end.c_str(), took);
+    std::printf("\nLoad average at the end: %s. Took %.1f s.\n", load_end.c_str(), took);
     RunContext context;
     context.date = now_text();
     context.host = host_name();
