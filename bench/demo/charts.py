@@ -7,6 +7,7 @@
 Usage: /usr/bin/python3 bench/demo/charts.py RESULTS_DIR   (needs Debian's python3-matplotlib)
 """
 import csv
+import math
 import sys
 from pathlib import Path
 
@@ -75,6 +76,9 @@ def scaling_chart(path, out):
                 label=f"{lib}, {shape}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    # Whole decades, so that every curve has labelled ticks around it.
+    values = [p[1] for points in series.values() for p in points]
+    ax.set_ylim(10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values))))
     ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(ticker.ScalarFormatter())
     ax.yaxis.set_minor_formatter(ticker.NullFormatter())
