@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -81,7 +82,8 @@ TEST_CASE("post_bulk(count, f) calls f(i) once for every i below count") {
 TEST_CASE("post_bulk honours the batch's options") {
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("post_bulk options", workers), patience(30));
-    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    // A long patience: no other worker may take an affinity task, however slowly the target starts.
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .affinity_patience = std::chrono::seconds(10)}};
     weft::TaskOptions options;
     options.affinity = workers - 1;
     std::atomic<int> elsewhere{0};
