@@ -231,8 +231,8 @@ int main(int argc, char** argv) {
     GraphSides graph_sides;
     const auto wants = [&](std::string_view family) { return o.wants(family); };
 
-    // The steps in order, each with a rough weight (its share of the short mode's time on two idle cores), for
-    // the progress line's estimate of the time left.
+    // The steps in order, each with a weight: its seconds in a short run on two loaded cores (100 s in all), for
+    // the progress line's estimate of the time left (scaled by how fast the steps so far went).
     struct Step {
       std::string name;
       double weight;
@@ -242,17 +242,17 @@ int main(int argc, char** argv) {
     const auto pool_step = [&](const char* name, double weight, std::function<void()> run) {
       if (o.wants(name)) steps.push_back({name, weight, std::move(run)});
     };
-    pool_step("noop", 6, [&] {
+    pool_step("noop", 7, [&] {
       const Pair p = measure_noop(o.settings, sides);
       rows.push_back({"1M no-op tasks, post + wait", "ms", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"}, p.queue_pool,
                       p.async});
     });
-    pool_step("fib", 6, [&] {
+    pool_step("fib", 4, [&] {
       const Pair p = measure_fib(o.settings, sides);
       rows.push_back({"fib(28), spawn + wait in tasks", "ms", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"},
                       p.queue_pool, p.async});
     });
-    pool_step("submit", 3, [&] {
+    pool_step("submit", 1, [&] {
       const Pair p = measure_submit(o.settings, sides);
       rows.push_back({"1000 x (submit one, wait)", "us", p.weft, p.tbb, Goal{1.0, false, "<= 1.0x"}, p.queue_pool,
                       p.async});
@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
       rows.push_back({"wake-up from idle, p99", "us", p.p99.weft, p.p99.tbb, Goal{.report_only = true},
                       p.p99.queue_pool, p.p99.async});
     });
-    pool_step("memory", 4, [&] {
+    pool_step("memory", 1, [&] {
       const Pair p = measure_memory(o.settings, sides);
       rows.push_back({"1M no-op: peak RSS over baseline", "MiB", p.weft, p.tbb, Goal{1.0, true, "< 1.0x"}});
     });
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
       const Pair p = measure_spawn_one_worker(o.settings, sides);
       rows.push_back({"spawn + run, one worker (lf ~16)", "ns", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"}});
     });
-    pool_step("steal", 3, [&] {
+    pool_step("steal", 2, [&] {
       const Pair p = measure_steal(o.settings, sides);
       rows.push_back({"steal + run, two threads", "ns", p.weft, p.tbb, Goal{.report_only = true}});
     });
@@ -291,16 +291,16 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < kGraphCaseCount; ++i) {
       const GraphCase& c = kGraphCases[i];
       if (!wants(c.family)) continue;
-      steps.push_back({std::string(c.id), c.milliseconds ? 6.0 : 2.0,
+      steps.push_back({std::string(c.id), c.milliseconds ? 3.0 : 0.5,
                        [&, i] {
                          add_graph_rows(o.settings, graph_sides, [i](std::size_t k) { return k == i; }, rows);
                        }});
     }
     if (pipelines)
       steps.push_back(
-          {"pipelines", 25, [&] { add_pipeline_rows(o.settings, graph_sides, spin_steps, wants, rows); }});
+          {"pipelines", 47, [&] { add_pipeline_rows(o.settings, graph_sides, spin_steps, wants, rows); }});
     if (sweep)
-      steps.push_back({"size sweep", 12, [&] { scaling = measure_scaling(o.settings, graph_sides); }});
+      steps.push_back({"size sweep", 5, [&] { scaling = measure_scaling(o.settings, graph_sides); }});
 
     double total_weight = 0;
     for (const Step& step : steps) total_weight += step.weight;
