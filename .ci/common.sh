@@ -3,7 +3,7 @@
 
 WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboost-context-dev doctest-dev
-  libbenchmark-dev libtbb-dev relacy-dev graphviz)
+  libbenchmark-dev libtbb-dev relacy-dev graphviz python3-matplotlib)
 
 weft_install_dependencies() {
   local sudo=""

@@ -82,6 +82,9 @@ inline constexpr GraphCase kGraphCases[] = {
     {"parallel_for_lcg", "parallel-for", "parallel_for 1M x 100 LCG", true, false, true},
     {"scope_parallel_for_lcg", "parallel-for", "scope.parallel_for 1M x 100 LCG", true, false, true},
     {"sincos_1000", "sincos", "1000 tasks x 20k sin*cos", true, false, true},
+    {"sincos_batches_10", "sincos", "the same, in batches of 10", true, false, true},
+    {"random_dag_100k", "graph-random", "random DAG 100k, degree 3", false, true, true},
+    {"reduce_tree_1M", "reduce", "tree reduction 2^20, leaf 64", true, true, false},
 };
 inline constexpr std::size_t kGraphCaseCount = sizeof kGraphCases / sizeof kGraphCases[0];
 
@@ -103,7 +106,10 @@ void for_each_graph_case(typename W::Side& side, Visit&& visit) {
   visit(c[7], type_identity<typename W::ParallelFor>{}, [&s](auto& w) { w.emplace(s); });
   visit(c[8], type_identity<typename W::ScopeParallelFor>{}, [&s](auto& w) { w.emplace(s); });
   visit(c[9], type_identity<typename W::SinCos>{}, [&s](auto& w) { w.emplace(s); });
-  static_assert(kGraphCaseCount == 10, "every case needs its line above");
+  visit(c[10], type_identity<typename W::SinCosBatches>{}, [&s](auto& w) { w.emplace(s); });
+  visit(c[11], type_identity<typename W::RandomDag>{}, [&s](auto& w) { w.emplace(s); });
+  visit(c[12], type_identity<typename W::Reduce>{}, [&s](auto& w) { w.emplace(s); });
+  static_assert(kGraphCaseCount == 13, "every case needs its line above");
 }
 
 // Times one phase of one workload, one sample per once() call. For Phase::run (and one-shot cases) the

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <utility>
 
+#include "bench/common/graph_shapes.hpp"
 #include "bench/common/graph_workloads.hpp"
 
 namespace weft::bench {
@@ -205,6 +206,69 @@ class SinCos {
   SinCosData data_;
 };
 
+// The random DAG (graph_shapes.hpp): node 0 is the only one without predecessors.
+class RandomDag {
+ public:
+  explicit RandomDag(TbbGraphSide& side) : flow_(side) {
+    for (std::size_t i = 0; i < data_.size(); ++i) {
+      Node& node = flow_.add([this, i](const Msg&) { data_.visit(i); });
+      for (std::size_t k = i == 0 ? 0 : data_.pred_begin(i); i > 0 && k < data_.pred_end(i); ++k)
+        tbb::flow::make_edge(flow_[data_.pred(k)], node);
+    }
+  }
+  void run() { flow_.start_and_wait(flow_[0]); }
+  [[nodiscard]] bool check() noexcept { return data_.check(); }
+
+ private:
+  RandomDagData data_;
+  Flow flow_;
+};
+
+// The recursive reduction as oneTBB's fib: a task_group per split, run the left half, sum the right, wait.
+class Reduce {
+ public:
+  explicit Reduce(TbbGraphSide& side) : side_(side) {}
+  void run() {
+    side_.execute([this] { data_.set_result(sum(0, data_.size())); });
+  }
+  [[nodiscard]] bool check() noexcept { return data_.check(); }
+
+ private:
+  std::uint64_t sum(std::size_t begin, std::size_t end) {
+    if (end - begin <= kReduceLeaf) return data_.leaf(begin, end);
+    const std::size_t mid = begin + (end - begin) / 2;
+    std::uint64_t left = 0;
+    tbb::task_group group;
+    group.run([this, begin, mid, &left] { left = sum(begin, mid); });
+    const std::uint64_t right = sum(mid, end);
+    group.wait();
+    return left + right;
+  }
+
+  TbbGraphSide& side_;
+  ReduceData data_;
+};
+
+// The sin*cos tasks in batches of kBatchSize: one task_group, run a batch, wait, the next.
+class SinCosBatches {
+ public:
+  explicit SinCosBatches(TbbGraphSide& side) : side_(side) {}
+  void run() {
+    side_.execute([this] {
+      tbb::task_group group;
+      for (std::size_t base = 0; base < data_.size(); base += kBatchSize) {
+        for (std::size_t i = 0; i < kBatchSize; ++i) group.run([this, base, i] { data_.visit(base + i); });
+        group.wait();
+      }
+    });
+  }
+  [[nodiscard]] bool check() noexcept { return data_.check(); }
+
+ private:
+  TbbGraphSide& side_;
+  SinCosData data_;
+};
+
 }  // namespace tbb_graph
 
 // The workload classes of this side, by the names graph_workloads_cases.hpp knows them by.
@@ -218,6 +282,9 @@ struct TbbGraphWorkloads {
   using ParallelFor = tbb_graph::ParallelFor;
   using ScopeParallelFor = tbb_graph::ParallelFor;  // oneTBB has one parallel_for: the same peer twice
   using SinCos = tbb_graph::SinCos;
+  using RandomDag = tbb_graph::RandomDag;
+  using Reduce = tbb_graph::Reduce;
+  using SinCosBatches = tbb_graph::SinCosBatches;
 };
 
 }  // namespace weft::bench

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/common/graph_shapes.hpp"
 #include "bench/common/graph_workloads.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
@@ -199,6 +200,67 @@ class SinCos {
   SinCosData data_;
 };
 
+// The random DAG (graph_shapes.hpp): an edge from each predecessor.
+class RandomDag {
+ public:
+  RandomDag(WeftGraphSide& side) : graph_(side, data_.size(), data_.edges()) {
+    std::vector<Node> nodes;
+    nodes.reserve(data_.size());
+    for (std::size_t i = 0; i < data_.size(); ++i) {
+      nodes.push_back(graph_.add([this, i] { data_.visit(i); }));
+      for (std::size_t k = i == 0 ? 0 : data_.pred_begin(i); i > 0 && k < data_.pred_end(i); ++k)
+        graph_.edge(nodes[data_.pred(k)], nodes.back());
+    }
+    graph_.compile();
+  }
+  void run() { graph_.run_and_wait(); }
+  [[nodiscard]] bool check() noexcept { return data_.check(); }
+
+ private:
+  RandomDagData data_;
+  Graph graph_;
+};
+
+// The recursive reduction as fib is written on a Pool: submit the left half, sum the right, get() the left
+// (which runs other tasks meanwhile). The root is one submit from this thread.
+class Reduce {
+ public:
+  explicit Reduce(WeftGraphSide& side) : pool_(side.pool()) {}
+  void run() {
+    data_.set_result(pool_.submit([this] { return sum(0, data_.size()); }).get());
+  }
+  [[nodiscard]] bool check() noexcept { return data_.check(); }
+
+ private:
+  std::uint64_t sum(std::size_t begin, std::size_t end) {
+    if (end - begin <= kReduceLeaf) return data_.leaf(begin, end);
+    const std::size_t mid = begin + (end - begin) / 2;
+    Future<std::uint64_t> left = pool_.submit([this, begin, mid] { return sum(begin, mid); });
+    const std::uint64_t right = sum(mid, end);
+    return left.get() + right;
+  }
+
+  Pool& pool_;
+  ReduceData data_;
+};
+
+// The sin*cos tasks in batches of kBatchSize: Pool::post_bulk of one batch, wait_idle, the next.
+class SinCosBatches {
+ public:
+  explicit SinCosBatches(WeftGraphSide& side) : pool_(side.pool()) {}
+  void run() {
+    for (std::size_t base = 0; base < data_.size(); base += kBatchSize) {
+      pool_.post_bulk(kBatchSize, [this, base](std::size_t i) { data_.visit(base + i); });
+      pool_.wait_idle();
+    }
+  }
+  [[nodiscard]] bool check() noexcept { return data_.check(); }
+
+ private:
+  Pool& pool_;
+  SinCosData data_;
+};
+
 }  // namespace weft_graph
 
 // The workload classes of this side, by the names graph_workloads_cases.hpp knows them by.
@@ -212,6 +274,9 @@ struct WeftGraphWorkloads {
   using ParallelFor = weft_graph::ParallelFor;
   using ScopeParallelFor = weft_graph::ScopeParallelFor;
   using SinCos = weft_graph::SinCos;
+  using RandomDag = weft_graph::RandomDag;
+  using Reduce = weft_graph::Reduce;
+  using SinCosBatches = weft_graph::SinCosBatches;
 };
 
 }  // namespace weft::bench

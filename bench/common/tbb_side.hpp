@@ -61,6 +61,12 @@ class TbbSide {
     return sum;
   }
 
+  // Runs f() inside the arena (this thread takes one slot) and returns its result.
+  template <class F>
+  decltype(auto) execute(F&& f) {
+    return arena_.execute(std::forward<F>(f));
+  }
+
   // task_arena::enqueue: the task is run by a worker, never by this thread.
   std::chrono::nanoseconds wake_latency() {
     return probe_.measure([this](auto task) { arena_.enqueue(std::move(task)); });

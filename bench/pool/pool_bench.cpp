@@ -1,6 +1,7 @@
 // weft::Pool against oneTBB on the workloads of issue 3 (bench/common/pool_workloads.hpp), side by side in one
 // binary. Each library's pool (weft::Pool, tbb::task_arena) is created once in main(), before any timing, with
-// the same number of threads (WEFT_BENCH_THREADS, default: every usable CPU). One benchmark iteration is one
+// the same number of threads (WEFT_BENCH_THREADS, default: every usable CPU), and the two baselines of
+// baseline_sides.hpp beside them. One benchmark iteration is one
 // whole workload. Ratios: run with --benchmark_repetitions=N --benchmark_report_aggregates_only=true and divide
 // the weft median by the oneTBB median.
 #include <benchmark/benchmark.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "bench/common/background_load.hpp"
+#include "bench/common/baseline_sides.hpp"
 #include "bench/common/peak_rss.hpp"
 #include "bench/common/pool_workloads.hpp"
 #include "bench/common/tbb_side.hpp"
@@ -147,6 +149,34 @@ void register_side(S& side, unsigned threads) {
       ->Iterations(1);
 }
 
+// The baselines (baseline_sides.hpp) on the pool rows: thread-per-task runs 1/kNoopDivisor of the burst and a
+// smaller fib, named by what it runs (its items per second compare with the other rows').
+template <PoolSide S>
+void register_baseline(S& side) {
+  const std::string name(S::kName);
+  constexpr std::size_t noop_tasks = kNoopTasks / noop_divisor<S>();
+  constexpr int n = fib_n_of<S>();
+  benchmark::RegisterBenchmark(("noop_" + std::to_string(noop_tasks) + "/" + name).c_str(),
+                               [&side](benchmark::State& state) {
+                                 for (auto _ : state) side.noop_burst(noop_tasks);
+                                 state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(noop_tasks));
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("fib" + std::to_string(n) + "/" + name).c_str(), [&side](benchmark::State& state) {
+    for (auto _ : state) {
+      if (side.fib(n) != fib_value(n)) state.SkipWithError("fib returned a wrong value");
+    }
+  })->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark(("submit_wait_x1000/" + name).c_str(), round_trips<S>, std::ref(side))
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("wake_latency/" + name).c_str(), wake_latency<S>, std::ref(side))
+      ->Unit(benchmark::kMicrosecond)
+      ->UseManualTime()
+      ->Iterations(40);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +187,10 @@ int main(int argc, char** argv) {
   TbbSide tbb_side(threads);
   register_side(weft_side, threads);
   register_side(tbb_side, threads);
+  QueuePoolSide queue_side(threads);
+  AsyncSide async_side(threads);
+  register_baseline(queue_side);
+  register_baseline(async_side);
   for (const auto& [name, run] : {
            std::pair{"noop_1M/weft_fresh_pool", &fresh_pool<Work::noop, false>},
            std::pair{"noop_1M/weft_fresh_pool_traced", &fresh_pool<Work::noop, true>},

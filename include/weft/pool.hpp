@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ranges>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -52,6 +53,15 @@ inline constexpr bool subflow_submit_defined<F, std::void_t<decltype(sizeof(Subf
 // plain task, so it is excluded here.
 template <class F>
 concept SubflowTask = !std::invocable<std::decay_t<F>&> && std::invocable<std::decay_t<F>&, Subflow&>;
+
+// A batch Pool::post_bulk takes: a forward range of callables taking nothing, each of which can become a
+// task, copied from an lvalue range's elements or moved from an rvalue range's.
+template <class R>
+concept BulkTasks =
+    std::ranges::forward_range<R> && std::invocable<std::remove_cvref_t<std::ranges::range_reference_t<R>>&> &&
+    std::constructible_from<small_function<void()>, std::conditional_t<std::is_lvalue_reference_v<R>,
+                                                                       std::ranges::range_reference_t<R>,
+                                                                       std::ranges::range_rvalue_reference_t<R>>>;
 
 // The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::Accepted`.
 template <class T>
@@ -120,6 +130,60 @@ class Pool {
   [[nodiscard]] SubmitStatus try_post(F&& f, TaskOptions options = {}) {
     detail::require_callable(f, "weft::Pool::try_post");
     return enqueue(small_function<void()>(std::forward<F>(f)), options, Admission::try_once, {});
+  }
+
+  // Posts a batch: every callable of `tasks` becomes one task, queued in the range's order exactly as post()
+  // queues it (same options, same routing, same admission under max_queued; no cheaper per task than post, one
+  // call for the lot). The callables of an lvalue range are copied, those of an rvalue range moved from.
+  // Every element is checked before any is posted: an empty one (a null function pointer, an empty
+  // std::function) throws std::invalid_argument naming its index, and no task of the batch is posted. If the
+  // pool shuts down during the batch, throws pool_closed saying how many were accepted (those run, or are
+  // dropped, as any accepted task); an exception copying or moving a callable leaves the ones before it posted.
+  //
+  // Example:
+  //   std::vector<int> squares(10);
+  //   std::vector<std::function<void()>> batch;
+  //   for (int i = 0; i < 10; ++i) batch.emplace_back([&squares, i] { squares[i] = i * i; });
+  //   pool.post_bulk(batch);  // ten tasks; batch keeps its callables (copied)
+  //   pool.wait_idle();       // squares == {0, 1, 4, ..., 81}
+  template <BulkTasks R>
+  void post_bulk(R&& tasks, TaskOptions options = {}) {
+    std::size_t count = 0;
+    for (auto&& task : tasks) {
+      if (is_empty_callable(task)) [[unlikely]]
+        throw_bulk_empty(count, static_cast<std::size_t>(std::ranges::distance(tasks)));
+      ++count;
+    }
+    std::size_t accepted = 0;
+    for (auto&& task : tasks) {
+      SubmitStatus status;
+      if constexpr (std::is_lvalue_reference_v<R>) {
+        status = enqueue(small_function<void()>(task), options, Admission::block, {});
+      } else {
+        status = enqueue(small_function<void()>(std::move(task)), options, Admission::block, {});
+      }
+      if (status == SubmitStatus::Closed) throw_bulk_closed(accepted, count);
+      ++accepted;
+    }
+  }
+
+  // Posts `count` tasks, the i-th calling f(i) on its own copy of f (i in [0, count), posted in that order);
+  // otherwise as post_bulk of a range. An empty f throws std::invalid_argument and posts nothing.
+  //
+  // Example:
+  //   std::vector<double> out(1000);
+  //   pool.post_bulk(out.size(), [&out](std::size_t i) { out[i] = std::sqrt(double(i)); });
+  //   pool.wait_idle();  // out[i] == sqrt(i) for every i
+  template <class F>
+    requires std::invocable<std::decay_t<F>&, std::size_t> && std::copy_constructible<std::decay_t<F>>
+  void post_bulk(std::size_t count, F&& f, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::post_bulk");
+    for (std::size_t i = 0; i < count; ++i) {
+      const SubmitStatus status =
+          enqueue(small_function<void()>([f, i]() mutable { (void)std::invoke(f, i); }), options, Admission::block,
+                  {});
+      if (status == SubmitStatus::Closed) throw_bulk_closed(i, count);
+    }
   }
 
   // Runs f(args...) once on a worker; the future carries its value or exception. Blocks while max_queued
@@ -264,6 +328,21 @@ class Pool {
   SubmitStatus enqueue_state(detail::TaskHeader* state, TaskOptions options, Admission admission,
                              std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag);
   static void admit_or_throw(SubmitStatus status, const char* what);
+  // post_bulk's errors (scheduler/pool_bulk.cpp): element `index` of `count` is empty (nothing was posted);
+  // the pool closed after `accepted` of `count` tasks were accepted.
+  [[noreturn]] static void throw_bulk_empty(std::size_t index, std::size_t count);
+  [[noreturn]] static void throw_bulk_closed(std::size_t accepted, std::size_t count);
+  // True for a callable that can be empty and is (see detail::require_callable).
+  template <class F>
+  [[nodiscard]] static bool is_empty_callable(const F& f) noexcept {
+    if constexpr (std::is_pointer_v<F> || std::is_member_pointer_v<F>) {
+      return f == nullptr;
+    } else if constexpr (std::is_class_v<F> && std::is_constructible_v<bool, const F&>) {
+      return !static_cast<bool>(f);
+    } else {
+      return false;
+    }
+  }
   [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
 
   template <class F, class... Args>

@@ -73,6 +73,20 @@ void pool_hpp() {
   (void)v;
 }
 
+void pool_hpp_post_bulk(weft::Pool& pool) {
+  std::vector<int> squares(10);
+  std::vector<std::function<void()>> batch;
+  for (int i = 0; i < 10; ++i) batch.emplace_back([&squares, i] { squares[i] = i * i; });
+  pool.post_bulk(batch);  // ten tasks; batch keeps its callables (copied)
+  pool.wait_idle();       // squares == {0, 1, 4, ..., 81}
+}
+
+void pool_hpp_post_bulk_count(weft::Pool& pool) {
+  std::vector<double> out(1000);
+  pool.post_bulk(out.size(), [&out](std::size_t i) { out[i] = std::sqrt(double(i)); });
+  pool.wait_idle();  // out[i] == sqrt(i) for every i
+}
+
 void pool_hpp_thread_index() {
   weft::Pool pool{weft::PoolOptions{.threads = 4}};
   std::vector<long> partial(pool.max_thread_index(), 0);  // one accumulator per possible thread
