@@ -10,6 +10,7 @@
 #include "scheduler/cache_line.hpp"
 #include "scheduler/cpu_relax.hpp"
 #include "scheduler/engine.hpp"
+#include "scheduler/memory_model.hpp"
 #include "scheduler/stack_guard.hpp"
 
 namespace weft::sched {
@@ -64,7 +65,7 @@ bool enqueue_if(std::atomic<std::uint32_t>& word, std::uint32_t expected, Waiter
   // looks in the bucket (where the lock orders it after the push below), or the word load below comes after the
   // waker's change to the word in the single total order, and sees it.
   parked.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
   Bucket& bucket = bucket_of(&word);
   bucket.lock();
   // acquire: a waker's change of the word (and what it published before) is visible to the resumed task.
@@ -95,7 +96,7 @@ void resume_each(Waiter* woken) noexcept {
 }  // namespace
 
 void wake_all_of(const Engine& engine) noexcept {
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // as in wake(): the caller changed what waiters test
+  StdMemoryModel::thread_fence(std::memory_order_seq_cst);  // as in wake(): the caller changed what waiters test
   if (parked.load(std::memory_order_relaxed) == 0) return;
   for (Bucket& bucket : buckets) {
     Waiter* woken = nullptr;
@@ -118,7 +119,7 @@ void wake_all_of(const Engine& engine) noexcept {
 
 void wake(const void* word, bool all) noexcept {
   // seq_cst fence: see enqueue_if. The caller changed the word before calling.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
   if (parked.load(std::memory_order_relaxed) == 0) return;
   Bucket& bucket = bucket_of(word);
   Waiter* woken = nullptr;
