@@ -246,20 +246,6 @@ void Fiber::start(FiberStack stack, void* body, RunFn run, DestroyFn destroy) {
   stack_ = std::move(stack);
 }
 
-Fiber::Fiber(Fiber&& other) noexcept
-    : self_(std::exchange(other.self_, nullptr)), stack_(std::move(other.stack_)) {}
-
-Fiber& Fiber::operator=(Fiber&& other) noexcept {
-  if (this != &other) {
-    destroy();
-    self_ = std::exchange(other.self_, nullptr);
-    stack_ = std::move(other.stack_);
-  }
-  return *this;
-}
-
-Fiber::~Fiber() { destroy(); }
-
 void Fiber::destroy() noexcept {
   if (self_ == nullptr) return;
   FiberRecord& r = record(self_);

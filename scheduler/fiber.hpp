@@ -113,14 +113,23 @@ class Fiber {
           [](void* b) noexcept { static_cast<Stored*>(b)->~Stored(); });
   }
   // Takes `other`'s fiber; `other` becomes empty.
-  Fiber(Fiber&& other) noexcept;
+  Fiber(Fiber&& other) noexcept : self_(std::exchange(other.self_, nullptr)), stack_(std::move(other.stack_)) {}
   // Destroys this fiber (as ~Fiber does), then takes `other`'s.
-  Fiber& operator=(Fiber&& other) noexcept;
+  Fiber& operator=(Fiber&& other) noexcept {
+    if (this != &other) {
+      if (self_ != nullptr) destroy();
+      self_ = std::exchange(other.self_, nullptr);
+      stack_ = std::move(other.stack_);
+    }
+    return *this;
+  }
   Fiber(const Fiber&) = delete;
   Fiber& operator=(const Fiber&) = delete;
   // A fiber never resumed ends without running its body; a suspended one is unwound (its destructors run). Either
   // way its stack returns to its pool. Destroying a running fiber (from its own body) aborts.
-  ~Fiber();
+  ~Fiber() {
+    if (self_ != nullptr) destroy();
+  }
 
   // Runs the fiber (from its start, or from where it suspended) until it suspends or its body ends. If it
   // suspended with suspend_then, the hook runs before this returns, and this returns `suspended` without touching

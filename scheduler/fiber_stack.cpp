@@ -40,20 +40,6 @@ namespace {
 
 }  // namespace
 
-FiberStack::FiberStack(FiberStack&& other) noexcept
-    : pool_(std::exchange(other.pool_, nullptr)), bottom_(std::exchange(other.bottom_, nullptr)) {}
-
-FiberStack& FiberStack::operator=(FiberStack&& other) noexcept {
-  if (this != &other) {
-    reset();
-    pool_ = std::exchange(other.pool_, nullptr);
-    bottom_ = std::exchange(other.bottom_, nullptr);
-  }
-  return *this;
-}
-
-FiberStack::~FiberStack() { reset(); }
-
 void FiberStack::reset() noexcept {
   if (bottom_ != nullptr) pool_->release(std::exchange(bottom_, nullptr));
   pool_ = nullptr;

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <utility>
 
 namespace weft::sched {
 
@@ -53,14 +54,26 @@ class FiberStack {
  public:
   // An empty handle (no stack).
   FiberStack() noexcept = default;
-  // Takes `other`'s stack; `other` becomes empty.
-  FiberStack(FiberStack&& other) noexcept;
+  // Takes `other`'s stack; `other` becomes empty. (Inline, as the moves below: a fiber's hand-over between a
+  // wait list and a worker moves its Fiber several times, and out-of-line moves were a tenth of a ping-pong's
+  // instructions.)
+  FiberStack(FiberStack&& other) noexcept
+      : pool_(std::exchange(other.pool_, nullptr)), bottom_(std::exchange(other.bottom_, nullptr)) {}
   // Returns this handle's stack (if any) to its pool, then takes `other`'s.
-  FiberStack& operator=(FiberStack&& other) noexcept;
+  FiberStack& operator=(FiberStack&& other) noexcept {
+    if (this != &other) {
+      if (bottom_ != nullptr) reset();
+      pool_ = std::exchange(other.pool_, nullptr);
+      bottom_ = std::exchange(other.bottom_, nullptr);
+    }
+    return *this;
+  }
   FiberStack(const FiberStack&) = delete;
   FiberStack& operator=(const FiberStack&) = delete;
   // Returns the stack to its pool.
-  ~FiberStack();
+  ~FiberStack() {
+    if (bottom_ != nullptr) reset();
+  }
 
   // True if this handle holds a stack.
   [[nodiscard]] explicit operator bool() const noexcept { return bottom_ != nullptr; }
