@@ -305,21 +305,26 @@ Worker* Engine::run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, 
     // Only the winner of the claim runs the task, so only it runs the hooks and is traced: a waiter that ran
     // it inline already did (run_inline), and this queued copy is then an empty shell.
     const std::uint64_t mark = self != nullptr ? switch_mark(*self) : 0;
+    Worker* after = self;
     if (state->try_claim()) {
       const std::int64_t start = traced ? tracer_->now() : 0;
       call_hook(options_.on_task_start, event);
       state->run_claimed();
-      call_hook(options_.on_task_end, event);
-      if (traced) trace_task(start, event.priority, worker);
+      after = self != nullptr ? &worker_after(*self, mark) : nullptr;
+      // The end hook on the thread the task ended on: a task that suspended on a fiber may have moved.
+      const TaskEvent end{after != nullptr ? after->index : worker, event.priority};
+      call_hook(options_.on_task_end, end);
+      if (traced) trace_task(start, event.priority, end.worker);
     }
     state->release();
-    return self != nullptr ? &worker_after(*self, mark) : nullptr;
+    return after;
   }
   const std::int64_t start = traced ? tracer_->now() : 0;
   call_hook(options_.on_task_start, event);
   Worker* const after = run_and_release(self, ref, task);
-  call_hook(options_.on_task_end, event);
-  if (traced) trace_task(start, event.priority, worker);
+  const TaskEvent end{after != nullptr ? after->index : worker, event.priority};
+  call_hook(options_.on_task_end, end);
+  if (traced) trace_task(start, event.priority, end.worker);
   return after;
 }
 

@@ -114,9 +114,10 @@ struct PoolOptions {
   // Opt-in hooks around every task, each called exactly once per task that runs, on the thread that runs it,
   // just before and just after the task: a worker (TaskEvent::worker is its index), or a thread that runs the
   // task itself while waiting for it (TaskEvent::not_a_worker). Not called for a task that never runs
-  // (dropped). Unset they cost one predictable branch per task. Like on_error, each is one object called from
-  // many threads at once (and from several pools, if copies of the options configured them): it must be
-  // thread-safe.
+  // (dropped). A task that suspended on a fiber (PoolOptions::fibers) may end on another worker than it started
+  // on: each hook is called on the thread, and with the worker index, of that moment. Unset they cost one
+  // predictable branch per task. Like on_error, each is one object called from many threads at once (and from
+  // several pools, if copies of the options configured them): it must be thread-safe.
   shared_function<void(const TaskEvent&)> on_task_start{};
   shared_function<void(const TaskEvent&)> on_task_end{};
   // If set, the pool records into it for as long as the pool lives (see weft::Trace): each task it runs, each

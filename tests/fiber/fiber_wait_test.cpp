@@ -517,4 +517,31 @@ TEST_CASE("a pool destroyed with tasks suspended on futures lets each finish (Dr
   }
 }
 
+TEST_CASE("task hooks: one start and one end per task, each with the worker it is called on") {
+  for (const unsigned workers : {1u, 2u, 4u}) {
+    INFO("workers = " << workers);
+    std::atomic<int> starts{0};
+    std::atomic<int> ends{0};
+    std::atomic<int> wrong_worker{0};
+    weft::Pool* self = nullptr;
+    const auto check = [&](const weft::TaskEvent& event) {
+      const std::optional<unsigned> here = self->current_worker();
+      if (!here || *here != event.worker) wrong_worker.fetch_add(1);
+    };
+    weft::Pool pool{weft::PoolOptions{.threads = workers,
+                                      .on_task_start = [&](const weft::TaskEvent& e) { check(e); starts++; },
+                                      .on_task_end = [&](const weft::TaskEvent& e) { check(e); ends++; }}};
+    self = &pool;
+    weft::Event go;
+    constexpr int kTasks = 100;
+    for (int i = 0; i < kTasks; ++i) pool.post([&] { go.wait(); });  // each suspends, then may move
+    REQUIRE(eventually([&] { return pool.stats().suspended == kTasks; }, patience(10)));
+    go.signal();
+    pool.wait_idle();
+    CHECK(starts.load() == kTasks);
+    CHECK(ends.load() == kTasks);
+    CHECK(wrong_worker.load() == 0);
+  }
+}
+
 }  // namespace
