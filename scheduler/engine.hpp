@@ -494,9 +494,9 @@ bool Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep) {
     // acquire: pairs with the shutdown stores; a dropping pool runs nothing more (the classic wait drops).
     if (stops_tasks(state_.load(std::memory_order_acquire))) return false;
     // The awaited task is most often the newest of this worker's own deque (a spawn, then its get): run it here,
-    // as a pool without fibers does, while the fiber's stack allows (suspending needs no stack) and no High task
-    // waits (the loop takes that first once this task suspends).
-    if (!stack_low() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
+    // as a pool without fibers does, while the fiber's stack has twice its reserve left (suspending needs no stack;
+    // stack_guard.hpp) and no High task waits (the loop takes that first once this task suspends).
+    if (!stack_low_for_nesting() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
       if (auto own = me->deque.pop()) {
         me = &execute(*me, *own);
         continue;

@@ -49,6 +49,17 @@ inline thread_local std::size_t tls_fiber_size = 0;
   return stack_pointer() < limit;
 }
 
+// On a fiber: true if less than twice the reserve is left. A suspending wait (Engine::wait_on_fiber) stops running
+// tasks on its own stack there and suspends instead, so that the code it ran keeps a reserve's worth of room above
+// the limit where the calls that nest further (a run, a spawn) refuse: recursion through waits is then served by
+// more fibers rather than refused. On a thread's own stack the same as stack_low().
+[[nodiscard]] inline bool stack_low_for_nesting() noexcept {
+  std::uintptr_t limit = stack_guard_detail::tls_limit;
+  if (limit == 0) [[unlikely]] limit = stack_guard_detail::look_up_limit();
+  const std::uintptr_t low = stack_guard_detail::tls_fiber_low;
+  return stack_pointer() < (low != 0 ? 2 * limit - low : limit);
+}
+
 // Throws weft::nesting_too_deep naming `call` (e.g. "weft::Future::get") if stack_low().
 inline void require_stack(const char* call) {
   if (stack_low()) [[unlikely]] stack_guard_detail::throw_too_deep(call);

@@ -137,7 +137,8 @@ TEST_CASE("TaskScope::run_and_wait recursing 100,000 deep throws nesting_too_dee
   constexpr int kDepth = 100'000;
   for (const unsigned workers : kWorkerCounts) {
     const Watchdog watchdog(named("recursive run_and_wait", workers), patience(60));
-    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    // Without fibers: with them the waits suspend and the recursion is served (the case after the next).
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .fibers = false}};
     std::atomic<int> reached{0};
     std::function<void(int)> level = [&](int depth) {
       if (depth == kDepth) {
@@ -171,7 +172,7 @@ TEST_CASE("Subflow children nested 100,000 deep fail the run with nesting_too_de
   for (const unsigned workers : kWorkerCounts) {
     const std::string what = named("nested subflow children", workers);
     INFO(what);
-    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .fibers = false}};  // as above
     std::atomic<int> reached{0};
     std::function<void(weft::Subflow&, int)> grow = [&](weft::Subflow& sf, int depth) {
       if (depth == kDepth) {
@@ -252,3 +253,40 @@ TEST_CASE("with fibers, Pool::submit + Future::get recursing 100,000 deep on a w
     CHECK(reached.load() == 1);
   }
 }
+
+// With fibers the same recursions are served: a wait runs the awaited work on its own stack while the fiber has
+// twice its reserve left, then suspends, so the calls that nest further never reach the reserve; the levels
+// spread over as many fibers as they need (max_fibers allowing).
+TEST_CASE("with fibers, TaskScope::run_and_wait and Subflow children recursing deep on a worker complete" *
+          doctest::skip(weft::test::kThreadSanitizer || !weft::fibers_available())) {
+  const int depth = weft::test::kAddressSanitizer ? 2'000 : 10'000;
+  for (const unsigned workers : {1u, 2u, 4u}) {
+    const Watchdog watchdog(named("deep recursion on fibers", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .max_fibers = 30'000}};
+    std::atomic<int> reached{0};
+    std::function<void(int)> level = [&](int at) {
+      if (at == depth) {
+        reached.fetch_add(1);
+        return;
+      }
+      weft::TaskScope scope{pool};
+      (void)scope.submit([&level, at] { level(at + 1); });
+      scope.run_and_wait();
+    };
+    pool.post([&] { level(0); });
+    pool.wait_idle();
+    CHECK(pool.take_errors().empty());
+    std::function<void(weft::Subflow&, int)> grow = [&](weft::Subflow& sf, int at) {
+      if (at == depth) {
+        reached.fetch_add(1);
+        return;
+      }
+      sf.spawn([&grow, at](weft::Subflow& child) { grow(child, at + 1); });
+    };
+    weft::TaskGraph graph;
+    (void)graph.add_node([&](weft::Subflow& sf) { grow(sf, 0); });
+    graph.run(pool).wait();
+    CHECK(reached.load() == 2);
+  }
+}
+
