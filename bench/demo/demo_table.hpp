@@ -95,12 +95,13 @@ struct Row {
   }
   // met(), a report-only goal with a text included: nothing only without a goal or without the figures.
   [[nodiscard]] std::optional<bool> verdict() const {
+    if (goal.report_only && *goal.text == '\0') return std::nullopt;
     if (goal.absolute) {
       if (!weft) return std::nullopt;
       return goal.strict ? weft->median < goal.max_ratio : weft->median <= goal.max_ratio;
     }
     const auto r = ratio();
-    if (!r || *goal.text == '\0') return std::nullopt;
+    if (!r) return std::nullopt;
     return (goal.strict ? *r < goal.max_ratio : *r <= goal.max_ratio) || at_floor();
   }
   // Both libraries on the hardware floor and within noise of each other (see kFloorSlack).
