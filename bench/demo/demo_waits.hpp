@@ -95,7 +95,11 @@ Sampler timed(double unit, F run) {
 // Ping-pong, fibers only: without them a task waiting for its partner may pick the partner up on its own stack
 // and wait there for a signal only the partner, now beneath it, can send.
 inline void add_ping_pong_row(const Settings& s, bool weft_side, std::vector<Row>& rows) {
-  if (!weft_side || !fibers_available()) return;
+  if (!weft_side) return;
+  if (!fibers_available()) {
+    std::printf("  ping-pong: no row, this weft was built without fibers (a waiting task cannot suspend)\n");
+    return;
+  }
   Pool pool{PoolOptions{.threads = kWaitWorkers}};
   const auto [weft, threads] =
       take_turns(s, s.reps, 0, 1, "weft ping-pong ms", timed(1e3, [&] { weft_ping_pong(pool, kPingPongRounds); }),
