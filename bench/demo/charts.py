@@ -45,16 +45,21 @@ def times_chart(rows, out):
     colours = dict(COLOURS)
     for k, lib in enumerate(lib for lib in libraries if lib not in COLOURS):
         colours[lib] = OTHER_COLOURS[k % len(OTHER_COLOURS)]
+    # Bars sit by the table's column: a peer standing in for oneTBB takes oneTBB's place in its row.
+    def column(lib):
+        return LIBRARIES.index(lib) if lib in LIBRARIES else LIBRARIES.index("oneTBB")
+    columns = sorted({column(lib) for lib in libraries})
     names = list(rows)
-    height = 0.8 / len(libraries)
+    height = 0.8 / len(columns)
     fig, ax = plt.subplots(figsize=(10, 0.42 * len(names) + 1.6))
-    for k, lib in enumerate(libraries):
+    for lib in libraries:
+        k = columns.index(column(lib))
         ys, xs, errs = [], [], []
         for i, name in enumerate(names):
             if lib not in rows[name]:
                 continue
             seconds, iqr = rows[name][lib]
-            ys.append(i + (k - (len(libraries) - 1) / 2) * height)
+            ys.append(i + (k - (len(columns) - 1) / 2) * height)
             xs.append(seconds)
             errs.append(seconds * iqr / 2)
         ax.barh(ys, xs, height=height, xerr=errs, color=colours[lib], label=lib, error_kw={"elinewidth": 0.6})
