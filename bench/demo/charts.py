@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Draws weft-demo's charts from the folder it wrote (results.csv, scaling.csv), into that folder:
 
-  times.png    time per workload, every library side by side (log scale; the rows measured in time only)
+  times.png    time per workload, every library side by side (log scale; the rows measured in time only; where
+               a row's oneTBB column holds another peer, such as the waits rows' threads, that peer by name)
   scaling.png  cost per node against graph size, on log axes (chain and independent nodes, build + run)
 
 Usage: /usr/bin/python3 bench/demo/charts.py RESULTS_DIR   (needs Debian's python3-matplotlib)
@@ -20,6 +21,9 @@ from matplotlib import ticker  # noqa: E402
 SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 LIBRARIES = ["weft", "oneTBB", "mutex pool", "std::async"]
 COLOURS = {"weft": "#1f77b4", "oneTBB": "#ff7f0e", "mutex pool": "#7f7f7f", "std::async": "#bcbd22"}
+# Where oneTBB has no equivalent (the waits rows), the CSV names what stands in its column instead; those get
+# the colours below, in order of appearance, after the four above.
+OTHER_COLOURS = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 
 def read_rows(path):
@@ -36,19 +40,29 @@ def read_rows(path):
 
 def times_chart(rows, out):
     libraries = [lib for lib in LIBRARIES if any(lib in by_lib for by_lib in rows.values())]
+    for by_lib in rows.values():
+        libraries += [lib for lib in by_lib if lib not in libraries]
+    colours = dict(COLOURS)
+    for k, lib in enumerate(lib for lib in libraries if lib not in COLOURS):
+        colours[lib] = OTHER_COLOURS[k % len(OTHER_COLOURS)]
+    # Bars sit by the table's column: a peer standing in for oneTBB takes oneTBB's place in its row.
+    def column(lib):
+        return LIBRARIES.index(lib) if lib in LIBRARIES else LIBRARIES.index("oneTBB")
+    columns = sorted({column(lib) for lib in libraries})
     names = list(rows)
-    height = 0.8 / len(libraries)
+    height = 0.8 / len(columns)
     fig, ax = plt.subplots(figsize=(10, 0.42 * len(names) + 1.6))
-    for k, lib in enumerate(libraries):
+    for lib in libraries:
+        k = columns.index(column(lib))
         ys, xs, errs = [], [], []
         for i, name in enumerate(names):
             if lib not in rows[name]:
                 continue
             seconds, iqr = rows[name][lib]
-            ys.append(i + (k - (len(libraries) - 1) / 2) * height)
+            ys.append(i + (k - (len(columns) - 1) / 2) * height)
             xs.append(seconds)
             errs.append(seconds * iqr / 2)
-        ax.barh(ys, xs, height=height, xerr=errs, color=COLOURS[lib], label=lib, error_kw={"elinewidth": 0.6})
+        ax.barh(ys, xs, height=height, xerr=errs, color=colours[lib], label=lib, error_kw={"elinewidth": 0.6})
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")

@@ -54,24 +54,29 @@ inline std::string quoted(const std::string& text) {
 inline void write_results(const std::filesystem::path& dir, const RunContext& context, const std::vector<Row>& rows,
                           const std::vector<ScalingPoint>& scaling) {
   std::filesystem::create_directories(dir);
+  // The oneTBB column's name comes from the row (Row::peer: oneTBB, or the equivalent standing in for it).
   const struct {
     const char* name;
     Value Row::*value;
-  } libraries[] = {{"weft", &Row::weft}, {"oneTBB", &Row::tbb}, {"mutex pool", &Row::queue_pool},
+  } libraries[] = {{"weft", &Row::weft}, {nullptr, &Row::tbb}, {"mutex pool", &Row::queue_pool},
                    {"std::async", &Row::async}};
+  const auto name_of = [](const Row& row, const char* name) { return name ? std::string(name) : row.peer; };
   {
     File csv(dir / "results.csv");
-    std::fprintf(csv.get(), "workload,unit,library,median,iqr_fraction,runs,goal,met,floor\n");
+    // met: yes or no; empty without a goal; "report-only: yes" (or no) for a report-only goal with a text.
+    std::fprintf(csv.get(), "workload,unit,library,median,iqr_fraction,runs,goal,met,floor,note\n");
     for (const Row& row : rows) {
-      const auto met = row.met();
+      const auto met = row.verdict();
+      const std::string met_text = !met ? "" : std::string(row.goal.report_only ? "report-only: " : "") +
+                                                   (*met ? "yes" : "no");
       for (const auto& library : libraries) {
         const Value& v = row.*library.value;
         if (!v) continue;
-        std::fprintf(csv.get(), "\"%s\",%s,%s,%.6g,%.4f,%d,\"%s\",%s,", row.workload.c_str(), row.unit.c_str(),
-                     library.name, v->median, v->iqr, v->runs, row.goal.report_only ? "" : row.goal.text,
-                     !met ? "" : *met ? "yes" : "no");
+        std::fprintf(csv.get(), "\"%s\",%s,\"%s\",%.6g,%.4f,%d,\"%s\",%s,", row.workload.c_str(),
+                     row.unit.c_str(), name_of(row, library.name).c_str(), v->median, v->iqr, v->runs,
+                     row.goal.text, met_text.c_str());
         if (row.floor) std::fprintf(csv.get(), "%.6g", *row.floor);
-        std::fprintf(csv.get(), "\n");
+        std::fprintf(csv.get(), ",\"%s\"\n", row.note.c_str());
       }
     }
   }
@@ -96,7 +101,7 @@ inline void write_results(const std::filesystem::path& dir, const RunContext& co
     for (const auto& library : libraries) {
       const Value& v = row.*library.value;
       if (!v) continue;
-      const std::string name = row.workload + "/" + library.name;
+      const std::string name = row.workload + "/" + name_of(row, library.name);
       std::fprintf(f,
                    "%s    {\"name\": %s, \"run_name\": %s, \"run_type\": \"aggregate\", \"aggregate_name\": "
                    "\"median\", \"repetitions\": %d, \"real_time\": %.6g, \"time_unit\": %s, \"iqr_fraction\": "

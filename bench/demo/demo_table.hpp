@@ -42,12 +42,15 @@ using Value = std::optional<Figure>;
   return value;
 }
 
-// What the issue asks of a row: weft/oneTBB at most `max_ratio` (or strictly below it, for memory).
+// What the issue asks of a row: weft/oneTBB at most `max_ratio` (or strictly below it, for memory); with
+// `absolute`, weft's own median at most `max_ratio` in the row's unit. A report-only goal with a text is shown
+// with its verdict in parentheses, and not counted.
 struct Goal {
   double max_ratio = 0;
   bool strict = false;          // "less than" rather than "at most"
   const char* text = "";        // as printed, e.g. "<= 0.5x"
   bool report_only = false;     // no goal: the figure is shown for information
+  bool absolute = false;        // max_ratio bounds weft's median, not weft/oneTBB
 };
 
 // A compute-bound row whose goal is "at most 1.0x oneTBB" counts as met at parity when both libraries sit on the
@@ -71,6 +74,10 @@ struct Row {
   Value queue_pool;  // the baselines (baseline_sides.hpp), on the pool rows only
   Value async;
   std::optional<double> floor;  // compute-bound rows: the serial time over the threads (demo_floor.hpp)
+  // What the oneTBB column holds on this row: oneTBB, or the nearest equivalent where oneTBB has none (the
+  // waits rows); the library's name in results.csv and results.json. The table names it under a footnote.
+  std::string peer = "oneTBB";
+  std::string note;  // printed under the table, as the row's footnote
 
   [[nodiscard]] std::optional<double> ratio() const {
     if (!weft || !tbb || tbb->median <= 0) return std::nullopt;
@@ -83,8 +90,18 @@ struct Row {
   }
   // Nothing when there is no goal or no oneTBB figure to compare with.
   [[nodiscard]] std::optional<bool> met() const {
+    if (goal.report_only) return std::nullopt;
+    return verdict();
+  }
+  // met(), a report-only goal with a text included: nothing only without a goal or without the figures.
+  [[nodiscard]] std::optional<bool> verdict() const {
+    if (goal.report_only && *goal.text == '\0') return std::nullopt;
+    if (goal.absolute) {
+      if (!weft) return std::nullopt;
+      return goal.strict ? weft->median < goal.max_ratio : weft->median <= goal.max_ratio;
+    }
     const auto r = ratio();
-    if (goal.report_only || !r) return std::nullopt;
+    if (!r) return std::nullopt;
     return (goal.strict ? *r < goal.max_ratio : *r <= goal.max_ratio) || at_floor();
   }
   // Both libraries on the hardware floor and within noise of each other (see kFloorSlack).
@@ -108,6 +125,31 @@ inline std::string format_value(const Value& value, const std::string& unit) {
   return out;
 }
 
+// `text` broken at spaces into lines of at most `width` columns (a longer word gets a line of its own), every
+// line after the first indented by `indent`; each line ends in a newline.
+inline std::string wrapped(const std::string& text, std::size_t width, const std::string& indent) {
+  std::string out;
+  std::string line;
+  bool empty = true;  // no word on `line` yet
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(' ', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(at, end - at);
+    at = end + 1;
+    if (word.empty()) continue;
+    if (!empty && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = indent;
+      empty = true;
+    }
+    if (!empty) line += ' ';
+    line += word;
+    empty = false;
+  }
+  return out + line + "\n";
+}
+
 struct GoalCount {
   int met = 0;
   int missed = 0;
@@ -118,7 +160,9 @@ struct GoalCount {
 // Prints the rows that have a figure (rows of workloads not run are left out) in at most 118 columns, then the
 // floors of the compute-bound rows; counts the goals met and missed. A value reads "median ±h%": h is half the
 // interquartile range of the runs, over the median. The verdict: yes, NO, "yes*" (parity at the floor), "-"
-// (no goal), "n/a" (no oneTBB figure); "!" after it: a baseline was faster than weft.
+// (no goal), "n/a" (no oneTBB figure), "(yes)"/"(no)" (a report-only goal, not counted); "!" after it: a
+// baseline was faster than weft. A row whose oneTBB column holds another peer, or that has a note, gets a
+// numbered footnote under the table.
 inline GoalCount print_table(const std::vector<Row>& rows) {
   constexpr int kName = 34;
   constexpr int kCell = 13;
@@ -127,14 +171,25 @@ inline GoalCount print_table(const std::vector<Row>& rows) {
   std::printf("%s\n", std::string(kName + 4 * (kCell + 1) + 7 + 8 + 5, '-').c_str());
   GoalCount count;
   std::string floors;
+  std::string footnotes;
+  int footnote = 0;
   for (const Row& row : rows) {
     if (!row.weft && !row.tbb) continue;
     char ratio[32] = "-";
-    if (const auto r = row.ratio()) std::snprintf(ratio, sizeof ratio, "%.2fx", *r);
+    if (const auto r = row.ratio()) std::snprintf(ratio, sizeof ratio, *r < 0.01 ? "<0.01x" : "%.2fx", *r);
     const auto met = row.met();
     const auto slower = row.baselines_slower();
     const bool parity = met && *met && row.at_floor() && *row.ratio() > row.goal.max_ratio;
     std::string verdict = row.goal.report_only ? "-" : !met ? "n/a" : parity ? "yes*" : *met ? "yes" : "NO";
+    if (const auto indicative = row.verdict(); row.goal.report_only && indicative)
+      verdict = *indicative ? "(yes)" : "(no)";
+    std::string name = row.workload;
+    if (row.peer != "oneTBB" || !row.note.empty()) {
+      name += " (" + std::to_string(++footnote) + ")";
+      std::string entry = "(" + std::to_string(footnote) + ") " + row.workload;
+      if (row.peer != "oneTBB") entry += " [oneTBB column: " + row.peer + "]";
+      footnotes += wrapped(entry + ": " + row.note, 118, "    ");
+    }
     if (slower && !*slower) verdict += " !";
     if (row.floor) {
       char text[160];
@@ -151,13 +206,15 @@ inline GoalCount print_table(const std::vector<Row>& rows) {
       const int pad = kCell - static_cast<int>(text.size()) + (v && v->runs > 1 ? 1 : 0);
       return std::string(static_cast<std::size_t>(std::max(0, pad)), ' ') + text;
     };
-    std::printf("%-*s %s %s %s %s %6s %7s %s\n", kName, row.workload.c_str(), cell(row.weft).c_str(),
+    std::printf("%-*s %s %s %s %s %6s %7s %s\n", kName, name.c_str(), cell(row.weft).c_str(),
                 cell(row.tbb).c_str(), cell(row.queue_pool).c_str(), cell(row.async).c_str(), ratio,
-                row.goal.report_only ? "-" : row.goal.text, verdict.c_str());
+                row.goal.report_only && *row.goal.text == '\0' ? "-" : row.goal.text, verdict.c_str());
   }
   std::printf("yes*: parity at the hardware floor (both within %.0f%% of it, weft within %.0f%% of oneTBB); "
-              "!: a baseline\nwas faster than weft. Floors (the same work serially, over the threads):\n%s",
-              (kFloorSlack - 1) * 100, (kParityNoise - 1) * 100, floors.c_str());
+              "!: a baseline\nwas faster than weft; (yes)/(no): a report-only goal, not counted.\n",
+              (kFloorSlack - 1) * 100, (kParityNoise - 1) * 100);
+  if (!floors.empty()) std::printf("Floors (the same work serially, over the threads):\n%s", floors.c_str());
+  if (!footnotes.empty()) std::printf("Notes:\n%s", footnotes.c_str());
   return count;
 }
 

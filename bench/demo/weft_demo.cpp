@@ -1,16 +1,18 @@
 // weft-demo: the README's main job, the head-to-head suite's short form. Runs the pool workloads of issue 3
 // (bench/common/pool_workloads.hpp) on weft, oneTBB and the two baselines (bench/common/baseline_sides.hpp),
-// the scheduler micro-benchmarks (demo_micro.hpp), the graph workloads (bench/common/graph_workloads*.hpp,
-// graph_shapes.hpp) and the pipelines (bench/common/pipeline_workloads*.hpp) on weft and oneTBB, several times
-// each; prints each library's median and spread, the ratio weft/oneTBB and whether the goal is met; sweeps graph
-// sizes (demo_scaling.hpp); writes it all to a folder (demo_output.hpp) for bench/demo/charts.py. Needs only weft
+// the scheduler micro-benchmarks (demo_micro.hpp), the waits (demo_waits.hpp: tasks waiting on Event and
+// WaitGroup), the graph workloads (bench/common/graph_workloads*.hpp, graph_shapes.hpp) and the pipelines
+// (bench/common/pipeline_workloads*.hpp) on weft and oneTBB, several times each; prints each library's median
+// and spread, the ratio weft/oneTBB and whether the goal is met; sweeps graph sizes (demo_scaling.hpp);
+// writes it all to a folder (demo_output.hpp) for bench/demo/charts.py. Needs only weft
 // and (optionally) oneTBB: without oneTBB at build time it shows weft and the baselines. Exits 0 whether or not
 // the goals are met; 1 on bad arguments or a wrong result.
 //
 //   weft-demo [--full] [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--out DIR] [--verbose]
-//   NAME: pool (noop, fib, submit, wake, memory), micro (spawn, steal), graph (graph-chain, graph-layered,
-//   graph-tree, graph-wavefront, graph-independent, graph-random, reduce, parallel-for, sincos), pipeline
-//   (pipeline-tiny, pipeline-spin, pipeline-linear, pipeline-memory), scaling, or one of those.
+//   NAME: pool (noop, fib, submit, wake, memory), micro (spawn, steal), waits (ping-pong, fan-out,
+//   wait-latency), graph (graph-chain, graph-layered, graph-tree, graph-wavefront, graph-independent,
+//   graph-random, reduce, parallel-for, sincos), pipeline (pipeline-tiny, pipeline-spin, pipeline-linear,
+//   pipeline-memory), scaling, or one of those.
 #include <unistd.h>
 
 #include <chrono>
@@ -37,6 +39,7 @@
 #include "bench/demo/demo_pipeline.hpp"
 #include "bench/demo/demo_scaling.hpp"
 #include "bench/demo/demo_table.hpp"
+#include "bench/demo/demo_waits.hpp"
 
 namespace {
 
@@ -46,9 +49,10 @@ constexpr std::string_view kUsage =
     "usage: weft-demo [--full] [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--out DIR]\n"
     "                 [--verbose]\n"
     "  --full: every row with more runs (default: the short mode, about two minutes on two cores)\n"
-    "  NAME: pool, noop, fib, submit, wake, memory, micro, spawn, steal, graph, graph-chain, graph-layered,\n"
-    "  graph-tree, graph-wavefront, graph-independent, graph-random, reduce, parallel-for, sincos, pipeline,\n"
-    "  pipeline-tiny, pipeline-spin, pipeline-linear, pipeline-memory, scaling\n"
+    "  NAME: pool, noop, fib, submit, wake, memory, micro, spawn, steal, waits, ping-pong, fan-out,\n"
+    "  wait-latency, graph, graph-chain, graph-layered, graph-tree, graph-wavefront, graph-independent,\n"
+    "  graph-random, reduce, parallel-for, sincos, pipeline, pipeline-tiny, pipeline-spin, pipeline-linear,\n"
+    "  pipeline-memory, scaling\n"
     "  --out DIR: where results.csv, results.json and scaling.csv go (default: weft-demo-results)";
 
 constexpr std::string_view kPoolWorkloads[] = {"noop", "fib", "submit", "wake", "memory"};
@@ -64,13 +68,14 @@ bool listed(const std::string_view (&names)[N], std::string_view name) {
 struct Options {
   Settings settings;
   std::string only;      // empty: both libraries
-  std::string workload;  // empty: all of them; "pool", "micro", "graph" or "pipeline": that group's
+  std::string workload;  // empty: all of them; "pool", "micro", "waits", "graph" or "pipeline": that group's
   std::filesystem::path out = "weft-demo-results";
   bool reps_given = false;
   [[nodiscard]] bool wants(std::string_view name) const {
     if (workload.empty() || workload == name) return true;
     if (listed(kPoolWorkloads, name)) return workload == "pool";
     if (listed(kMicroWorkloads, name)) return workload == "micro";
+    if (listed(kWaitWorkloads, name)) return workload == "waits";
     if (name == "scaling") return false;
     if (listed(kPipelineFamilies, name)) return workload == "pipeline";
     return workload == "graph";
@@ -113,7 +118,8 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--workload") {
       o.workload = value();
       if (o.workload != "pool" && o.workload != "graph" && o.workload != "pipeline" && o.workload != "micro" &&
-          o.workload != "scaling" && !listed(kMicroWorkloads, o.workload) &&
+          o.workload != "waits" && o.workload != "scaling" && !listed(kMicroWorkloads, o.workload) &&
+          !listed(kWaitWorkloads, o.workload) &&
           !listed(kPoolWorkloads, o.workload) && !listed(kGraphFamilies, o.workload) &&
           !listed(kPipelineFamilies, o.workload)) {
         std::string message = "--workload ";
@@ -198,6 +204,7 @@ void print_header(const Options& o, std::uint64_t spin_steps) {
               "  child processes\n",
               s.reps, s.reps * kRoundTripBatchesPerRep, s.reps * kWakeSamplesPerRep,
               static_cast<long long>(weft::bench::kIdleBeforeWake.count()), kMemoryRuns);
+  print_waits_header(s);
   print_graph_header(s);
   print_pipeline_header(s, spin_steps);
   std::printf("  micro: spawn + run on one worker and steal + run, ns per task over a burst of %zu no-ops (libfork\n"
@@ -231,7 +238,7 @@ int main(int argc, char** argv) {
     GraphSides graph_sides;
     const auto wants = [&](std::string_view family) { return o.wants(family); };
 
-    // The steps in order, each with a weight: its seconds in a short run on two loaded cores (100 s in all), for
+    // The steps in order, each with a weight: its seconds in a short run on two loaded cores (104 s in all), for
     // the progress line's estimate of the time left (scaled by how fast the steps so far went).
     struct Step {
       std::string name;
@@ -276,6 +283,10 @@ int main(int argc, char** argv) {
       const Pair p = measure_steal(o.settings, sides);
       rows.push_back({"steal + run, two threads", "ns", p.weft, p.tbb, Goal{.report_only = true}});
     });
+    const bool weft_side = sides.weft.has_value();
+    pool_step("ping-pong", 2, [&] { add_ping_pong_row(o.settings, weft_side, rows); });
+    pool_step("fan-out", 1, [&] { add_fan_out_row(o.settings, sides, rows); });
+    pool_step("wait-latency", 1, [&] { add_wait_latency_row(o.settings, weft_side, rows); });
     const bool pipelines = o.workload.empty() || o.workload == "pipeline" || listed(kPipelineFamilies, o.workload);
     const bool sweep = o.workload.empty() || o.workload == "scaling";
     bool graphs = false;
