@@ -186,6 +186,13 @@ class Engine {
   [[nodiscard]] std::int64_t suspended_tasks() const noexcept {
     return suspended_tasks_.load(std::memory_order_relaxed);
   }
+  // Timed waits parked in the fiber lot, kept by the lot: while it is not zero the workers' loops look for expired
+  // ones (at most every kTimerLook per worker) and sleep at most kTimerSleep. A hint: relaxed; the lot's bucket
+  // locks order the rest.
+  void add_timed_parked(std::int64_t delta) noexcept { timed_parked_.fetch_add(delta, std::memory_order_relaxed); }
+  [[nodiscard]] std::int64_t timed_parked() const noexcept { return timed_parked_.load(std::memory_order_relaxed); }
+  static constexpr std::chrono::microseconds kTimerLook{50};
+  static constexpr std::chrono::milliseconds kTimerSleep{1};
 #if WEFT_FIBERS
   // The pool's fiber stacks (null if it does not use fibers), for statistics and tests.
   [[nodiscard]] const FiberStackPool* fiber_stacks() const noexcept { return fiber_stacks_.get(); }
@@ -208,11 +215,15 @@ class Engine {
   void run_loop_on_thread(Worker& self) { worker_main(self); }
   // A resumed task for `self` to continue, or null.
   [[nodiscard]] Task* take_resumed(Worker& self) noexcept;
+  // Resumes the timed waits that expired, if `self` has not looked for kTimerLook.
+  void expire_timed_waits(Worker& self) noexcept;
   // wait_on_worker's way with fibers: runs the newest tasks of the worker's own deque (the awaited one is most
-  // often there) while the stack allows, else suspends the waiting task. Returns false, with nothing waited
-  // for yet, if it may not suspend here (see fiber_worker.hpp); `me` follows the task to the worker it is on.
+  // often there) while the stack allows, else suspends the waiting task until woken or the deadline. Returns the
+  // wait's result (ready()), or nullopt, with nothing waited for yet, if it may not suspend here (see
+  // fiber_worker.hpp); `me` follows the task to the worker it is on.
   template <class Ready, class Sleep>
-  bool wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep);
+  std::optional<bool> wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep,
+                                    std::chrono::steady_clock::time_point deadline);
   // True if a task on `self`'s current fiber may suspend: not in a catch block or an unwinding, not inside a
   // RunningFrame, not inside a wait that could not suspend (Worker::no_suspend).
   [[nodiscard]] static bool may_suspend(const Worker& self) noexcept;
@@ -336,6 +347,7 @@ class Engine {
   // are suspended (a worker stays until none is, so that each can finish; see FiberWorker::run).
   std::unique_ptr<TaskQueue> resumed_;
   std::atomic<std::int64_t> suspended_tasks_{0};
+  std::atomic<std::int64_t> timed_parked_{0};
 #if WEFT_FIBERS
   std::unique_ptr<FiberStackPool> fiber_stacks_;
   std::vector<std::unique_ptr<FiberWorker>> fiber_workers_;
@@ -417,8 +429,8 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
                             Sleep sleep, const char* refuse_as) {
   Worker* me = &self;
 #if WEFT_FIBERS
-  if (me->fibers != nullptr && deadline == std::chrono::steady_clock::time_point::max()) {
-    if (wait_on_fiber(me, ready, sleep)) return true;
+  if (me->fibers != nullptr) {
+    if (const std::optional<bool> done = wait_on_fiber(me, ready, sleep, deadline)) return *done;
     // It may not suspend here: wait as a pool without fibers does, below.
   }
 #endif
@@ -488,31 +500,40 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
 }
 
 template <class Ready, class Sleep>
-bool Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep) {
+std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep,
+                                          std::chrono::steady_clock::time_point deadline) {
 #if WEFT_FIBERS
+  const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   while (!ready()) {
     // acquire: pairs with the shutdown stores; a dropping pool runs nothing more (the classic wait drops).
-    if (stops_tasks(state_.load(std::memory_order_acquire))) return false;
+    if (stops_tasks(state_.load(std::memory_order_acquire))) return std::nullopt;
     // The awaited task is most often the newest of this worker's own deque (a spawn, then its get): run it here,
     // as a pool without fibers does, while the fiber's stack has twice its reserve left (suspending needs no stack;
-    // stack_guard.hpp) and no High task waits (the loop takes that first once this task suspends).
-    if (!stack_low_for_nesting() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
+    // stack_guard.hpp) and no High task waits (the loop takes that first once this task suspends). Not in a timed
+    // wait: the task could run past the deadline.
+    if (!timed && !stack_low_for_nesting() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
       if (auto own = me->deque.pop()) {
         me = &execute(*me, *own);
         continue;
       }
     }
-    if (!may_suspend(*me) || !me->fibers->ready_to_suspend()) return false;
+    std::chrono::nanoseconds left = std::chrono::nanoseconds::max();
+    if (timed) {
+      left = std::chrono::nanoseconds(deadline - std::chrono::steady_clock::now());
+      if (left <= std::chrono::nanoseconds::zero()) return ready();
+    }
+    // Where it may not suspend (now, or any more: the stack bound), it goes on as a pool without fibers does.
+    if (!may_suspend(*me) || !me->fibers->ready_to_suspend()) return std::nullopt;
     {
       const SuspendingWait suspending(*me->fibers);
-      sleep(std::chrono::nanoseconds::max());  // parks this fiber on the word the wait sleeps on
+      sleep(left);  // parks this fiber on the word the wait sleeps on (until woken, or `left` at most)
     }
     me = this_thread_worker();  // resumed, perhaps on another worker
   }
   return true;
 #else
-  (void)me, (void)ready, (void)sleep;
-  return false;
+  (void)me, (void)ready, (void)sleep, (void)deadline;
+  return std::nullopt;
 #endif
 }
 

@@ -86,6 +86,18 @@ class BasicEventCount {
     waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
 
+  // One sleep of at most `timeout` (nanoseconds::max(): no limit) unless notified since prepare_wait(); returns
+  // whether a notify has happened. May return early. For a caller that loops itself (Engine::wait_on_worker): a
+  // task on a fiber parks once, and never falls back to blocking its worker's thread in a second sleep.
+  bool wait_once(Key key, std::chrono::nanoseconds timeout) noexcept {
+    if (epoch_.load(std::memory_order_acquire) == key.epoch_) {
+      if constexpr (sleeps) park_word(epoch_, key.epoch_, timeout);
+    }
+    // acquire: as in wait().
+    const bool notified = epoch_.load(std::memory_order_acquire) != key.epoch_;
+    waiters_.fetch_sub(1, std::memory_order_relaxed);
+    return notified;
+  }
   // As wait(), but gives up after `timeout`. Returns true if woken by a notify, false on timeout.
   bool wait_for(Key key, std::chrono::nanoseconds timeout) noexcept {
     // Saturating: callers pass what is left of a deadline that may itself sit near time_point::max().

@@ -12,6 +12,7 @@
 #include "scheduler/engine.hpp"
 #include "scheduler/memory_model.hpp"
 #include "scheduler/stack_guard.hpp"
+#include "weft/detail/deadline.hpp"
 
 namespace weft::sched {
 
@@ -25,7 +26,13 @@ struct Waiter {
   const void* word = nullptr;
   Waiter* next = nullptr;
   Resumable* resumable = nullptr;
+  // When a timed wait gives up (expire() resumes it then); time_point::max() for an untimed one.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  [[nodiscard]] bool timed() const noexcept { return deadline != std::chrono::steady_clock::time_point::max(); }
 };
+
+// Takes `waiter` out of the counts as it leaves its bucket (under the bucket's lock).
+void unlinked(const Waiter& waiter) noexcept;
 
 // A list of waiters under a spin lock: held for a few list operations only, never across a switch.
 struct alignas(kCacheLine) Bucket {
@@ -76,8 +83,14 @@ bool enqueue_if(std::atomic<std::uint32_t>& word, std::uint32_t expected, Waiter
   }
   waiter.next = bucket.head;
   bucket.head = &waiter;
+  if (waiter.timed()) waiter.resumable->engine->add_timed_parked(1);
   bucket.unlock();
   return true;
+}
+
+void unlinked(const Waiter& waiter) noexcept {
+  parked.fetch_sub(1, std::memory_order_relaxed);
+  if (waiter.timed()) waiter.resumable->engine->add_timed_parked(-1);
 }
 
 }  // namespace
@@ -110,7 +123,29 @@ void wake_all_of(const Engine& engine) noexcept {
       *link = waiter->next;
       waiter->next = woken;
       woken = waiter;
-      parked.fetch_sub(1, std::memory_order_relaxed);
+      unlinked(*waiter);
+    }
+    bucket.unlock();
+    resume_each(woken);
+  }
+}
+
+void expire(const Engine& engine, std::chrono::steady_clock::time_point now) noexcept {
+  for (Bucket& bucket : buckets) {
+    // relaxed: a hint; a waiter linked just after is looked at next time.
+    if (engine.timed_parked() == 0) return;
+    Waiter* woken = nullptr;
+    bucket.lock();
+    for (Waiter** link = &bucket.head; *link != nullptr;) {
+      Waiter* const waiter = *link;
+      if (waiter->resumable->engine != &engine || waiter->deadline > now) {
+        link = &waiter->next;
+        continue;
+      }
+      *link = waiter->next;
+      waiter->next = woken;
+      woken = waiter;
+      unlinked(*waiter);
     }
     bucket.unlock();
     resume_each(woken);
@@ -133,7 +168,7 @@ void wake(const void* word, bool all) noexcept {
     *link = waiter->next;
     waiter->next = woken;
     woken = waiter;
-    parked.fetch_sub(1, std::memory_order_relaxed);
+    unlinked(*waiter);
     if (!all) break;
   }
   bucket.unlock();
@@ -191,10 +226,12 @@ void FiberWorker::adopt(Task* resumed) noexcept {
   engine_.suspended_tasks_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void FiberWorker::park(std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+void FiberWorker::park(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                       std::chrono::nanoseconds timeout) noexcept {
   Resumable resumable;
   resumable.engine = &engine_;
   fiber_lot::Waiter waiter{&word, nullptr, &resumable};
+  if (timeout != std::chrono::nanoseconds::max()) waiter.deadline = weft::detail::deadline_after(timeout);
   FiberWorker& self = *this;
   // Runs on this worker's own stack once the fiber is saved. This closure lives on the parked fiber's stack: once
   // the fiber is in the lot, another thread may resume it and reuse that memory, so everything needed after
@@ -264,6 +301,7 @@ void FiberWorker::run(Worker& self) {
         continue;
       }
       if (engine_.suspended_tasks_.load(std::memory_order_relaxed) == 0) break;
+      fiber_lot::expire(engine_, std::chrono::steady_clock::now());  // timed waits end on their own
       std::this_thread::sleep_for(std::chrono::microseconds(50));
       continue;
     }

@@ -26,6 +26,7 @@
 #endif
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -68,9 +69,10 @@ class FiberWorker {
   // True if a wait may suspend now: a fiber is ready to continue the loop (an idle one, or a new one on a stack
   // taken here). False at the stack pool's bound, or when the worker does not run on fibers.
   [[nodiscard]] bool ready_to_suspend() noexcept;
-  // Suspends the running fiber until wake_word_* on `word`, unless `word` no longer holds `expected` when the
-  // lot looks (under its lock). Call only after ready_to_suspend() returned true, on this worker's thread.
-  void park(std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept;
+  // Suspends the running fiber until wake_word_* on `word`, or `timeout` (nanoseconds::max(): none; the workers'
+  // loops resume an expired one, fiber_lot::expire), unless `word` no longer holds `expected` when the lot looks
+  // (under its lock). Call only after ready_to_suspend() returned true, on this worker's thread.
+  void park(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept;
 
   // Bumped (by this worker's thread only) each time a fiber suspends here: code that ran a task compares it with
   // what it read before, to learn whether the task may have moved it to another worker.
@@ -131,6 +133,8 @@ void wake(const void* word, bool all) noexcept;
 // Wakes every fiber of `engine` parked on any word (a shutdown that drops: each waiter looks again, and a wait
 // on a primitive gives up; see weft::Event).
 void wake_all_of(const Engine& engine) noexcept;
+// Resumes the fibers of `engine` whose timed wait's deadline is not after `now` (each then finds it timed out).
+void expire(const Engine& engine, std::chrono::steady_clock::time_point now) noexcept;
 }  // namespace fiber_lot
 
 }  // namespace weft::sched

@@ -283,11 +283,7 @@ SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,
                          room_available_.cancel_wait();
                          return;
                        }
-                       if (slice == std::chrono::nanoseconds::max()) {
-                         room_available_.wait(key);  // a suspending wait: parks this fiber
-                       } else {
-                         (void)room_available_.wait_for(key, slice);
-                       }
+                       (void)room_available_.wait_once(key, slice);  // on a fiber: parks it once
                      });
       self = this_thread_worker();  // with fibers the task may have moved to another worker while it waited
       continue;

@@ -27,11 +27,9 @@ void wake_threads(Wake wake) noexcept {
 
 void park_word(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
 #if WEFT_FIBERS
-  if (timeout == std::chrono::nanoseconds::max()) {
-    if (FiberWorker* fibers = SuspendingWait::take_here()) {
-      fibers->park(word, expected);
-      return;
-    }
+  if (FiberWorker* fibers = SuspendingWait::take_here()) {
+    fibers->park(word, expected, timeout);
+    return;
   }
 #endif
   thread_sleepers.fetch_add(1, std::memory_order_seq_cst);

@@ -14,7 +14,7 @@ namespace weft::sched {
 
 // Blocks while `word` holds `expected`, for at most `timeout` (nanoseconds::max(): no limit), or until a
 // wake_word_* on it; may return early. Inside a suspending wait on this thread (see SuspendingWait in
-// scheduler/fiber_worker.hpp) and without a timeout, suspends the calling fiber rather than the thread.
+// scheduler/fiber_worker.hpp), suspends the calling fiber rather than the thread, for as long.
 void park_word(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept;
 // Wakes everything parked on `word`: threads and suspended fibers.
 void wake_word_all(std::atomic<std::uint32_t>& word) noexcept;

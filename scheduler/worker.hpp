@@ -87,6 +87,8 @@ class Worker {
   unsigned no_suspend = 0;
   // This worker's fibers (scheduler/fiber_worker.hpp), or null when the pool does not use them.
   FiberWorker* fibers = nullptr;
+  // When this worker next looks for timed waits that expired (Engine::expire_timed_waits).
+  std::chrono::steady_clock::time_point next_timer_look{};
   // Per victim: the victim's `executed` count when this worker last looked, and when it first saw that
   // value. A victim whose count has not moved for affinity_patience is busy with one long task.
   struct MailboxWatch {

@@ -42,6 +42,7 @@ void Engine::worker_main(Worker& start) {
       return;
     }
 #if WEFT_FIBERS
+    if (me->fibers != nullptr && timed_parked() != 0) expire_timed_waits(*me);
     // A task woken while suspended goes first: it holds a stack, and its waiter already waited.
     if (me->fibers != nullptr && !resumed_->empty_hint()) {
       if (Task* resumed = take_resumed(*me)) {
@@ -369,9 +370,11 @@ void Engine::park(Worker& self) {
   });
   if (!key) return;
   self.counters.parks.bump();
-  // Another worker holds a mailbox task: wake up in time to take it over if that worker stays busy.
-  const auto timeout = mailbox_waiting_elsewhere(self) ? std::chrono::nanoseconds(options_.affinity_patience)
-                                                       : std::chrono::nanoseconds::max();
+  // Another worker holds a mailbox task: wake up in time to take it over if that worker stays busy. A timed wait
+  // parked on a fiber: wake up in time to resume it when it expires.
+  auto timeout = mailbox_waiting_elsewhere(self) ? std::chrono::nanoseconds(options_.affinity_patience)
+                                                 : std::chrono::nanoseconds::max();
+  if (self.fibers != nullptr && timed_parked() != 0) timeout = std::min(timeout, std::chrono::nanoseconds(kTimerSleep));
   const std::int64_t slept_from = tracer_ != nullptr && tracer_->recording() ? tracer_->now() : -1;
   (void)parking_.sleep(*key, timeout);
   self.counters.wakeups.bump();
@@ -381,6 +384,17 @@ void Engine::park(Worker& self) {
   }
 }
 
+
+void Engine::expire_timed_waits(Worker& self) noexcept {
+#if WEFT_FIBERS
+  const auto now = std::chrono::steady_clock::now();
+  if (now < self.next_timer_look) return;
+  self.next_timer_look = now + kTimerLook;
+  fiber_lot::expire(*this, now);
+#else
+  (void)self;
+#endif
+}
 
 Task* Engine::take_resumed(Worker& self) noexcept {
   auto task = resumed_->try_pop(self.ref());

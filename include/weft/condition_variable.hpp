@@ -21,8 +21,8 @@ namespace weft {
 //   notify, and holds the mutex again when it returns; spurious wake-ups happen (notify_one may release more
 //   than one waiter), so wait with a predicate or re-check in a loop.
 // - wait() suspends the calling task on a worker of a pool with fibers (the task may resume on another worker:
-//   `lock` is locked again there), runs other tasks on a worker without fibers, and blocks elsewhere. Timed waits
-//   never suspend.
+//   `lock` is locked again there), runs other tasks on a worker without fibers, and blocks elsewhere; so do the
+//   timed waits, until notified or the deadline.
 // - A lock that does not hold its mutex throws std::logic_error ("weft::ConditionVariable::wait: ...").
 // - A task must not hold a std::mutex across a wait that may suspend, other than through this class: a
 //   std::mutex must be unlocked by the thread that locked it.

@@ -24,8 +24,8 @@ namespace weft {
 //   without fibers, or inside a catch block, the worker runs other tasks of its pool meanwhile; on any other
 //   thread the thread blocks.
 // - wait_for(timeout) is wait() with a time limit: it returns true if it consumed the signal (Auto) or saw the
-//   event signalled (Manual), false if the time ran out. A timed wait never suspends (on a worker it runs other
-//   tasks meanwhile).
+//   event signalled (Manual), false if the time ran out. On a worker with fibers it suspends as wait() does, and
+//   resumes at the deadline at the latest (give or take the workers' timer look, about a millisecond when idle).
 // - Every member may be called from any thread at any time; signal() before wait() is never lost. What a thread
 //   did before signal() is visible to the waiter that wait() released.
 // - Not copyable or movable: waiters refer to it by address. Destroy it only once no thread waits on it.

@@ -128,8 +128,8 @@ struct PoolOptions {
   // Fibers (in a weft built with them: weft::fibers_available). A task on a worker that must wait (Future::get,
   // Run::wait, a nested run, Subflow::join, weft::Event, WaitGroup, ConditionVariable) suspends: the worker goes
   // on with other tasks, and the task resumes as soon as what it waits for is done, on whichever worker is free
-  // first. Off (or without fibers), such a wait runs other tasks on its own stack until it is done. Waits with a
-  // timeout, and waits inside a catch block, always wait the second way.
+  // first; a timed wait (wait_for) resumes at its deadline at the latest. Off (or without fibers), such a wait runs
+  // other tasks on its own stack until it is done. Waits inside a catch block always wait the second way.
   bool fibers = true;
   // Usable bytes of each fiber stack (rounded up to whole pages; a guard page below each catches an overflow).
   // A task runs on a fiber's stack, so this bounds how deep a task's own calls may go. 16 KiB to 1 GiB.

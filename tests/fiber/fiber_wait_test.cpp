@@ -544,4 +544,49 @@ TEST_CASE("task hooks: one start and one end per task, each with the worker it i
   }
 }
 
+TEST_CASE("timed waits suspend too, and end at their deadline or when signalled") {
+  for (const unsigned workers : {1u, 2u}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog("timed waits", patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    // Times out: the task is suspended meanwhile (the pool counts it), and wait_for says false.
+    weft::Event never;
+    std::atomic<int> timed_out{0};
+    pool.post([&] {
+      if (!never.wait_for(50ms)) timed_out.fetch_add(1);
+    });
+    CHECK(eventually([&] { return pool.stats().suspended == 1; }, patience(10)));
+    pool.wait_idle();
+    CHECK(timed_out.load() == 1);
+    // Signalled before the deadline, by a task on the same (possibly single) worker, which runs because the
+    // waiter is suspended.
+    weft::Event soon;
+    std::atomic<int> woken{0};
+    pool.post([&] {
+      if (soon.wait_for(60s)) woken.fetch_add(1);
+    });
+    REQUIRE(eventually([&] { return pool.stats().suspended == 1; }, patience(10)));
+    pool.post([&] { soon.signal(); });
+    pool.wait_idle();
+    CHECK(woken.load() == 1);
+    // WaitGroup, ConditionVariable and Future, timed, from tasks.
+    auto results = pool.submit([&pool] {
+      weft::WaitGroup group{1};
+      const bool group_timed_out = !group.wait_for(20ms);
+      std::mutex mutex;
+      weft::ConditionVariable cv;
+      std::unique_lock lock(mutex);
+      const bool cv_timed_out = cv.wait_for(lock, 20ms) == std::cv_status::timeout && lock.owns_lock();
+      lock.unlock();
+      weft::Event gate;
+      auto slow = pool.submit([&gate] { gate.wait(); return 5; });
+      const bool future_timed_out = !slow.wait_for(20ms);
+      gate.signal();
+      const bool future_value = slow.get() == 5;
+      return group_timed_out && cv_timed_out && future_timed_out && future_value;
+    });
+    CHECK(results.get());
+  }
+}
+
 }  // namespace
