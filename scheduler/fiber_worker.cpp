@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "scheduler/cache_line.hpp"
-#include "scheduler/cpu_relax.hpp"
 #include "scheduler/engine.hpp"
+#include "scheduler/fiber_lot.hpp"
 #include "scheduler/memory_model.hpp"
 #include "scheduler/stack_guard.hpp"
 #include "weft/detail/deadline.hpp"
@@ -21,158 +21,42 @@ namespace weft::sched {
 namespace fiber_lot {
 namespace {
 
-// A parked fiber, on its own (suspended) stack: valid until its Resumable is queued for resumption.
-struct Waiter {
-  const void* word = nullptr;
-  Waiter* next = nullptr;
-  Resumable* resumable = nullptr;
-  // When a timed wait gives up (expire() resumes it then); time_point::max() for an untimed one.
-  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  [[nodiscard]] bool timed() const noexcept { return deadline != std::chrono::steady_clock::time_point::max(); }
-};
+using Lot = BasicFiberLot<>;
 
-// Takes `waiter` out of the counts as it leaves its bucket (under the bucket's lock).
-void unlinked(const Waiter& waiter) noexcept;
+// One lot for the process: a word may be woken from any thread, on behalf of any pool.
+Lot lot;
 
-// A list of waiters under a spin lock: held for a few list operations only, never across a switch.
-struct alignas(kCacheLine) Bucket {
-  std::atomic<bool> locked{false};
-  Waiter* head = nullptr;
-
-  void lock() noexcept {
-    unsigned spins = 0;
-    // acquire: pairs with unlock's release, so the holder's list changes are visible.
-    while (locked.exchange(true, std::memory_order_acquire)) {
-      while (locked.load(std::memory_order_relaxed)) {
-        if (++spins < 64) {
-          cpu_relax();
-        } else {
-          std::this_thread::yield();  // the holder may have been preempted
-        }
-      }
-    }
-  }
-  void unlock() noexcept { locked.store(false, std::memory_order_release); }
-};
-
-constexpr std::size_t kBuckets = 64;
-std::array<Bucket, kBuckets> buckets;
-// Fibers parked anywhere: lets a wake skip the bucket when none is (the common case: words that only threads
-// sleep on, or nobody).
-alignas(kCacheLine) std::atomic<std::uint64_t> parked{0};
-
-Bucket& bucket_of(const void* word) noexcept {
-  const auto bits = reinterpret_cast<std::uintptr_t>(word) >> 2;
-  return buckets[(bits * 0x9E3779B97F4A7C15ULL) >> 58];  // the top 6 bits: 64 buckets
-}
-
-// Parks `waiter` unless its word no longer holds `expected`; returns whether it parked.
-bool enqueue_if(std::atomic<std::uint32_t>& word, std::uint32_t expected, Waiter& waiter) noexcept {
-  // seq_cst RMW + fence: the Dekker half that pairs with wake()'s fence. Either wake() sees this count and
-  // looks in the bucket (where the lock orders it after the push below), or the word load below comes after the
-  // waker's change to the word in the single total order, and sees it.
-  parked.fetch_add(1, std::memory_order_seq_cst);
-  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-  Bucket& bucket = bucket_of(&word);
-  bucket.lock();
-  // acquire: a waker's change of the word (and what it published before) is visible to the resumed task.
-  if (word.load(std::memory_order_acquire) != expected) {
-    bucket.unlock();
-    parked.fetch_sub(1, std::memory_order_relaxed);
-    return false;
-  }
-  waiter.next = bucket.head;
-  bucket.head = &waiter;
-  if (waiter.timed()) waiter.resumable->engine->add_timed_parked(1);
-  bucket.unlock();
-  return true;
-}
-
-void unlinked(const Waiter& waiter) noexcept {
-  parked.fetch_sub(1, std::memory_order_relaxed);
-  if (waiter.timed()) waiter.resumable->engine->add_timed_parked(-1);
-}
-
-}  // namespace
-
-namespace {
-// Queues each woken waiter's fiber for resumption.
-void resume_each(Waiter* woken) noexcept {
-  while (woken != nullptr) {
+// Resumes each waiter of a list the lot handed out, keeping its engine's count of timed waits.
+void resume_each(Lot::Waiter* taken) noexcept {
+  while (taken != nullptr) {
     // Read before queuing: once queued, the fiber may resume, and the waiter on its stack is gone.
-    Waiter* const next = woken->next;
-    Resumable* const resumable = woken->resumable;
+    Lot::Waiter* const next = taken->next;
+    auto* const resumable = static_cast<Resumable*>(taken->payload);
+    if (taken->timed()) resumable->engine->add_timed_parked(-1);
     resumable->engine->resume_later(&resumable->header);
-    woken = next;
+    taken = next;
   }
 }
+
 }  // namespace
 
-void wake_all_of(const Engine& engine) noexcept {
-  StdMemoryModel::thread_fence(std::memory_order_seq_cst);  // as in wake(): the caller changed what waiters test
-  if (parked.load(std::memory_order_relaxed) == 0) return;
-  for (Bucket& bucket : buckets) {
-    Waiter* woken = nullptr;
-    bucket.lock();
-    for (Waiter** link = &bucket.head; *link != nullptr;) {
-      Waiter* const waiter = *link;
-      if (waiter->resumable->engine != &engine) {
-        link = &waiter->next;
-        continue;
-      }
-      *link = waiter->next;
-      waiter->next = woken;
-      woken = waiter;
-      unlinked(*waiter);
-    }
-    bucket.unlock();
-    resume_each(woken);
-  }
-}
+void wake(const void* word, bool all) noexcept { resume_each(lot.take(word, all)); }
+
+void wake_all_of(const Engine& engine) noexcept { resume_each(lot.take_owned(&engine)); }
 
 void expire(const Engine& engine, std::chrono::steady_clock::time_point now) noexcept {
-  for (Bucket& bucket : buckets) {
-    // relaxed: a hint; a waiter linked just after is looked at next time.
-    if (engine.timed_parked() == 0) return;
-    Waiter* woken = nullptr;
-    bucket.lock();
-    for (Waiter** link = &bucket.head; *link != nullptr;) {
-      Waiter* const waiter = *link;
-      if (waiter->resumable->engine != &engine || waiter->deadline > now) {
-        link = &waiter->next;
-        continue;
-      }
-      *link = waiter->next;
-      waiter->next = woken;
-      woken = waiter;
-      unlinked(*waiter);
-    }
-    bucket.unlock();
-    resume_each(woken);
-  }
+  if (engine.timed_parked() == 0) return;
+  resume_each(lot.take_owned(&engine, now));
 }
 
-void wake(const void* word, bool all) noexcept {
-  // seq_cst fence: see enqueue_if. The caller changed the word before calling.
-  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-  if (parked.load(std::memory_order_relaxed) == 0) return;
-  Bucket& bucket = bucket_of(word);
-  Waiter* woken = nullptr;
-  bucket.lock();
-  for (Waiter** link = &bucket.head; *link != nullptr;) {
-    Waiter* const waiter = *link;
-    if (waiter->word != word) {
-      link = &waiter->next;
-      continue;
-    }
-    *link = waiter->next;
-    waiter->next = woken;
-    woken = waiter;
-    unlinked(*waiter);
-    if (!all) break;
-  }
-  bucket.unlock();
-  resume_each(woken);
+// Parks `waiter`'s fiber on `word` unless the word changed; keeps the engine's count of timed waits (raised before
+// it enters, since a taker may lower it at once).
+bool enter(std::atomic<std::uint32_t>& word, std::uint32_t expected, Lot::Waiter& waiter, Engine& engine) noexcept {
+  const bool timed = waiter.timed();
+  if (timed) engine.add_timed_parked(1);
+  if (lot.enqueue_if(word, expected, waiter)) return true;
+  if (timed) engine.add_timed_parked(-1);
+  return false;
 }
 
 }  // namespace fiber_lot
@@ -230,7 +114,10 @@ void FiberWorker::park(std::atomic<std::uint32_t>& word, std::uint32_t expected,
                        std::chrono::nanoseconds timeout) noexcept {
   Resumable resumable;
   resumable.engine = &engine_;
-  fiber_lot::Waiter waiter{&word, nullptr, &resumable};
+  BasicFiberLot<>::Waiter waiter;
+  waiter.word = &word;
+  waiter.owner = &engine_;
+  waiter.payload = &resumable;
   if (timeout != std::chrono::nanoseconds::max()) waiter.deadline = weft::detail::deadline_after(timeout);
   FiberWorker& self = *this;
   // Runs on this worker's own stack once the fiber is saved. This closure lives on the parked fiber's stack: once
@@ -243,7 +130,7 @@ void FiberWorker::park(std::atomic<std::uint32_t>& word, std::uint32_t expected,
     resumable.locals = take_task_locals();
     worker.suspensions_.store(worker.suspensions_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     worker.engine_.suspended_tasks_.fetch_add(1, std::memory_order_relaxed);
-    if (!fiber_lot::enqueue_if(word, expected, waiter)) {
+    if (!fiber_lot::enter(word, expected, waiter, worker.engine_)) {
       worker.adopt(&resumable.header);  // already woken: go on at once (it never entered the lot)
       return;
     }

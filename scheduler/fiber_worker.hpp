@@ -125,8 +125,8 @@ class SuspendingWait {
   };
 };
 
-// Where suspended fibers wait, by the address of the word they park on (a user-space futex for fibers). Global:
-// a word may be woken from any thread, on behalf of any pool. Touched only on the slow paths of waits.
+// The process's fiber lot (scheduler/fiber_lot.hpp), where suspended fibers wait by the address of their word.
+// Global: a word may be woken from any thread, on behalf of any pool. Touched only on the slow paths of waits.
 namespace fiber_lot {
 // Wakes the fibers parked on `word` (all, or one), queuing each in its engine's resumed queue.
 void wake(const void* word, bool all) noexcept;
