@@ -46,6 +46,15 @@ void Engine::worker_main(Worker& start) {
     // A task woken while suspended goes first: it holds a stack, and its waiter already waited.
     if (me->fibers != nullptr && !resumed_->empty_hint()) {
       if (Task* resumed = take_resumed(*me)) {
+        if (woken) {
+          // Woken to search, this worker runs a resumed task instead, perhaps for long: producers that saw the
+          // wake in flight skipped theirs, counting on this worker's search. It keeps that promise here (the
+          // handover of a last searcher), or their work would wait for a worker that is not coming (a hang:
+          // every other worker asleep beside pending tasks, the resumed task waiting for them).
+          woken = false;
+          parking_.begin_search(true);
+          if (parking_.end_search() && has_visible_work(*me)) signal_work();
+        }
         if (!me->fibers->switch_to(resumed)) return;  // this fiber ends; the resumed one goes on here
         me = this_thread_worker();  // this fiber was idle meanwhile
         continue;

@@ -237,6 +237,39 @@ TEST_CASE("a short wait is not held behind a long unrelated task picked up by it
   CHECK(w_done_while_l_ran.load());
 }
 
+TEST_CASE("a worker woken for new work that resumes a suspended task first still gets the work run") {
+  // Every worker asleep, one task suspended. The test thread resumes the task (which wakes one worker) and at
+  // once posts three tasks: their posts skip the wake-up, since one is in flight. The woken worker resumes the
+  // suspended task first, which then waits for the three to run, so the worker must hand over the promise of
+  // its search to a sleeper before it resumes the task (a hang otherwise, until the task's patience runs out).
+  constexpr unsigned kWorkers = 4;
+  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 5 : 20);
+  const Watchdog watchdog("woken worker resumes first", patience(120));
+  weft::Pool pool{weft::PoolOptions{.threads = kWorkers}};
+  const auto all_asleep = [&pool] {
+    const weft::PoolStats stats = pool.stats();
+    for (const weft::WorkerStats& worker : stats.workers) {
+      if (worker.parks == worker.wakeups) return false;
+    }
+    return stats.suspended == 1;
+  };
+  for (std::uint64_t round = 0; round < rounds; ++round) {
+    INFO("round " << round);
+    weft::Event event;
+    std::atomic<int> ran{0};
+    std::atomic<bool> all_ran{false};
+    pool.post([&] {
+      event.wait();
+      all_ran.store(eventually([&] { return ran.load() == 3; }, patience(5)));
+    });
+    REQUIRE(eventually(all_asleep, patience(10)));
+    event.signal();
+    for (int i = 0; i < 3; ++i) pool.post([&ran] { ran.fetch_add(1); });
+    pool.wait_idle();
+    REQUIRE(all_ran.load());
+  }
+}
+
 TEST_CASE("a WaitGroup counts, suspends its waiter, and refuses a done() too many") {
   for (const unsigned workers : kWorkerCounts) {
     INFO("workers = " << workers);

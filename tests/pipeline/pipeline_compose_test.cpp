@@ -148,35 +148,38 @@ TEST_CASE("a pipeline on a pool whose every worker is inside another pipeline's 
   const std::uint64_t rounds = stress_count(kThreadSanitizer ? 3 : 20);
   for_each_scope_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("busy pool", workers), patience(120));
-    // Without fibers: the case is the waits that run other work (only the waiting workers can run the inner
-    // pipelines). With fibers it hung once under ThreadSanitizer (every worker parked, one spinning at the
-    // barrier): under investigation, see docs/scheduler.md, "Known limits".
-    Pool pool(PoolOptions{.threads = workers, .fibers = false});
-    for (std::uint64_t round = 0; round < rounds; ++round) {
-      TaskScope scope{pool};
-      const std::uint64_t items = 3 * workers;
-      auto numbers = scope.source(numbers_below(items));
-      std::atomic<unsigned> inside{0};
-      auto sums = scope.stage(
-          numbers,
-          [&](std::uint64_t x) {
-            // Only workers count: the test thread, waiting from outside, may run the first item itself.
-            if (pool.current_worker().has_value() && inside.fetch_add(1) < workers) {
-              while (inside.load() < workers) std::this_thread::yield();
-            }
-            return std::pair{x, inner_pipeline(pool, 50 + x)};
-          },
-          {.concurrency = kUnlimited, .capacity = 1});
-      std::uint64_t wrong = 0;
-      std::uint64_t seen = 0;
-      Job<void> done = scope.sink(sums, [&](std::pair<std::uint64_t, std::uint64_t> p) {
-        if (p.second != inner_expected(50 + p.first)) ++wrong;
-        ++seen;
-      });
-      CHECK(scope.run_and_wait() == RunStatus::Completed);
-      CHECK_NOTHROW(done.get());
-      CHECK(seen == items);
-      CHECK(wrong == 0);
+    // Both ways: without fibers only the waiting workers can run the inner pipelines, on their stacks; with
+    // fibers the waits suspend, and a woken worker that resumes one must still hand over its search (this case
+    // hung on that once: every worker asleep, one spinning at the barrier).
+    for (const bool fibers : {true, false}) {
+      INFO("fibers = " << fibers);
+      Pool pool(PoolOptions{.threads = workers, .fibers = fibers});
+      for (std::uint64_t round = 0; round < rounds; ++round) {
+        TaskScope scope{pool};
+        const std::uint64_t items = 3 * workers;
+        auto numbers = scope.source(numbers_below(items));
+        std::atomic<unsigned> inside{0};
+        auto sums = scope.stage(
+            numbers,
+            [&](std::uint64_t x) {
+              // Only workers count: the test thread, waiting from outside, may run the first item itself.
+              if (pool.current_worker().has_value() && inside.fetch_add(1) < workers) {
+                while (inside.load() < workers) std::this_thread::yield();
+              }
+              return std::pair{x, inner_pipeline(pool, 50 + x)};
+            },
+            {.concurrency = kUnlimited, .capacity = 1});
+        std::uint64_t wrong = 0;
+        std::uint64_t seen = 0;
+        Job<void> done = scope.sink(sums, [&](std::pair<std::uint64_t, std::uint64_t> p) {
+          if (p.second != inner_expected(50 + p.first)) ++wrong;
+          ++seen;
+        });
+        CHECK(scope.run_and_wait() == RunStatus::Completed);
+        CHECK_NOTHROW(done.get());
+        CHECK(seen == items);
+        CHECK(wrong == 0);
+      }
     }
   });
 }
