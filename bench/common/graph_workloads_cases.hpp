@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "bench/common/graph_shapes.hpp"
 #include "bench/common/graph_workloads.hpp"
 
 namespace weft::bench {
@@ -68,23 +69,24 @@ struct GraphCase {
   bool one_shot = false;    // nothing to build: only Phase::total, which is the run
   bool overhead_bound = true;  // issue 4's goal: <= 0.5x oneTBB if overhead-bound, else <= 1.0x
   bool milliseconds = true;    // the demo's unit: ms, else us
+  std::size_t items = 0;       // nodes, tasks or elements one run goes through (the demo's items per second)
 };
 
 // Every case, in the order both programs show them. for_each_graph_case below maps each to its workload.
 inline constexpr GraphCase kGraphCases[] = {
-    {"chain_1k", "graph-chain", "chain of 1000", false, true, false},
-    {"chain_1M", "graph-chain", "chain of 2^20", false, true, true},
-    {"layered_10x5", "graph-layered", "layered 10x5", false, true, false},
-    {"layered_100x100", "graph-layered", "layered 100x100", false, true, true},
-    {"tree_20", "graph-tree", "binary tree, depth 20", false, true, true},
-    {"wavefront_1024", "graph-wavefront", "wavefront 1024x1024", false, true, true},
-    {"independent_1M", "graph-independent", "2^20 independent tasks", false, true, true},
-    {"parallel_for_lcg", "parallel-for", "parallel_for 1M x 100 LCG", true, false, true},
-    {"scope_parallel_for_lcg", "parallel-for", "scope.parallel_for 1M x 100 LCG", true, false, true},
-    {"sincos_1000", "sincos", "1000 tasks x 20k sin*cos", true, false, true},
-    {"sincos_batches_10", "sincos", "the same, in batches of 10", true, false, true},
-    {"random_dag_100k", "graph-random", "random DAG 100k, degree 3", false, true, true},
-    {"reduce_tree_1M", "reduce", "tree reduction 2^20, leaf 64", true, true, false},
+    {"chain_1k", "graph-chain", "chain of 1000", false, true, false, kChainShort},
+    {"chain_1M", "graph-chain", "chain of 2^20", false, true, true, kChainLong},
+    {"layered_10x5", "graph-layered", "layered 10x5", false, true, false, 50},
+    {"layered_100x100", "graph-layered", "layered 100x100", false, true, true, 10'000},
+    {"tree_20", "graph-tree", "binary tree, depth 20", false, true, true, (std::size_t{1} << kTreeLevels) - 1},
+    {"wavefront_1024", "graph-wavefront", "wavefront 1024x1024", false, true, true, kWavefrontSide * kWavefrontSide},
+    {"independent_1M", "graph-independent", "2^20 independent tasks", false, true, true, kIndependentTasks},
+    {"parallel_for_lcg", "parallel-for", "parallel_for 1M x 100 LCG", true, false, true, kLcgInts},
+    {"scope_parallel_for_lcg", "parallel-for", "scope.parallel_for 1M x 100 LCG", true, false, true, kLcgInts},
+    {"sincos_1000", "sincos", "1000 tasks x 20k sin*cos", true, false, true, kSinCosTasks},
+    {"sincos_batches_10", "sincos", "the same, in batches of 10", true, false, true, kSinCosTasks},
+    {"random_dag_100k", "graph-random", "random DAG 100k, degree 3", false, true, true, kRandomDagNodes},
+    {"reduce_tree_1M", "reduce", "tree reduction 2^20, leaf 64", true, true, false, kReduceValues},
 };
 inline constexpr std::size_t kGraphCaseCount = sizeof kGraphCases / sizeof kGraphCases[0];
 

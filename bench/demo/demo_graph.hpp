@@ -134,8 +134,10 @@ void add_graph_rows(const Settings& s, GraphSides& sides, const Wants& wants, st
       if (!c.overhead_bound) rows.back().floor = graph_floor_ms(s, c.id);
     } else {
       rows.push_back(Row{title + ", build+run", unit, weft.total, tbb.total, goal});
+      rows.back().items = static_cast<double>(c.items);
       rows.push_back(Row{title + ", run only", unit, weft.run, tbb.run, goal});
     }
+    rows.back().items = static_cast<double>(c.items);
   }
 }
 

@@ -1,5 +1,6 @@
 // weft-demo's record: the table as CSV, every figure as Google Benchmark JSON (one aggregate entry per row and
-// library: the median, with the spread as a counter), and the size sweep as CSV, all in one folder that
+// library: the median, with the spread as a counter and, where the row counts items, items_per_second), and the
+// size sweep as CSV, all in one folder that
 // bench/demo/charts.py draws from.
 #pragma once
 
@@ -64,7 +65,7 @@ inline void write_results(const std::filesystem::path& dir, const RunContext& co
   {
     File csv(dir / "results.csv");
     // met: yes or no; empty without a goal; "report-only: yes" (or no) for a report-only goal with a text.
-    std::fprintf(csv.get(), "workload,unit,library,median,iqr_fraction,runs,goal,met,floor,note\n");
+    std::fprintf(csv.get(), "workload,unit,library,median,iqr_fraction,runs,goal,met,floor,items_per_second,note\n");
     for (const Row& row : rows) {
       const auto met = row.verdict();
       const std::string met_text = !met ? "" : std::string(row.goal.report_only ? "report-only: " : "") +
@@ -76,6 +77,8 @@ inline void write_results(const std::filesystem::path& dir, const RunContext& co
                      row.unit.c_str(), name_of(row, library.name).c_str(), v->median, v->iqr, v->runs,
                      row.goal.text, met_text.c_str());
         if (row.floor) std::fprintf(csv.get(), "%.6g", *row.floor);
+        std::fprintf(csv.get(), ",");
+        if (const auto rate = row.items_per_second(v)) std::fprintf(csv.get(), "%.6g", *rate);
         std::fprintf(csv.get(), ",\"%s\"\n", row.note.c_str());
       }
     }
@@ -105,9 +108,11 @@ inline void write_results(const std::filesystem::path& dir, const RunContext& co
       std::fprintf(f,
                    "%s    {\"name\": %s, \"run_name\": %s, \"run_type\": \"aggregate\", \"aggregate_name\": "
                    "\"median\", \"repetitions\": %d, \"real_time\": %.6g, \"time_unit\": %s, \"iqr_fraction\": "
-                   "%.4f}",
+                   "%.4f",
                    separator, quoted(name + "_median").c_str(), quoted(name).c_str(), v->runs, v->median,
                    quoted(row.unit).c_str(), v->iqr);
+      if (const auto rate = row.items_per_second(v)) std::fprintf(f, ", \"items_per_second\": %.6g", *rate);
+      std::fprintf(f, "}");
       separator = ",\n";
     }
   }

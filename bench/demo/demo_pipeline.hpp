@@ -127,6 +127,7 @@ void add_pipeline_rows(const Settings& s, GraphSides& sides, std::uint64_t spin_
     const Goal goal = c.goal <= 0.5 ? Goal{0.5, false, "<= 0.5x"} : Goal{1.0, false, "<= 1.0x"};
     rows.push_back(Row{std::string(c.title), "ms", pair.weft, pair.tbb, goal});
     if (c.spin) rows.back().floor = pipeline_floor_ms(s, c.items, steps);
+    rows.back().items = static_cast<double>(c.items);
   }
   if (!wants("pipeline-memory")) return;
   const PipelineCase* c = find_pipeline_case(kPipelineMemoryCase);

@@ -78,6 +78,15 @@ struct Row {
   // waits rows); the library's name in results.csv and results.json. The table names it under a footnote.
   std::string peer = "oneTBB";
   std::string note;  // printed under the table, as the row's footnote
+  // Tasks, nodes or items one run of the row goes through (per unit for a ns-per-task row: 1): the record's
+  // items per second. Nothing where a count means nothing (memory, latency).
+  std::optional<double> items;
+  [[nodiscard]] std::optional<double> items_per_second(const Value& v) const {
+    if (!items || !v || v->median <= 0) return std::nullopt;
+    const double seconds = unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : unit == "ns" ? 1e-9 : 0;
+    if (seconds == 0) return std::nullopt;
+    return *items / (v->median * seconds);
+  }
 
   [[nodiscard]] std::optional<double> ratio() const {
     if (!weft || !tbb || tbb->median <= 0) return std::nullopt;

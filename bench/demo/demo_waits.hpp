@@ -106,6 +106,7 @@ inline void add_ping_pong_row(const Settings& s, bool weft_side, std::vector<Row
                  "threads ping-pong ms", timed(1e3, [] { threads_ping_pong(kPingPongRounds); }), "ping-pong");
   Row row{"ping-pong 20k rounds, 2 Events", "ms", weft, threads, Goal{0.5, false, "<= 0.5x"}};
   row.peer = "2 threads, binary_semaphore";
+  row.items = static_cast<double>(kPingPongRounds);
   row.note = "oneTBB has no task-level blocking primitive: a oneTBB user who needs a task to wait for another "
              "blocks a thread, and two threads handing a turn over through std::binary_semaphore are the "
              "cheapest such wait. weft: two tasks on 2 workers, each wait suspending the task.";
@@ -125,6 +126,7 @@ inline void add_fan_out_row(const Settings& s, Sides& sides, std::vector<Row>& r
   const auto [w, t] = take_turns(s, fan_out_rounds(s), 1, kFanOutSamplesPerRound, "weft fan-out us", weft,
                                  "oneTBB fan-out us", tbb, "fan-out");
   Row row{"fan-out 1000 + WaitGroup wait", "us", w, t, Goal{1.0, false, "<= 1.0x"}};
+  row.items = static_cast<double>(kFanOutTasks);
   row.note = "weft: a task posted from the demo's thread posts the tasks to its worker's deque and waits on a "
              "WaitGroup (suspending until the last done()); the demo's thread waits for the pool to be idle. "
              "oneTBB: the demo's thread enters the arena, task_group run of each task, then wait (running tasks "

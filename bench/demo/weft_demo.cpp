@@ -9,7 +9,7 @@
 // the goals are met; 1 on bad arguments or a wrong result.
 //
 //   weft-demo [--full] [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--out DIR] [--verbose]
-//   NAME: pool (noop, fib, submit, wake, memory), micro (spawn, steal), waits (ping-pong, fan-out,
+//   NAME: pool (noop, fib, submit, wake, memory), micro (spawn, steal, small-function, mpmc), waits (ping-pong, fan-out,
 //   wait-latency), graph (graph-chain, graph-layered, graph-tree, graph-wavefront, graph-independent,
 //   graph-random, reduce, parallel-for, sincos), pipeline (pipeline-tiny, pipeline-spin, pipeline-linear,
 //   pipeline-memory), scaling, or one of those.
@@ -32,6 +32,7 @@
 
 #include "bench/common/peak_rss.hpp"
 #include "bench/common/pool_workloads.hpp"
+#include "bench/demo/demo_containers.hpp"
 #include "bench/demo/demo_graph.hpp"
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_micro.hpp"
@@ -49,14 +50,14 @@ constexpr std::string_view kUsage =
     "usage: weft-demo [--full] [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--out DIR]\n"
     "                 [--verbose]\n"
     "  --full: every row with more runs (default: the short mode, about two minutes on two cores)\n"
-    "  NAME: pool, noop, fib, submit, wake, memory, micro, spawn, steal, waits, ping-pong, fan-out,\n"
-    "  wait-latency, graph, graph-chain, graph-layered, graph-tree, graph-wavefront, graph-independent,\n"
-    "  graph-random, reduce, parallel-for, sincos, pipeline, pipeline-tiny, pipeline-spin, pipeline-linear,\n"
-    "  pipeline-memory, scaling\n"
+    "  NAME: pool, noop, fib, submit, wake, memory, micro, spawn, steal, small-function, mpmc, waits,\n"
+    "  ping-pong, fan-out, wait-latency, graph, graph-chain, graph-layered, graph-tree, graph-wavefront,\n"
+    "  graph-independent, graph-random, reduce, parallel-for, sincos, pipeline, pipeline-tiny, pipeline-spin,\n"
+    "  pipeline-linear, pipeline-memory, scaling\n"
     "  --out DIR: where results.csv, results.json and scaling.csv go (default: weft-demo-results)";
 
 constexpr std::string_view kPoolWorkloads[] = {"noop", "fib", "submit", "wake", "memory"};
-constexpr std::string_view kMicroWorkloads[] = {"spawn", "steal"};
+constexpr std::string_view kMicroWorkloads[] = {"spawn", "steal", "small-function", "mpmc"};
 constexpr int kShortReps = 7;
 constexpr int kFullReps = 15;
 
@@ -208,9 +209,11 @@ void print_header(const Options& o, std::uint64_t spin_steps) {
   print_graph_header(s);
   print_pipeline_header(s, spin_steps);
   std::printf("  micro: spawn + run on one worker and steal + run, ns per task over a burst of %zu no-ops (libfork\n"
-              "  publishes a ~%.0f ns spawn + run floor: a reference line, not a goal). A value reads median ±h%%, h\n"
-              "  being half the interquartile range of the runs over the median.\n",
-              kMicroTasks, kLibforkSpawnFloorNs);
+              "  publishes a ~%.0f ns spawn + run floor: a reference line, not a goal); closures (small_function\n"
+              "  against std::function, %zu made, moved, called) and the MPMC queue (against\n"
+              "  boost::lockfree::queue, %u threads each pushing and popping %zu times), taking turns with their\n"
+              "  peer. A value reads median ±h%%, h being half the interquartile range of the runs over the median.\n",
+              kMicroTasks, kLibforkSpawnFloorNs, kClosureOps, kQueueThreads, kQueuePairs);
 }
 
 }  // namespace
@@ -253,6 +256,7 @@ int main(int argc, char** argv) {
       const Pair p = measure_noop(o.settings, sides);
       rows.push_back({"1M no-op tasks, post + wait", "ms", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"}, p.queue_pool,
                       p.async});
+      rows.back().items = static_cast<double>(kNoopTasks);
     });
     pool_step("fib", 4, [&] {
       const Pair p = measure_fib(o.settings, sides);
@@ -263,6 +267,7 @@ int main(int argc, char** argv) {
       const Pair p = measure_submit(o.settings, sides);
       rows.push_back({"1000 x (submit one, wait)", "us", p.weft, p.tbb, Goal{1.0, false, "<= 1.0x"}, p.queue_pool,
                       p.async});
+      rows.back().items = static_cast<double>(kRoundTrips);
     });
     pool_step("wake", 6, [&] {
       const WakePairs p = measure_wake(o.settings, sides);
@@ -278,12 +283,19 @@ int main(int argc, char** argv) {
     pool_step("spawn", 2, [&] {
       const Pair p = measure_spawn_one_worker(o.settings, sides);
       rows.push_back({"spawn + run, one worker (lf ~16)", "ns", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"}});
+      rows.back().items = 1;  // a task per figure
     });
     pool_step("steal", 2, [&] {
       const Pair p = measure_steal(o.settings, sides);
       rows.push_back({"steal + run, two threads", "ns", p.weft, p.tbb, Goal{.report_only = true}});
+      rows.back().items = 1;
     });
     const bool weft_side = sides.weft.has_value();
+    pool_step("small-function", 1, [&] {
+      add_closure_row<16>(o.settings, weft_side, rows);
+      add_closure_row<120>(o.settings, weft_side, rows);
+    });
+    pool_step("mpmc", 1, [&] { add_mpmc_row(o.settings, weft_side, rows); });
     pool_step("ping-pong", 2, [&] { add_ping_pong_row(o.settings, weft_side, rows); });
     pool_step("fan-out", 1, [&] { add_fan_out_row(o.settings, sides, rows); });
     pool_step("wait-latency", 1, [&] { add_wait_latency_row(o.settings, weft_side, rows); });
