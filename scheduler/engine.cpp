@@ -77,7 +77,6 @@ Engine::Engine(PoolOptions options)
             std::to_string(kMaxFiberStacks));
 
   for (auto& queue : injected_) queue = std::make_unique<TaskQueue>(domain_);
-  resumed_ = std::make_unique<TaskQueue>(domain_);
   workers_.reserve(count);
   for (unsigned i = 0; i < count; ++i) {
     workers_.push_back(std::make_unique<Worker>(*this, i, domain_));

@@ -17,6 +17,7 @@
 #include "scheduler/event_count.hpp"
 #include "scheduler/outside_slot.hpp"
 #include "scheduler/parking.hpp"
+#include "scheduler/resumed_queue.hpp"
 #include "scheduler/slot_lease.hpp"
 #include "scheduler/stack_guard.hpp"
 #include "scheduler/trace_impl.hpp"
@@ -180,8 +181,9 @@ class Engine {
   static constexpr std::chrono::microseconds kWaitSlice{100};
 
   // A suspended task was woken (fiber_lot::wake): queued for the first worker whose loop gets to it, before
-  // any new task. `resumed` is a Resumable's header (scheduler/fiber_worker.hpp).
-  void resume_later(Task* resumed) noexcept;
+  // any new task. `resumed` is a Resumable's entry (scheduler/fiber_worker.hpp), its task the Resumable's header.
+  // Never fails: the entry is the queue's node.
+  void resume_later(ResumedEntry& resumed) noexcept;
   // Tasks suspended on fibers now (a snapshot).
   [[nodiscard]] std::int64_t suspended_tasks() const noexcept {
     return suspended_tasks_.load(std::memory_order_relaxed);
@@ -213,8 +215,8 @@ class Engine {
   void run_loop_on_fiber();
   // The worker loop on the thread's own stack (a pool without fibers, or no stack for the first fiber).
   void run_loop_on_thread(Worker& self) { worker_main(self); }
-  // A resumed task for `self` to continue, or null.
-  [[nodiscard]] Task* take_resumed(Worker& self) noexcept;
+  // A resumed task for a worker to continue (a Resumable's header), or null.
+  [[nodiscard]] Task* take_resumed() noexcept { return resumed_.try_take(); }
   // Resumes the timed waits that expired, if `self` has not looked for kTimerLook.
   void expire_timed_waits(Worker& self) noexcept;
   // wait_on_worker's way with fibers: runs the newest tasks of the worker's own deque (the awaited one is most
@@ -345,7 +347,7 @@ class Engine {
 
   // Fibers: tasks woken while suspended, waiting for a worker (taken before any new task), and how many tasks
   // are suspended (a worker stays until none is, so that each can finish; see FiberWorker::run).
-  std::unique_ptr<TaskQueue> resumed_;
+  ResumedQueue resumed_;
   std::atomic<std::int64_t> suspended_tasks_{0};
   std::atomic<std::int64_t> timed_parked_{0};
 #if WEFT_FIBERS

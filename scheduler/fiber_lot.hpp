@@ -18,12 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <thread>
 #include <type_traits>
 
 #include "scheduler/cache_line.hpp"
-#include "scheduler/cpu_relax.hpp"
 #include "scheduler/memory_model.hpp"
+#include "scheduler/spin_lock.hpp"
 
 namespace weft::sched {
 
@@ -101,27 +100,7 @@ class BasicFiberLot {
 
  private:
   // A bucket's lock is held for a few list operations only, never across a switch: a spin lock (a std::mutex cost
-  // a ping-pong round 13% more instructions), with the model's mutex under a model checker.
-  class SpinLock {
-   public:
-    void lock() noexcept {
-      unsigned spins = 0;
-      // acquire: pairs with unlock's release, so the holder's list changes are visible.
-      while (locked_.exchange(true, std::memory_order_acquire)) {
-        while (locked_.load(std::memory_order_relaxed)) {
-          if (++spins < 64) {
-            cpu_relax();
-          } else {
-            std::this_thread::yield();  // the holder may have been preempted
-          }
-        }
-      }
-    }
-    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
-   private:
-    std::atomic<bool> locked_{false};
-  };
+  // a ping-pong round 13% more instructions; scheduler/spin_lock.hpp), with the model's mutex under a model checker.
   using Lock = std::conditional_t<std::is_same_v<M, StdMemoryModel>, SpinLock, typename M::mutex>;
 
   struct alignas(kCacheLine) Bucket {

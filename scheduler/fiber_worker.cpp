@@ -33,7 +33,7 @@ void resume_each(Lot::Waiter* taken) noexcept {
     Lot::Waiter* const next = taken->next;
     auto* const resumable = static_cast<Resumable*>(taken->payload);
     if (taken->timed()) resumable->engine->add_timed_parked(-1);
-    resumable->engine->resume_later(&resumable->header);
+    resumable->engine->resume_later(resumable->entry);
     taken = next;
   }
 }
@@ -183,7 +183,7 @@ void FiberWorker::run(Worker& self) {
     if (!next_) {
       // The loop ended on the fiber that ran here (a shutdown). Tasks of the engine still suspended need
       // threads to finish on: take any that is resumed, until none is left.
-      if (Task* resumed = engine_.take_resumed(self)) {
+      if (Task* resumed = engine_.take_resumed()) {
         adopt(resumed);
         continue;
       }

@@ -32,6 +32,7 @@
 
 #include "scheduler/fiber.hpp"
 #include "scheduler/fiber_stack.hpp"
+#include "scheduler/resumed_queue.hpp"
 #include "scheduler/task.hpp"
 #include "scheduler/task_locals.hpp"
 
@@ -44,6 +45,7 @@ class Worker;
 // resumed queue as a Task* (the header comes first).
 struct Resumable {
   Task header{};
+  ResumedEntry entry{nullptr, &header};  // its place in the engine's resumed queue
   Fiber fiber;
   TaskLocals locals;
   Engine* engine = nullptr;

@@ -44,8 +44,8 @@ void Engine::worker_main(Worker& start) {
 #if WEFT_FIBERS
     if (me->fibers != nullptr && timed_parked() != 0) expire_timed_waits(*me);
     // A task woken while suspended goes first: it holds a stack, and its waiter already waited.
-    if (me->fibers != nullptr && !resumed_->empty_hint()) {
-      if (Task* resumed = take_resumed(*me)) {
+    if (me->fibers != nullptr && !resumed_.empty_hint()) {
+      if (Task* resumed = take_resumed()) {
         if (woken) {
           // Woken to search, this worker runs a resumed task instead, perhaps for long: producers that saw the
           // wake in flight skipped theirs, counting on this worker's search. It keeps that promise here (the
@@ -90,7 +90,7 @@ void Engine::worker_main(Worker& start) {
       }
       found = find_task(*me);
       // A resumed task is taken at the loop's top.
-      if (me->fibers != nullptr && !resumed_->empty_hint()) break;
+      if (me->fibers != nullptr && !resumed_.empty_hint()) break;
     } while (found == nullptr && std::chrono::steady_clock::now() < spin_until);
     const bool last_searcher = parking_.end_search();
     if (found != nullptr) {
@@ -102,7 +102,7 @@ void Engine::worker_main(Worker& start) {
       ran_since_dry = true;
       continue;
     }
-    if (me->fibers != nullptr && !resumed_->empty_hint()) {
+    if (me->fibers != nullptr && !resumed_.empty_hint()) {
       if (last_searcher && has_visible_work(*me)) signal_work();
       continue;
     }
@@ -348,7 +348,7 @@ void Engine::call_hook(const shared_function<void(const TaskEvent&)>& hook, cons
 }
 
 bool Engine::has_visible_work(const Worker& self) const noexcept {
-  if (self.fibers != nullptr && !resumed_->empty_hint()) return true;
+  if (self.fibers != nullptr && !resumed_.empty_hint()) return true;
   for (const auto& queue : injected_) {
     if (!queue->empty_hint()) return true;
   }
@@ -405,25 +405,9 @@ void Engine::expire_timed_waits(Worker& self) noexcept {
 #endif
 }
 
-Task* Engine::take_resumed(Worker& self) noexcept {
-  auto task = resumed_->try_pop(self.ref());
-  return task ? *task : nullptr;
-}
-
-void Engine::resume_later(Task* resumed) noexcept {
-  // Through the calling thread's hazard record: its worker's if it is one of ours, else its own.
-  Worker* const self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
-  try {
-    if (self != nullptr) {
-      resumed_->push(self->ref(), resumed);
-    } else {
-      resumed_->push(domain_.current(), resumed);
-    }
-  } catch (...) {
-    // A queue node could not be allocated: the suspended task would never resume.
-    std::terminate();
-  }
-  signal_work();
+void Engine::resume_later(ResumedEntry& resumed) noexcept {
+  resumed_.push(resumed);
+  signal_work();  // its seq_cst fence orders the push before the look for sleepers (resumed_queue.hpp)
 }
 
 void Engine::run_loop_on_fiber() {
