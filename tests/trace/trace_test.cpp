@@ -396,7 +396,10 @@ TEST_CASE("bad input: a zero max_events, a file that cannot be written") {
 
 TEST_CASE("the JSON can be written while tasks record: it always parses") {
   const Watchdog watchdog("trace concurrent reader", patience(60));
-  auto trace = std::make_shared<Trace>();
+  // A bound well below the default: the producer fills a million events within a second or two, and each read
+  // then parses them all (30 reads of a full default trace took most of the watchdog's minute on a loaded
+  // machine). Past the bound the reads go on seeing a trace that drops, which must parse as well.
+  auto trace = std::make_shared<Trace>(TraceOptions{.max_events = 50'000});
   Pool pool(PoolOptions{.threads = 2, .trace = trace});
   std::atomic<bool> stop{false};
   std::thread producer([&] {
