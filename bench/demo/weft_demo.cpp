@@ -20,6 +20,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -252,23 +253,21 @@ int main(int argc, char** argv) {
     const auto pool_step = [&](const char* name, double weight, std::function<void()> run) {
       if (o.wants(name)) steps.push_back({name, weight, std::move(run)});
     };
-    pool_step("noop", 7, [&] {
-      const Pair p = measure_noop(o.settings, sides);
-      rows.push_back({"1M no-op tasks, post + wait", "ms", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"}, p.queue_pool,
-                      p.async});
-      rows.back().items = static_cast<double>(kNoopTasks);
-    });
-    pool_step("fib", 4, [&] {
-      const Pair p = measure_fib(o.settings, sides);
-      rows.push_back({"fib(28), spawn + wait in tasks", "ms", p.weft, p.tbb, Goal{0.5, false, "<= 0.5x"},
-                      p.queue_pool, p.async});
-    });
-    pool_step("submit", 1, [&] {
-      const Pair p = measure_submit(o.settings, sides);
-      rows.push_back({"1000 x (submit one, wait)", "us", p.weft, p.tbb, Goal{1.0, false, "<= 1.0x"}, p.queue_pool,
-                      p.async});
-      rows.back().items = static_cast<double>(kRoundTrips);
-    });
+    // A pool row: weft, oneTBB and the two baselines on one workload; `items`: tasks per run.
+    const auto pool_row = [&](const char* name, double weight, const char* title, const char* unit, Goal goal,
+                              std::optional<double> items, Pair (*measure)(const Settings&, Sides&)) {
+      pool_step(name, weight, [&, title, unit, goal, items, measure] {
+        const Pair p = measure(o.settings, sides);
+        rows.push_back({title, unit, p.weft, p.tbb, goal, p.queue_pool, p.async});
+        rows.back().items = items;
+      });
+    };
+    pool_row("noop", 7, "1M no-op tasks, post + wait", "ms", Goal{0.5, false, "<= 0.5x"},
+             static_cast<double>(kNoopTasks), measure_noop);
+    pool_row("fib", 4, "fib(28), spawn + wait in tasks", "ms", Goal{0.5, false, "<= 0.5x"}, std::nullopt,
+             measure_fib);
+    pool_row("submit", 1, "1000 x (submit one, wait)", "us", Goal{1.0, false, "<= 1.0x"},
+             static_cast<double>(kRoundTrips), measure_submit);
     pool_step("wake", 6, [&] {
       const WakePairs p = measure_wake(o.settings, sides);
       rows.push_back({"wake-up from idle, p50", "us", p.p50.weft, p.p50.tbb, Goal{.report_only = true},

@@ -126,6 +126,19 @@ void fresh_pool(benchmark::State& state, unsigned threads) {
   if (kTraced) state.counters["events"] = static_cast<double>(events) / static_cast<double>(state.iterations());
 }
 
+// The rows every side runs as is: the submit-and-wait round trips and the wake-up latency.
+template <PoolSide S>
+void register_round_trips_and_wake(S& side, const std::string& name) {
+  benchmark::RegisterBenchmark(("submit_wait_x1000/" + name).c_str(), round_trips<S>, std::ref(side))
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  // A fixed count: each iteration sleeps kIdleBeforeWake first, which manual time does not see.
+  benchmark::RegisterBenchmark(("wake_latency/" + name).c_str(), wake_latency<S>, std::ref(side))
+      ->Unit(benchmark::kMicrosecond)
+      ->UseManualTime()
+      ->Iterations(40);
+}
+
 template <PoolSide S>
 void register_side(S& side, unsigned threads) {
   const std::string name(S::kName);
@@ -135,14 +148,7 @@ void register_side(S& side, unsigned threads) {
   benchmark::RegisterBenchmark(("fib28/" + name).c_str(), fib<S>, std::ref(side))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark(("submit_wait_x1000/" + name).c_str(), round_trips<S>, std::ref(side))
-      ->Unit(benchmark::kMicrosecond)
-      ->UseRealTime();
-  // A fixed count: each iteration sleeps kIdleBeforeWake first, which manual time does not see.
-  benchmark::RegisterBenchmark(("wake_latency/" + name).c_str(), wake_latency<S>, std::ref(side))
-      ->Unit(benchmark::kMicrosecond)
-      ->UseManualTime()
-      ->Iterations(40);
+  register_round_trips_and_wake(side, name);
   benchmark::RegisterBenchmark(("peak_rss_1M/" + name).c_str(), peak_rss<S>, std::ref(side), threads)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime()
@@ -168,13 +174,7 @@ void register_baseline(S& side) {
       if (side.fib(n) != fib_value(n)) state.SkipWithError("fib returned a wrong value");
     }
   })->Unit(benchmark::kMillisecond)->UseRealTime();
-  benchmark::RegisterBenchmark(("submit_wait_x1000/" + name).c_str(), round_trips<S>, std::ref(side))
-      ->Unit(benchmark::kMicrosecond)
-      ->UseRealTime();
-  benchmark::RegisterBenchmark(("wake_latency/" + name).c_str(), wake_latency<S>, std::ref(side))
-      ->Unit(benchmark::kMicrosecond)
-      ->UseManualTime()
-      ->Iterations(40);
+  register_round_trips_and_wake(side, name);
 }
 
 }  // namespace
