@@ -215,6 +215,7 @@ PoolStats Engine::stats() const {
   out.in_flight = submitted >= finished ? static_cast<std::size_t>(submitted - finished) : 0;
   out.errors = error_count_.load(std::memory_order_relaxed);
   out.dropped = dropped_.load(std::memory_order_relaxed);
+  out.admitted_over_limit = admitted_over_limit_.load(std::memory_order_relaxed);
   const std::int64_t suspended = suspended_tasks_.load(std::memory_order_relaxed);
   out.suspended = suspended > 0 ? static_cast<std::size_t>(suspended) : 0;
 #if WEFT_FIBERS

@@ -178,6 +178,9 @@ class Engine {
                       const char* refuse_as = nullptr);
 
   static constexpr unsigned kMaxWaitDepth = 64;
+  // How much more than the stack reserve admit() wants left before it waits for room (see admit()): more than
+  // the frames between it and the wait's own look at the stack.
+  static constexpr std::size_t kAdmitStackMargin = 16 * 1024;
   static constexpr std::chrono::microseconds kWaitSlice{100};
 
   // A suspended task was woken (fiber_lot::wake): queued for the first worker whose loop gets to it, before
@@ -341,6 +344,7 @@ class Engine {
   std::atomic<std::uint64_t> external_submitted_{0};
   std::atomic<std::size_t> queued_{0};  // accepted, not started; maintained only when max_queued > 0
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> admitted_over_limit_{0};  // PoolStats::admitted_over_limit
   std::atomic<std::uint64_t> dropped_by_waiters_{0};  // dropped by workers waiting during a DropPending shutdown
   std::atomic<std::uint64_t> abandoned_{0};  // counted as submitted, then destroyed unrun: finished for idle()
   weft::detail::InlineRunCounter inline_runs_{{0}, {0}, this};

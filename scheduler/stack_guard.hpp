@@ -49,6 +49,14 @@ inline thread_local std::size_t tls_fiber_size = 0;
   return stack_pointer() < limit;
 }
 
+// True if less than the reserve plus `margin` bytes is left: what a caller a few frames above a stack_low() check
+// sees of it (Engine::admit, for the wait it is about to enter).
+[[nodiscard]] inline bool stack_low_within(std::size_t margin) noexcept {
+  std::uintptr_t limit = stack_guard_detail::tls_limit;
+  if (limit == 0) [[unlikely]] limit = stack_guard_detail::look_up_limit();
+  return stack_pointer() < limit + margin;
+}
+
 // On a fiber: true if less than twice the reserve is left. A suspending wait (Engine::wait_on_fiber) stops running
 // tasks on its own stack there and suspends instead, so that the code it ran keeps a reserve's worth of room above
 // the limit where the calls that nest further (a run, a spawn) refuse: recursion through waits is then served by

@@ -265,12 +265,15 @@ SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,
     if (closed_to(self)) return SubmitStatus::Closed;
     if (admission == weft::detail::Admission::try_once) return SubmitStatus::Full;
     if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::Full;
-    if (self != nullptr && !timed && self->wait_depth >= kMaxWaitDepth) {
-      // This worker already waits kMaxWaitDepth deep: its wait could run only its own deque, never the queued
-      // tasks whose start makes room, and once every worker is here no task starts again (outside
-      // submitters take each freed slot first). Admit over the limit rather than deadlock; the overshoot
-      // lasts until the task starts. relaxed: as above.
+    if (self != nullptr && !timed && (self->wait_depth >= kMaxWaitDepth || stack_low_within(kAdmitStackMargin))) {
+      // This worker already waits kMaxWaitDepth deep, or its stack is nearly used up: the wait below could run
+      // only its own deque (wait_on_worker's own_work_only), never the queued tasks whose start makes room, and
+      // once every worker is here no task starts again (outside submitters take each freed slot first). Seen
+      // with fibers under ASan: two workers short of fiber stack in nested admissions, both waiting for ever.
+      // The stack is judged here with a margin, since the wait looks at it a few frames further down. Admit over
+      // the limit rather than deadlock; the overshoot lasts until the task starts. relaxed: as above.
       queued_.fetch_add(1, std::memory_order_relaxed);
+      admitted_over_limit_.fetch_add(1, std::memory_order_relaxed);
       return SubmitStatus::Accepted;
     }
     const auto room = [&] { return queued_.load(std::memory_order_relaxed) < limit || closed_to(self); };

@@ -104,7 +104,8 @@ struct PoolOptions {
   // At most this many accepted tasks waiting to start (0: unbounded). When full, post/submit block (a worker
   // that submits runs other work meanwhile), try_post/try_submit return SubmitStatus::Full. One exception,
   // to rule out deadlock: a blocking post/submit from a worker that is already nested in the maximum number
-  // of waits (and so can no longer run the queued tasks that would make room) is admitted over the limit.
+  // of waits, or close to the end of its stack (either way it could no longer run the queued tasks that would
+  // make room) is admitted over the limit, and counted in PoolStats::admitted_over_limit.
   std::size_t max_queued = 0;
   // Called with the exception of a task started with post() (submit() hands it to the future instead), or of
   // a hook. Unset: the pool keeps the first ones (Pool::take_errors) and counts all (PoolStats::errors).
@@ -159,6 +160,9 @@ struct PoolStats {
   std::size_t in_flight = 0;     // accepted tasks not finished yet, queued ones included (a snapshot)
   std::uint64_t errors = 0;      // exceptions that reached on_error or were kept
   std::uint64_t dropped = 0;     // tasks dropped by shutdown
+  // Tasks admitted past PoolOptions::max_queued: blocking submissions from a worker too deep in nested waits,
+  // or too short of stack, to run the queued tasks whose start would make room (see max_queued).
+  std::uint64_t admitted_over_limit = 0;
   // Fibers (PoolOptions::fibers): tasks suspended in a wait now, fiber stacks mapped now (in use or kept free),
   // and the most ever mapped at once (at most PoolOptions::max_fibers). All zero without fibers.
   std::size_t suspended = 0;
