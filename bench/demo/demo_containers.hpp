@@ -1,5 +1,5 @@
 // The building blocks' rows of weft-demo: weft::small_function against std::function (one task's closure:
-// made, moved as into a queue, called, destroyed), and the Michael–Scott queue that takes outside submissions
+// made, moved as into a queue, called, destroyed), and the Michael–Scott queue behind the pool's shared queues
 // against boost::lockfree::queue (two threads pushing and popping). The same workloads as the Google Benchmark
 // binaries bench/small_function and bench/queue, timed here in turns with their peer (demo_waits.hpp).
 #pragma once
@@ -101,7 +101,7 @@ std::size_t queue_round(Setup setup, PushPop push_pop) {
   return popped.load();
 }
 
-// The MPMC row: weft's MSQueue with hazard pointers (outside submissions, resumed fibers) against
+// The MPMC row: weft's MSQueue with hazard pointers (the shared priority queues, mailboxes) against
 // boost::lockfree::queue, two threads both pushing and popping. ns per operation (a push or a pop).
 inline void add_mpmc_row(const Settings& s, bool weft_side, std::vector<Row>& rows) {
   if (!weft_side) return;
@@ -150,8 +150,8 @@ inline void add_mpmc_row(const Settings& s, bool weft_side, std::vector<Row>& ro
   Row row{"MPMC queue push/pop, 2 threads", "ns", weft, peer, Goal{.report_only = true}};
   row.peer = "boost::lockfree::queue";
   row.items = 1;
-  row.note = "weft's Michael-Scott queue with hazard pointers (outside submissions and resumed fibers go through "
-             "it) against boost::lockfree::queue<void*>(1024): two threads, each pushing an item and popping one, "
+  row.note = "weft's Michael-Scott queue with hazard pointers (the pool's shared priority queues and mailboxes) "
+             "against boost::lockfree::queue<void*>(1024): two threads, each pushing an item and popping one, "
              "500k times; ns per push or pop, thread start-up included (a fraction of a percent).";
   rows.push_back(std::move(row));
 }
