@@ -2,6 +2,7 @@
 // inside pool tasks and scope jobs, exceptions, mixed integer types, chunk bodies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <chrono>
@@ -230,6 +231,38 @@ TEST_CASE("the caller starts the loop; a loop too long for it alone is shared wi
                            if (i == 0) throw LoopFailure("first");
                          }),
                          "first", LoopFailure);
+  }
+}
+
+// The caller reads the clock only every few blocks (detail::kMaxInlineStride, 8) while a loop looks small, so a
+// costly tail after a prefix of almost free indices can run at most that many blocks here before the rest is
+// shared. 2 workers: 128 blocks of 16 indices, small enough for the caller to start on it alone; the last 16
+// blocks cost 100 us an index. What the caller runs of the loop it runs before the split (the split's join
+// runs no piece on it), so at most half the tail. Were the looks to space out without bound, the caller would
+// run 15 of the 16 costly blocks. Three rounds: the first may stop early on cold code.
+TEST_CASE("a costly tail after an almost free prefix is shared, not run by the caller alone") {
+  const Watchdog watchdog("tail after a free prefix", patience(60));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  constexpr int kCount = 2048;
+  constexpr int kTail = 16 * 16;
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    std::vector<std::uint8_t> hits(kCount, 0);  // each index written by the one thread that runs it
+    std::atomic<int> tail_on_caller{0};
+    std::mutex mutex;
+    std::set<std::thread::id> tail_threads;
+    weft::parallel_for(pool, 0, kCount, [&](int i) {
+      ++hits[static_cast<std::size_t>(i)];
+      if (i < kCount - kTail) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (std::this_thread::get_id() == caller) tail_on_caller.fetch_add(1);
+      const std::lock_guard lock(mutex);
+      tail_threads.insert(std::this_thread::get_id());
+    });
+    CHECK(std::count(hits.begin(), hits.end(), std::uint8_t{1}) == kCount);
+    CHECK(tail_on_caller.load() <= kTail / 2);
+    CHECK(tail_threads.size() >= 2);
   }
 }
 

@@ -214,15 +214,21 @@ class ForSplitter {
 // starting the pool's workers on it costs (posting, waking a parked worker, joining), so a loop predicted to
 // take less runs inline, and one that turns out longer pays at most about this much serially first.
 inline constexpr std::chrono::microseconds kInlineBudget{20};
+// How many blocks run_while_small runs between two looks at the clock, at most (it starts at 1 and doubles): a
+// look costs more than a block of a tiny body, and each look has just found the whole loop, at the pace so far,
+// within the budget.
+inline constexpr std::size_t kMaxInlineStride = 8;
 
 // Automatic partitioning's first step, on the calling thread: runs [0, n) here block by block (a block is the
 // automatic mode's unit: 1/(kBlocksPerWorker * workers) of the range, one body call) while the time spent plus
 // what the rest is predicted to take at the pace so far stays within kInlineBudget. Returns how many leading
 // indices ran: n when the whole loop was small enough, else the caller splits [returned, n) over the pool.
-// Blocks do not grow: a loop whose late indices are costly (a costly tail) runs at most one block of them here
-// before the rest is shared, as a piece of the split loop would. Exceptions of body propagate (nothing else
-// has started).
-// Timed with the cycle clock: a steady_clock read per block cost 3 of the 9 us of a 1,000-index loop.
+// Blocks do not grow, but the clock is read after 1, 2, 4, then every kMaxInlineStride blocks: a loop whose
+// late indices are costly (a costly tail) runs at most that many blocks of them here (an eighth of a worker's
+// share) before the rest is shared. Exceptions of body propagate (nothing else has started).
+// Timed with the cycle clock: a steady_clock read per block cost 3 of the 9 us of a 1,000-index loop, and a
+// cycle-clock read per block still cost 1.0 of the 1.2 us of a 64-index loop of `+=` (0.25 us read at most
+// every 8 blocks; docs/perf-log.md).
 template <class Body>
 [[nodiscard]] std::size_t run_while_small(const Body& body, std::size_t n, unsigned workers) {
   const std::uint64_t start = now_cycles();
@@ -230,14 +236,18 @@ template <class Body>
   const std::size_t block =
       std::max<std::size_t>(1, n / (ForSplitter<Body>::kBlocksPerWorker * std::max<unsigned>(workers, 1)));
   std::size_t done = 0;
+  // Blocks until the next look at the clock: 1, 2, 4, ... up to kMaxInlineStride.
+  std::size_t stride = 1;
   while (done < n) {
-    const std::size_t end = done + std::min(block, n - done);
+    const std::size_t end = done + std::min(block * stride, n - done);
     body(done, end);
     done = end;
     if (done == n) break;
     const auto spent = static_cast<double>(now_cycles() - start);
-    // The whole loop at the pace so far; a loop that grows costlier is stopped by `spent` itself.
-    if (spent * static_cast<double>(n) / static_cast<double>(done) > budget) break;
+    // The whole loop at the pace so far (spent * n / done, multiplied out); a loop that grows costlier is
+    // stopped by `spent` itself.
+    if (spent * static_cast<double>(n) > budget * static_cast<double>(done)) break;
+    stride = std::min(stride * 2, kMaxInlineStride);
   }
   return done;
 }
