@@ -48,6 +48,18 @@ foreach name : ['pool', 'graph']
 endforeach
 EOF
 
+# weft's own build as users get it by default: a static library, linked into each benchmark with LTO. A shared
+# library would keep LTO from inlining weft's code into the benchmark's, and the comparison would mean nothing.
+own_option() {
+  meson introspect --buildoptions "$own" |
+    /usr/bin/python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]][0])' "$1"
+}
+if [ "$(own_option default_library)" != static ] || [ "$(own_option b_lto)" != True ]; then
+  echo "consumer_bench: $own must be weft's default build (default_library=static, b_lto=true); it has" \
+    "default_library=$(own_option default_library), b_lto=$(own_option b_lto)" >&2
+  exit 2
+fi
+
 build=$out/build
 rm -rf "$build"
 meson setup "$build" "$app" --wrap-mode=nodownload >"$out/setup.log"
