@@ -26,7 +26,9 @@ out=$(cd "$2" && pwd)
 rounds=${3:-3}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
-filter=${WEFT_BENCH_FILTER:-'^(noop_1M|fib28|submit_wait_x1000)/(weft|oneTBB)/|^fib28_subflow|^(chain_1k|layered_10x5|tree_20|random_dag_100k)/run/'}
+pool_rows='^(noop_1M|fib28|submit_wait_x1000)/(weft|oneTBB)/|^fib28_subflow'
+graph_rows='^(chain_1k|layered_10x5|tree_20|random_dag_100k)/run/'
+filter=${WEFT_BENCH_FILTER:-"$pool_rows|$graph_rows"}
 
 # The consumer: its own copy of the benchmark sources (a project may not take files from a subproject's tree),
 # and weft as a subproject, found by `dependency('weft')` through the directory of that name.
@@ -50,10 +52,12 @@ EOF
 
 # weft's own build as users get it by default: a static library, linked into each benchmark with LTO. A shared
 # library would keep LTO from inlining weft's code into the benchmark's, and the comparison would mean nothing.
-own_option() {
-  meson introspect --buildoptions "$own" |
-    /usr/bin/python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]][0])' "$1"
+# build_option DIR NAME: the value of meson option NAME in build directory DIR.
+build_option() {
+  meson introspect --buildoptions "$1" | /usr/bin/python3 -c \
+    'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]][0])' "$2"
 }
+own_option() { build_option "$own" "$1"; }
 if [ "$(own_option default_library)" != static ] || [ "$(own_option b_lto)" != True ]; then
   echo "consumer_bench: $own must be weft's default build (default_library=static, b_lto=true); it has" \
     "default_library=$(own_option default_library), b_lto=$(own_option b_lto)" >&2
@@ -63,8 +67,7 @@ fi
 build=$out/build
 rm -rf "$build"
 meson setup "$build" "$app" --wrap-mode=nodownload >"$out/setup.log"
-lto=$(meson introspect --buildoptions "$build" |
-  /usr/bin/python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "b_lto"][0])')
+lto=$(build_option "$build" b_lto)
 echo "weft: consumer build in $build (buildtype=release, b_lto=$lto)"
 ninja -C "$build" >"$out/build.log"
 ninja -C "$own" bench/pool/pool_bench bench/graph/graph_bench >/dev/null

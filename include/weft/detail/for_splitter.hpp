@@ -223,12 +223,11 @@ inline constexpr std::size_t kMaxInlineStride = 8;
 // automatic mode's unit: 1/(kBlocksPerWorker * workers) of the range, one body call) while the time spent plus
 // what the rest is predicted to take at the pace so far stays within kInlineBudget. Returns how many leading
 // indices ran: n when the whole loop was small enough, else the caller splits [returned, n) over the pool.
-// Blocks do not grow, but the clock is read after 1, 2, 4, then every kMaxInlineStride blocks: a loop whose
-// late indices are costly (a costly tail) runs at most that many blocks of them here (an eighth of a worker's
-// share) before the rest is shared. Exceptions of body propagate (nothing else has started).
-// Timed with the cycle clock: a steady_clock read per block cost 3 of the 9 us of a 1,000-index loop, and a
-// cycle-clock read per block still cost 1.0 of the 1.2 us of a 64-index loop of `+=` (0.25 us read at most
-// every 8 blocks; docs/perf-log.md).
+// The clock is read after 1, 2, 4, then every kMaxInlineStride blocks (each stretch one body call): a loop
+// whose late indices are costly (a costly tail) runs at most that many blocks of them here (an eighth of a
+// worker's share) before the rest is shared. Exceptions of body propagate (nothing else has started).
+// Timed with the cycle clock, which a steady_clock read per block cost 3 of the 9 us of a 1,000-index loop; a
+// cycle-clock read per block still made a 64-index loop of `+=` take 1.2 us instead of 0.25 (docs/perf-log.md).
 template <class Body>
 [[nodiscard]] std::size_t run_while_small(const Body& body, std::size_t n, unsigned workers) {
   const std::uint64_t start = now_cycles();
