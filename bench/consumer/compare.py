@@ -59,15 +59,17 @@ def main():
         sys.exit(__doc__)
     out_dir = sys.argv[1]
     own, consumer = medians(out_dir, "own"), medians(out_dir, "consumer")
-    rounds = max((len(v) for v in own.values()), default=0)
+    paired = [name for name in sorted(own) if peer_of(name) is not None and name in consumer]
+    if not paired:
+        sys.exit(f"compare.py: no weft row measured by both builds in {out_dir} "
+                 "(own_*.json and consumer_*.json with median aggregates)")
+    rounds = max(len(own[name]) for name in paired)
     print(f"weft's own build (LTO) against a consumer's (buildtype=release, no LTO): medians of {rounds} rounds")
     print("of each run's median, the range in brackets; ratios to oneTBB's time in the same runs.\n")
     print("| row | own build | x oneTBB | consumer build | x oneTBB | consumer / own |")
     print("|---|---|---|---|---|---|")
-    for name in sorted(own):
+    for name in paired:
         peer = peer_of(name)
-        if peer is None or name not in consumer:
-            continue
         own_mid, own_text = cell(own[name])
         con_mid, con_text = cell(consumer[name])
         own_ratio = own_mid / statistics.median(own[peer]) if peer in own else float("nan")

@@ -16,16 +16,30 @@
 #   WEFT_BENCH_FILTER (environment): the rows to run, a Google Benchmark regex (default: the overhead-bound rows).
 set -euo pipefail
 
-if [ $# -lt 2 ]; then
-  echo "usage: $0 OWN_BUILD_DIR OUT_DIR [ROUNDS]" >&2
-  exit 2
-fi
+fail() { echo "consumer_bench: $*" >&2; exit 2; }
+[ $# -ge 2 ] && [ $# -le 3 ] || fail "usage: $0 OWN_BUILD_DIR OUT_DIR [ROUNDS]"
+[ -f "$1/meson-private/coredata.dat" ] || fail "OWN_BUILD_DIR '$1' is not a configured meson build directory"
 own=$(cd "$1" && pwd)
-mkdir -p "$2"
-out=$(cd "$2" && pwd)
 rounds=${3:-3}
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || fail "ROUNDS '$rounds' is not a positive number of rounds"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../.." && pwd)
+
+# build_option DIR NAME: the value of meson option NAME in build directory DIR.
+build_option() {
+  meson introspect --buildoptions "$1" | /usr/bin/python3 -c \
+    'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]][0])' "$2"
+}
+# weft's own build as users get it by default: a static library, linked into each benchmark with LTO. A shared
+# library would keep LTO from inlining weft's code into the benchmark's, and the comparison would mean nothing.
+own_library=$(build_option "$own" default_library)
+own_lto=$(build_option "$own" b_lto)
+if [ "$own_library" != static ] || [ "$own_lto" != True ]; then
+  fail "OWN_BUILD_DIR $own must be weft's default build (default_library=static, b_lto=true); it has" \
+    "default_library=$own_library, b_lto=$own_lto"
+fi
+mkdir -p "$2"
+out=$(cd "$2" && pwd)
 pool_rows='^(noop_1M|fib28|submit_wait_x1000)/(weft|oneTBB)/|^fib28_subflow'
 graph_rows='^(chain_1k|layered_10x5|tree_20|random_dag_100k)/run/'
 filter=${WEFT_BENCH_FILTER:-"$pool_rows|$graph_rows"}
@@ -49,20 +63,6 @@ foreach name : ['pool', 'graph']
     dependencies: deps)
 endforeach
 EOF
-
-# weft's own build as users get it by default: a static library, linked into each benchmark with LTO. A shared
-# library would keep LTO from inlining weft's code into the benchmark's, and the comparison would mean nothing.
-# build_option DIR NAME: the value of meson option NAME in build directory DIR.
-build_option() {
-  meson introspect --buildoptions "$1" | /usr/bin/python3 -c \
-    'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]][0])' "$2"
-}
-own_option() { build_option "$own" "$1"; }
-if [ "$(own_option default_library)" != static ] || [ "$(own_option b_lto)" != True ]; then
-  echo "consumer_bench: $own must be weft's default build (default_library=static, b_lto=true); it has" \
-    "default_library=$(own_option default_library), b_lto=$(own_option b_lto)" >&2
-  exit 2
-fi
 
 build=$out/build
 rm -rf "$build"
