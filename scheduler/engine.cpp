@@ -11,6 +11,7 @@
 #include "scheduler/engine_internal.hpp"
 #include "scheduler/fiber_stack.hpp"
 #include "src/os_thread.hpp"
+#include "src/process_barrier.hpp"
 
 namespace weft::sched {
 using namespace engine_internal;
@@ -21,6 +22,19 @@ constexpr std::size_t kKeptErrors = 64;
 constexpr unsigned kMaxThreads = 4096;
 
 [[noreturn]] void invalid(const std::string& what) { throw invalid_option("weft::PoolOptions::" + what); }
+
+// Whether the workers' parking should use the asymmetric barriers (scheduler/parking.hpp): a fence saved on
+// every post and spawn, for a system call on every park that interrupts each CPU running one of the process's
+// threads. Measured a gain on 2 CPUs (docs/perf-log.md); with many CPUs a straggler at the end of a parallel
+// phase would be interrupted by each worker that parks before it, so past kAsymmetricParkingCpus the pool keeps
+// the fences. Not measured above 2 CPUs.
+constexpr unsigned kAsymmetricParkingCpus = 8;
+
+bool asymmetric_parking(const PoolOptions& options) noexcept {
+  const unsigned cpus = os::usable_cpu_count();
+  const unsigned workers = options.threads == 0 ? cpus : options.threads;
+  return std::min(workers, cpus) <= kAsymmetricParkingCpus && os::process_barrier_available();
+}
 
 std::string list(const std::vector<unsigned>& cpus) {
   std::string out;
@@ -39,6 +53,7 @@ Engine::Engine(PoolOptions options)
     : options_(std::move(options)),
       tracer_(weft::detail::TraceAccess::impl(options_.trace)),
       hooked_(options_.on_task_start || options_.on_task_end || tracer_ != nullptr),
+      parking_(asymmetric_parking(options_)),
       id_(slot_lease::next_engine_id()) {
   if (options_.threads > kMaxThreads)
     invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <utility>
 
+#include "src/process_barrier.hpp"
+
 namespace weft::sched {
 
 // A plain shared cell. Under Relacy the same interface records every access.
@@ -49,6 +51,12 @@ struct StdMemoryModel {
     std::atomic_thread_fence(order);
 #endif
   }
+  // Asymmetric fences (src/process_barrier.hpp): light_barrier() on a frequent path and heavy_barrier() on a
+  // rare one order like two seq_cst fences, at the cost of a compiler barrier on the frequent side. Only where
+  // heavy_barrier_available(); otherwise use thread_fence on both sides.
+  static void light_barrier() noexcept { std::atomic_signal_fence(std::memory_order_seq_cst); }
+  static void heavy_barrier() noexcept { os::process_barrier(); }
+  [[nodiscard]] static bool heavy_barrier_available() noexcept { return os::process_barrier_available(); }
   // True when standalone fences are invisible to the race detector (ThreadSanitizer does not model
   // atomic_thread_fence). Structures then use the equivalent ordered operations on the atomics themselves.
 #if defined(__SANITIZE_THREAD__)
@@ -72,6 +80,9 @@ concept MemoryModel = requires {
   typename M::mutex;
   { M::thread_fence(std::memory_order_seq_cst) };
   { M::fences_invisible } -> std::convertible_to<bool>;
+  { M::light_barrier() };
+  { M::heavy_barrier() };
+  { M::heavy_barrier_available() } -> std::convertible_to<bool>;
 };
 
 static_assert(MemoryModel<StdMemoryModel>);

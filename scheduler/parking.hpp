@@ -11,6 +11,9 @@
 //     woken = true           // whatever the reason park returned
 //
 // and for a producer: publish the work (any store), then notify().
+//
+// Where Linux offers membarrier (src/process_barrier.hpp), notify() orders its publish with a compiler barrier
+// while nobody sleeps, and prepare_park() pays for both sides with a system call: see the constructor.
 #pragma once
 
 #include <atomic>
@@ -29,13 +32,28 @@ class BasicParking {
   using Events = BasicEventCount<M>;
   using Key = typename Events::Key;
 
-  BasicParking() noexcept = default;
+  // `asymmetric`: producers order their publish before the look for sleepers with a compiler barrier, and a
+  // parking worker pays for both sides with M::heavy_barrier() (src/process_barrier.hpp). Defaults to whether
+  // the OS offers that barrier; false gives the plain protocol, a seq_cst fence on each side.
+  explicit BasicParking(bool asymmetric = M::heavy_barrier_available()) noexcept : asymmetric_(asymmetric) {}
   BasicParking(const BasicParking&) = delete;
   BasicParking& operator=(const BasicParking&) = delete;
 
   // Producer: work was just published. Wakes one sleeping worker unless a worker is searching (it will find
   // the work) or a wake is already in flight (the woken worker will search, and find it).
   void notify() noexcept {
+    if (asymmetric_) {
+      // The common case, every worker busy, without a fence: the light barrier and the heavy one in
+      // prepare_park() act as the two fences of the handshake below, so either we see the announcement of a
+      // worker about to sleep or its check sees our work. Seeing one, we go on as the plain protocol does.
+#if !defined(WEFT_MODEL_MUTANT_LOOK_BEFORE_BARRIER)  // defined only by tests/parking/parking_model.cpp
+      M::light_barrier();
+      if (events_.waiters() == 0) return;
+#else
+      if (events_.waiters() == 0) return;  // planted bug: the look is not ordered after our publish
+      M::light_barrier();
+#endif
+    }
     // seq_cst fence: orders our publish before the loads below. Either we see a searcher, or its re-check
     // after end_search() and prepare_park() sees our work (both sides fence; scheduler/event_count.hpp).
     M::thread_fence(std::memory_order_seq_cst);
@@ -102,6 +120,10 @@ class BasicParking {
     // prepare_wait's seq_cst RMW and fence: the checks below are ordered after it, and a notify() whose
     // fence comes later sees this announcement.
     const Key key = events_.prepare_wait();
+    // The other half of notify()'s light barrier: a producer whose look for sleepers missed our announcement
+    // published before it, and the checks below see its work. Costs a system call per park, against a fence
+    // saved on every post and spawn.
+    if (asymmetric_) M::heavy_barrier();
 #if !defined(WEFT_MODEL_MUTANT_PARK_IGNORES_PROMISE)  // defined only by tests/parking/parking_model.cpp
     // seq_cst: if the producer's exchange precedes our announcement in S, we see the flag; otherwise its
     // waiter count, read after its fence, sees us and the bump it makes is one our key predates.
@@ -133,6 +155,7 @@ class BasicParking {
   [[nodiscard]] int searchers() const noexcept { return searching_.load(std::memory_order_relaxed); }
 
  private:
+  const bool asymmetric_;  // see the constructor
   // Workers searching for work before they park. While one is, producers need not wake anyone.
   alignas(kCacheLine) typename M::template atomic<int> searching_{0};
   // A producer woke a sleeper that has not started searching yet: further producers need not wake another.

@@ -7,10 +7,11 @@
 // pointer writes, and never while the holder could block or switch.
 //
 // The count beside the list is a hint for the workers' loops, read without the lock. A worker that is about to
-// park still sees every push that came before its look: the pusher raises the count, then notifies (a seq_cst fence
-// in Parking::notify); the parking worker announces itself and fences before it looks (Parking::prepare_park). Of
-// two such fences one comes first: either the pusher sees the sleeper and wakes it, or the worker's look sees the
-// count (the protocol of scheduler/parking.hpp, with the count as the published work).
+// park still sees every push that came before its look: the pusher raises the count, then notifies (Parking::notify:
+// a seq_cst fence, or the light half of the asymmetric barriers); the parking worker announces itself and fences
+// (or runs the heavy half) before it looks (Parking::prepare_park). Either the pusher sees the sleeper and wakes
+// it, or the worker's look sees the count (the protocol of scheduler/parking.hpp, with the count as the published
+// work).
 #pragma once
 
 #include <atomic>

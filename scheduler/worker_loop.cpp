@@ -407,7 +407,7 @@ void Engine::expire_timed_waits(Worker& self) noexcept {
 
 void Engine::resume_later(ResumedEntry& resumed) noexcept {
   resumed_.push(resumed);
-  signal_work();  // its seq_cst fence orders the push before the look for sleepers (resumed_queue.hpp)
+  signal_work();  // orders the push before the look for sleepers (resumed_queue.hpp)
 }
 
 void Engine::run_loop_on_fiber() {

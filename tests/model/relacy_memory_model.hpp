@@ -128,6 +128,16 @@ struct RelacyMemoryModel {
   static void thread_fence(std::memory_order order, std::source_location at = std::source_location::current()) {
     rl::atomic_thread_fence(to_relacy(order), where(at));
   }
+  // Asymmetric fences: Relacy cannot make another thread fence, so the pair is modelled by what the kernel
+  // guarantees it amounts to (src/process_barrier.hpp): a seq_cst fence on each side. The models check the
+  // protocol built on the pair, not the kernel.
+  static void light_barrier(std::source_location at = std::source_location::current()) {
+    rl::atomic_thread_fence(rl::mo_seq_cst, where(at));
+  }
+  static void heavy_barrier(std::source_location at = std::source_location::current()) {
+    rl::atomic_thread_fence(rl::mo_seq_cst, where(at));
+  }
+  static bool heavy_barrier_available() noexcept { return true; }
   // Relacy models fences exactly, so the model tests check the fence-based algorithm, not the TSan variant.
   static constexpr bool fences_invisible = false;
 };
