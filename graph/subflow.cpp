@@ -59,7 +59,7 @@ void Subflow::join() {
             "it would wait for; join a child's own Subflow instead");
     }
   }
-  if (pending_.load(std::memory_order_acquire) != 0) sched::require_stack("weft::Subflow::join");
+  if (has_unfinished()) sched::require_stack("weft::Subflow::join");
   join_children();
 }
 
@@ -76,6 +76,12 @@ struct Subflow::JoinSleeper {
 void Subflow::announce_sleeper() noexcept {
   // relaxed: only this joiner sets or clears the bit.
   if ((pending_.load(std::memory_order_relaxed) & kSleeper) != 0) return;
+  // Fold the children that finished on this stack into the count, so that it counts exactly the unfinished
+  // ones and the last of them sees kSleeper | 1 (relaxed: the seq_cst fetch_or below follows it on the same
+  // variable, and no child decrements below what it holds, as each counted itself before it ran).
+  if (local_done_ != 0) {
+    pending_.fetch_sub(std::exchange(local_done_, 0U), std::memory_order_relaxed);
+  }
   // The unit the waking child will end. This joiner holds one (its execution's), so the run cannot end here.
   run_->add_unit();
   // seq_cst, as the children's decrements are ordered against it anyway (one variable): a child that
@@ -94,10 +100,11 @@ void Subflow::join_children() noexcept {
   // are cores, which slows a compute-bound parallel_for (docs/perf-log.md).
   // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
   JoinSleeper sleeper{*this};
-  graph::wait_until([this] { return (pending_.load(std::memory_order_acquire) & kCountMask) == 0; }, sleeper);
+  graph::wait_until([this] { return !has_unfinished(); }, sleeper);
   // No child is left to touch pending_ (the last one's decrement was its final access): clear kSleeper, whose
-  // unit that child owns now.
+  // unit that child owns now, and the count of the children that finished on this stack.
   if (pending_.load(std::memory_order_relaxed) != 0) pending_.store(0, std::memory_order_relaxed);
+  local_done_ = 0;
 }
 
 void detail::SubflowAccess::add_dropped(Subflow& subflow, std::string name, std::uint64_t count) noexcept {
@@ -129,9 +136,15 @@ void Subflow::child_dropped() noexcept {
   child_finished();  // last: this Subflow's execution may end here, and with it the run
 }
 
-void Subflow::finish_child() noexcept {
+void Subflow::finish_child(bool nested_in_parent) noexcept {
   // Never refused: the children hold on to this Subflow until they finish, whatever the stack left.
-  if (pending_.load(std::memory_order_acquire) != 0) join_children();
+  if (has_unfinished()) join_children();
+  // Nested in the parent's execution, and that execution has not announced itself as a sleeper (relaxed: it
+  // sets kSleeper itself, earlier on this same stack): counted on the parent's side, no locked instruction.
+  if (nested_in_parent && (parent_->pending_.load(std::memory_order_relaxed) & kSleeper) == 0) {
+    ++parent_->local_done_;
+    return;
+  }
   parent_->child_finished();  // last: the parent's execution may end here, and with it the run
 }
 

@@ -21,7 +21,7 @@ struct SubflowAccess {
   [[nodiscard]] static const RunState* current_child_run() noexcept;
   // Joins the root's children if it has any (the common case, none, costs one load).
   static void join_if_spawned(Subflow& subflow) noexcept {
-    if (subflow.pending_.load(std::memory_order_acquire) != 0) subflow.join_children();
+    if (subflow.has_unfinished()) subflow.join_children();
   }
   // The node (index) whose execution the subflow is.
   [[nodiscard]] static std::uint32_t node(const Subflow& subflow) noexcept { return subflow.node_; }

@@ -118,11 +118,13 @@ class Subflow {
           own.record_exception(std::current_exception());
         }
         // Marked until the parent is told: the implicit join below still counts this child in its parent.
-        own.finish_child();
+        // outer == parent: this child ran nested in its parent's own execution, on the same stack (the
+        // parent's body, or its join running tasks meanwhile), which is the thread that reads local_done_.
+        own.finish_child(outer == parent);
         (void)exchange_current(outer);
       } else {
         own.record_skipped();
-        own.finish_child();
+        own.finish_child(false);
       }
     }
 
@@ -148,7 +150,14 @@ class Subflow {
   void child_finished() noexcept;
   void child_dropped() noexcept;
   // Called on a child's own Subflow when its body returned: joins its children, then tells the parent.
-  void finish_child() noexcept;
+  // `nested_in_parent`: the child ran inside its parent's own execution, on this stack (see local_done_).
+  void finish_child(bool nested_in_parent) noexcept;
+  // Children not finished: what join() waits to see reach zero. Only the execution that owns this Subflow
+  // calls it (it reads local_done_).
+  [[nodiscard]] bool has_unfinished() const noexcept {
+    // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
+    return (pending_.load(std::memory_order_acquire) & kCountMask) != local_done_;
+  }
   void record_exception(std::exception_ptr error) noexcept;
   void record_skipped() noexcept;
 
@@ -169,6 +178,13 @@ class Subflow {
   static constexpr std::uint32_t kSleeper = std::uint32_t{1} << 31;
   static constexpr std::uint32_t kCountMask = kSleeper - 1;
   std::atomic<std::uint32_t> pending_{0};
+  // Children that finished nested in this Subflow's own execution (on its stack, while it ran them in its body
+  // or its join) and are still counted in pending_: such a child adds one here, a plain increment, instead of
+  // decrementing pending_ (a locked instruction; most children of a recursive split run so). Only that
+  // execution's thread touches it, as the child runs below it on its stack. The children are finished when
+  // pending_'s count equals it. Before a joiner announces kSleeper it folds this into pending_, and while kSleeper
+  // is set every child decrements pending_, so that the last one still sees the count reach kSleeper | 1.
+  std::uint32_t local_done_ = 0;
 };
 
 }  // namespace weft

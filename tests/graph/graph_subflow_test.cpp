@@ -1,7 +1,8 @@
 // Subflow: children the node's completion waits for, nested children with their own Subflow, join() in the
 // middle of a body, children spawning into their parent's Subflow, 10,000 children, exceptions in children,
 // cancellation seen by children, children of every token, children at their node's priority; a child takes no
-// unit of its run; joiners that sleep are woken exactly once per join, every child run exactly once.
+// unit of its run; a join that ran children itself and then sleeps is woken; joiners that sleep are woken
+// exactly once per join, every child run exactly once.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "graph/run_state.hpp"
@@ -342,6 +344,38 @@ TEST_CASE("a child takes no unit of its run: the node's execution holds the one 
 // the parent's Subflow, graph nodes and Pool::submit(f(Subflow&)) waited for from this thread all take part.
 // A lost wake-up hangs (the watchdog); a unit ended twice ends the run while children still run (their counts
 // are short at wait(), and the sanitizers see the freed run); a unit never ended hangs the run's wait().
+TEST_CASE("a join that ran children itself, then sleeps for one another worker runs, is woken") {
+  // The children a child's join runs on its own stack are counted there without a locked instruction (Subflow's
+  // local_done_); before that join sleeps it must fold them into the shared count, or the child the other worker
+  // runs would not see itself as the last and would not wake it (the run would then never end).
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  const int rounds = static_cast<int>(stress_count(20));
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<bool> slow_started{false};
+    std::atomic<int> ran{0};
+    std::atomic<int> seen_after_join{-1};
+    weft::TaskGraph g;
+    (void)g.add_node([&](weft::Subflow& sf) {
+      sf.spawn([&](weft::Subflow& own) {
+        own.spawn([&] {
+          slow_started.store(true);
+          std::this_thread::sleep_for(20ms);  // past every spin: the join below sleeps
+          ran.fetch_add(1);
+        });
+        // Another thread took it: the children below are left to this one's join.
+        while (!slow_started.load()) std::this_thread::yield();
+        for (int i = 0; i < 8; ++i) own.spawn([&] { ran.fetch_add(1); });
+        own.join();
+        seen_after_join.store(ran.load());
+      });
+    });
+    weft::Run run = g.run(pool);
+    await_or_die(run, "join that ran children itself, round " + std::to_string(round), patience(30));
+    CHECK(run.wait() == weft::RunStatus::Completed);
+    CHECK(seen_after_join.load() == 9);
+  }
+}
+
 TEST_CASE("sleeping joiners: every child runs exactly once and every join ends (stress)") {
   const std::uint64_t seed = seed_for("graph_subflow: sleeping joiners");
   for_each_graph_worker_count([seed](unsigned workers) {
