@@ -142,7 +142,11 @@ void Subflow::finish_child(bool nested_in_parent) noexcept {
   // Nested in the parent's execution, and that execution has not announced itself as a sleeper (relaxed: it
   // sets kSleeper itself, earlier on this same stack): counted on the parent's side, no locked instruction.
   if (nested_in_parent && (parent_->pending_.load(std::memory_order_relaxed) & kSleeper) == 0) {
-    ++parent_->local_done_;
+    // A body that runs children nested for long without a join: folded from time to time, so that pending_
+    // stays within the children alive plus kLocalLimit (relaxed: as in announce_sleeper).
+    if (++parent_->local_done_ >= kLocalLimit) {
+      parent_->pending_.fetch_sub(std::exchange(parent_->local_done_, 0U), std::memory_order_relaxed);
+    }
     return;
   }
   parent_->child_finished();  // last: the parent's execution may end here, and with it the run

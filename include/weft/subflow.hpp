@@ -184,7 +184,9 @@ class Subflow {
   // execution's thread touches it, as the child runs below it on its stack. The children are finished when
   // pending_'s count equals it. Before a joiner announces kSleeper it folds this into pending_, and while kSleeper
   // is set every child decrements pending_, so that the last one still sees the count reach kSleeper | 1.
+  // Folded too whenever it reaches kLocalLimit, so that neither grows with a body that never joins.
   std::uint32_t local_done_ = 0;
+  static constexpr std::uint32_t kLocalLimit = 4096;
 };
 
 }  // namespace weft

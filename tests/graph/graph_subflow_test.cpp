@@ -1,8 +1,8 @@
 // Subflow: children the node's completion waits for, nested children with their own Subflow, join() in the
 // middle of a body, children spawning into their parent's Subflow, 10,000 children, exceptions in children,
 // cancellation seen by children, children of every token, children at their node's priority; a child takes no
-// unit of its run; a join that ran children itself and then sleeps is woken; joiners that sleep are woken
-// exactly once per join, every child run exactly once.
+// unit of its run; a join that ran children itself and then sleeps is woken, one that ran 10,000 counts each
+// once; joiners that sleep are woken exactly once per join, every child run exactly once.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -374,6 +374,30 @@ TEST_CASE("a join that ran children itself, then sleeps for one another worker r
     CHECK(run.wait() == weft::RunStatus::Completed);
     CHECK(seen_after_join.load() == 9);
   }
+}
+
+TEST_CASE("a child's join that runs 10,000 of its children itself counts each once") {
+  // Past Subflow::kLocalLimit children finished on the joiner's stack, the plain count is folded into the shared
+  // one mid-join: a fold that lost or doubled a child would end the join early or never.
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("10,000 children of a child", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr int kChildren = 10'000;
+    std::atomic<int> ran{0};
+    std::atomic<int> seen_after_join{-1};
+    weft::TaskGraph g;
+    (void)g.add_node([&](weft::Subflow& sf) {
+      sf.spawn([&](weft::Subflow& own) {
+        for (int i = 0; i < kChildren; ++i) own.spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+        own.join();
+        seen_after_join.store(ran.load());
+        for (int i = 0; i < kChildren; ++i) own.spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      });  // the second batch: joined by the child's end
+    });
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
+    CHECK(seen_after_join.load() == kChildren);
+    CHECK(ran.load() == 2 * kChildren);
+  });
 }
 
 TEST_CASE("sleeping joiners: every child runs exactly once and every join ends (stress)") {
