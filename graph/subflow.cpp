@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <exception>
+#include <stdexcept>
 #include <utility>
 
 #include "graph/run_state.hpp"
@@ -51,13 +52,21 @@ void Subflow::join() {
   // it skips the walk, which costs a load per level of nesting (callgrind, fib(20) through Subflow: ~100
   // instructions a join, more the deeper the recursion; docs/perf-log.md).
   const Subflow* const child = current_child();
-  if (child != nullptr && child != this) {
-    for (const Subflow* ancestor = child->parent_; ancestor != nullptr; ancestor = ancestor->parent_) {
-      if (ancestor == this)
-        throw would_deadlock(
-            "weft::Subflow::join: called from one of this Subflow's own children (or their descendants), which "
-            "it would wait for; join a child's own Subflow instead");
+  if (child != this) {
+    if (child != nullptr) {
+      for (const Subflow* ancestor = child->parent_; ancestor != nullptr; ancestor = ancestor->parent_) {
+        if (ancestor == this)
+          throw would_deadlock(
+              "weft::Subflow::join: called from one of this Subflow's own children (or their descendants), which "
+              "it would wait for; join a child's own Subflow instead");
+      }
     }
+    // A child's Subflow is joined by that child's body (which marks itself as the running child): its count of
+    // the children that finished on the body's stack (local_done_) is the body's alone.
+    if (parent_ != nullptr)
+      throw std::logic_error(
+          "weft::Subflow::join: a child's Subflow joined from outside that child's body (another thread or "
+          "task); only the body it was given to may join it");
   }
   if (has_unfinished()) sched::require_stack("weft::Subflow::join");
   join_children();

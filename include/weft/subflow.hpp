@@ -74,8 +74,10 @@ class Subflow {
   }
 
   // Waits for every child spawned so far (and their descendants). Throws would_deadlock if called from one of
-  // those children (or their descendants): the caller is itself one of the children it would wait for; and
-  // weft::nesting_too_deep if this thread's stack is too short for another nested wait (see errors.hpp).
+  // those children (or their descendants): the caller is itself one of the children it would wait for;
+  // std::logic_error if this is a child's Subflow and the caller is not that child's body (only the body a
+  // Subflow was given to joins it); and weft::nesting_too_deep if this thread's stack is too short for another
+  // nested wait (see errors.hpp).
   void join();
 
   // True once the run is cancelled (by Run::cancel, an exception, an Overflow::Fail): long bodies may poll it.

@@ -487,6 +487,33 @@ TEST_CASE("Subflow::join() on an ancestor from a child throws would_deadlock; jo
   });
 }
 
+TEST_CASE("Subflow::join() of a child's Subflow from another thread throws logic_error naming the misuse") {
+  const Watchdog watchdog("join from another thread", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskGraph g;
+  std::atomic<int> leaves{0};
+  std::string message;
+  (void)g.add_node([&](weft::Subflow& root) {
+    root.spawn([&](weft::Subflow& child) {
+      child.spawn([&] { leaves.fetch_add(1, std::memory_order_relaxed); });
+      std::thread other([&] {
+        try {
+          child.join();
+        } catch (const std::logic_error& error) {
+          message = error.what();
+        }
+      });
+      other.join();
+      child.join();  // its own body: fine
+      CHECK(leaves.load(std::memory_order_relaxed) == 1);
+    });
+  });
+  CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
+  CHECK(message.find("weft::Subflow::join") != std::string::npos);
+  CHECK(message.find("outside that child's body") != std::string::npos);
+  CHECK(leaves.load() == 1);
+}
+
 TEST_CASE("a graph whose run is over is not busy even while its Run handle lives") {
   const Watchdog watchdog("not busy", patience(30));
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
