@@ -1,16 +1,16 @@
 // The workers' parking protocol (scheduler/parking.hpp) on real threads, with the asymmetric barriers (the
 // default where the OS offers them) and with plain fences: no published item is ever left with every consumer
 // asleep. The producer publishes with a plain store, as a worker's push publishes its deque's bottom, and then
-// waits for the item to be taken: a lost wake-up stops all progress, and the watchdog fails the test with the
-// item it was stuck on instead of waiting for meson's timeout.
+// waits for the item to be taken: a lost wake-up stops all progress, and the watchdog fails the test instead of
+// waiting for meson's timeout.
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,44 +21,12 @@
 #include "scheduler/parking.hpp"
 #include "src/process_barrier.hpp"
 #include "tests/support/stress.hpp"
+#include "tests/support/watchdog.hpp"
 
 using namespace std::chrono_literals;
 using weft::sched::Parking;
 
 namespace {
-
-// Aborts the process if `progress` stops moving for `limit`, naming the mode.
-class Watchdog {
- public:
-  Watchdog(const char* mode, const std::atomic<std::uint64_t>& progress, std::chrono::seconds limit)
-      : thread_([this, mode, &progress, limit] {
-          auto last = progress.load();
-          auto since = std::chrono::steady_clock::now();
-          while (!done_.load()) {
-            std::this_thread::sleep_for(10ms);
-            const auto now_value = progress.load();
-            if (now_value != last) {
-              last = now_value;
-              since = std::chrono::steady_clock::now();
-            } else if (std::chrono::steady_clock::now() - since > limit) {
-              std::fprintf(stderr, "parking (%s): item %llu published, every consumer asleep for %llds: lost wake-up\n",
-                           mode, static_cast<unsigned long long>(now_value + 1),
-                           static_cast<long long>(limit.count()));
-              std::abort();
-            }
-          }
-        }) {}
-  ~Watchdog() {
-    done_.store(true);
-    thread_.join();
-  }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
 
 // A consumer as Engine::worker_main drives it: search, and when nothing is found, park (announce, check, sleep).
 void consume(Parking& parking, const std::atomic<std::uint64_t>& published, std::atomic<std::uint64_t>& taken,
@@ -110,7 +78,7 @@ bool run(bool asymmetric, std::uint64_t items, unsigned consumers) {
   std::mt19937_64 random(weft::test::seed_for(mode));
   std::uniform_int_distribution<int> pause(0, 64);
   {
-    const Watchdog watchdog(mode, taken, 20s);
+    const weft::test::Watchdog watchdog(std::string("parking with ") + mode, 120s);
     for (std::uint64_t i = 0; i < items; ++i) {
       for (int spins = pause(random); spins > 0; --spins) weft::sched::cpu_relax();
       published.store(i + 1, std::memory_order_release);  // a plain store, as a deque's push
