@@ -54,6 +54,9 @@ Engine::Engine(PoolOptions options)
       tracer_(weft::detail::TraceAccess::impl(options_.trace)),
       hooked_(options_.on_task_start || options_.on_task_end || tracer_ != nullptr),
       parking_(asymmetric_parking(options_)),
+      // Notified whenever a worker runs dry or an outside thread ran tasks itself; waited on only by wait_idle
+      // and shutdown: the fence moves to the waiter, whatever the CPU count.
+      idle_changed_(os::process_barrier_available()),
       id_(slot_lease::next_engine_id()) {
   if (options_.threads > kMaxThreads)
     invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));

@@ -127,8 +127,11 @@ class Engine {
   // calling thread's own slot, newest first, while they are futures' tasks or tagged `owner` (Task::inline_tag),
   // until ready() holds, the newest is another's (posted tasks run on workers only), the slot is empty, or a
   // shutdown that drops has begun. Each runs inside the task hooks (TaskEvent::not_a_worker). Returns ready().
+  // `exclusive`: the state of the future whose get() waits here; popped from the slot, it runs with no
+  // read-modify-write (FutureStateBase::run_exclusive) unless task hooks are set.
   template <class Ready>
-  bool help_from_own_slot(Ready ready, weft::detail::InlineTag owner = weft::detail::kInlineFuture) noexcept;
+  bool help_from_own_slot(Ready ready, weft::detail::InlineTag owner = weft::detail::kInlineFuture,
+                          weft::detail::FutureStateBase* exclusive = nullptr) noexcept;
 
   // A hint: some worker is parked, so a thread outside the pool that runs tasks uses a core a worker leaves
   // idle rather than compete with every worker for the cores. (Counting searching workers too made the caller
@@ -243,6 +246,9 @@ class Engine {
   [[nodiscard]] Task* steal_from_slots(Worker& self);
   [[nodiscard]] OutsideSlot* slot_for_submission();
   void run_outside(OutsideSlot& slot, Task* task) noexcept;
+  // run_outside of the state whose Future::get is the caller, taken from the caller's own slot: see
+  // FutureStateBase::run_exclusive. Only without task hooks.
+  void run_outside_exclusive(OutsideSlot& slot, weft::detail::FutureStateBase& state) noexcept;
   // The calling thread's index for running a task of this engine itself: its worker index, or size() + the
   // index of its slot (adopted or made here if it has none); nullopt if it can have no slot.
   [[nodiscard]] std::optional<unsigned> thread_index_for_running() noexcept;
@@ -292,6 +298,8 @@ class Engine {
   // A task counted as submitted could not be queued (allocation failed): account for it, and destroy it if it
   // is a closure task (a task that is its own block stays its submitter's).
   void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
+  // abandon_unqueued's counting, for a task that is its own block (a future's state; its submitter drops it).
+  void abandon_counted() noexcept;
   // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
   // closure (wrapped in a ClosureTask here) or a task that is its own block; defined and used in submit.cpp.
   template <class Source>
@@ -334,13 +342,17 @@ class Engine {
   std::atomic<std::uint64_t> injected_dropped_{0};
 
   Parking parking_;            // idle workers sleep here (scheduler/parking.hpp)
-  EventCount idle_changed_;    // wait_idle and shutdown sleep here; a worker that runs dry notifies
+  // wait_idle and shutdown sleep here; a worker that runs dry notifies. Asymmetric where the OS allows.
+  EventCount idle_changed_;
   EventCount room_available_;  // submitters blocked on max_queued sleep here
 
   alignas(kCacheLine) std::atomic<State> state_{State::running};
   // External submitters inside enqueue, times two, plus 1 once closed: shutdown closes the gate and waits
   // for the count to drain, so no external submission can slip in after the final drain.
   std::atomic<std::uint64_t> gate_{0};
+  // The slots' `entering` flags pair with the closing of the gate through the asymmetric barriers (a compiler
+  // barrier per submission, a system call per shutdown) where the OS has them; else through seq_cst fences.
+  const bool asymmetric_gate_ = os::process_barrier_available();
   std::atomic<std::uint64_t> external_submitted_{0};
   std::atomic<std::size_t> queued_{0};  // accepted, not started; maintained only when max_queued > 0
   std::atomic<std::uint64_t> dropped_{0};
@@ -407,7 +419,8 @@ void Engine::run_as(unsigned thread_index, Priority priority, Work&& work) noexc
 }
 
 template <class Ready>
-bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner) noexcept {
+bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
+                                weft::detail::FutureStateBase* exclusive) noexcept {
   OutsideSlot* slot = slot_lease::find(id_);
   if (slot == nullptr) return ready();
   bool ran = false;
@@ -423,7 +436,11 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner) noex
       slot->deque.push(*task);
       break;
     }
-    run_outside(*slot, *task);
+    if (*task == exclusive && !has_hooks()) {
+      run_outside_exclusive(*slot, *exclusive);
+    } else {
+      run_outside(*slot, *task);
+    }
     ran = true;
   }
   if (ran) finished_outside_runs();

@@ -11,7 +11,8 @@
 //   }
 //
 // and for a notifier: publish the work first (any store), then call notify_one() or notify_all().
-// notify_* cost a fence and a load when nobody waits, so calling them on every publish is cheap.
+// notify_* cost a fence and a load when nobody waits (a compiler barrier and a load when asymmetric), so
+// calling them on every publish is cheap.
 #pragma once
 
 #include <atomic>
@@ -40,7 +41,11 @@ class BasicEventCount {
     std::uint32_t epoch_;
   };
 
-  BasicEventCount() noexcept = default;
+  // `asymmetric`: notifiers order their publish before their look for waiters with a compiler barrier
+  // (M::light_barrier) instead of a fence, and prepare_wait() pays for both sides with M::heavy_barrier()
+  // (src/process_barrier.hpp, a system call). For counts whose notifies are frequent and whose waits are rare
+  // (wait_idle); pass it only where M::heavy_barrier_available(). False: a seq_cst fence on each side.
+  explicit BasicEventCount(bool asymmetric = false) noexcept : asymmetric_(asymmetric) {}
   BasicEventCount(const BasicEventCount&) = delete;
   BasicEventCount& operator=(const BasicEventCount&) = delete;
 
@@ -54,6 +59,9 @@ class BasicEventCount {
 #endif
     // acquire: if this reads an epoch bumped by a notify, that notify's published work is visible to the
     // caller's check (the bump is a release), so the check will find it and the caller will not wait.
+    // Asymmetric: the other half of the notifiers' light barrier. A notifier whose look for waiters missed our
+    // announcement made its publish visible before that look, and so before this barrier returns.
+    if (asymmetric_) M::heavy_barrier();
     return Key{epoch_.load(std::memory_order_acquire)};
   }
 
@@ -135,11 +143,21 @@ class BasicEventCount {
 
  private:
   bool bump_if_waiting() noexcept {
-    // seq_cst fence: the Dekker half that pairs with prepare_wait() (see there).
-#ifndef WEFT_MODEL_MUTANT_NOTIFY_WITHOUT_FENCE  // defined only by tests/event_count/event_count_model.cpp
-    M::thread_fence(std::memory_order_seq_cst);
+    if (asymmetric_) {
+#if !defined(WEFT_MODEL_MUTANT_LOOK_BEFORE_BARRIER)  // defined only by tests/event_count/event_count_model.cpp
+      M::light_barrier();
+      if (waiters_.load(std::memory_order_relaxed) == 0) return false;
+#else
+      if (waiters_.load(std::memory_order_relaxed) == 0) return false;  // planted bug: looks before the barrier
+      M::light_barrier();
 #endif
-    if (waiters_.load(std::memory_order_relaxed) == 0) return false;
+    } else {
+      // seq_cst fence: the Dekker half that pairs with prepare_wait() (see there).
+#ifndef WEFT_MODEL_MUTANT_NOTIFY_WITHOUT_FENCE  // defined only by tests/event_count/event_count_model.cpp
+      M::thread_fence(std::memory_order_seq_cst);
+#endif
+      if (waiters_.load(std::memory_order_relaxed) == 0) return false;
+    }
     // release: a waiter that reads the new epoch also sees the work published before this notify.
     // The 32-bit epoch wraps after 2^32 notifies; a waiter would have to sleep through exactly that many
     // to miss one, which cannot happen between its prepare_wait() and its futex call in practice.
@@ -149,6 +167,7 @@ class BasicEventCount {
 
   alignas(64) typename M::template atomic<std::uint32_t> epoch_{0};
   typename M::template atomic<std::uint32_t> waiters_{0};
+  const bool asymmetric_;  // see the constructor
 };
 
 using EventCount = BasicEventCount<>;

@@ -31,7 +31,8 @@ bool run_inline(FutureStateBase& state) noexcept {
   return runs->engine->run_inline(state);
 }
 
-bool wait(FutureStateBase& state, Clock::time_point deadline) {
+// `exclusive`: the caller is Future::get, the Future's only user (see FutureStateBase::run_exclusive).
+bool wait(FutureStateBase& state, Clock::time_point deadline, bool exclusive = false) {
   if (state.ready()) return true;
   // A timed wait never runs the task inline: that could take longer than the timeout.
   const bool may_claim = deadline == Clock::time_point::max();
@@ -52,7 +53,9 @@ bool wait(FutureStateBase& state, Clock::time_point deadline) {
   if (may_claim && state.inline_runs() != nullptr) {
     // A task this thread submitted sits in its own slot, normally at the bottom: popping it from there runs it
     // with no queued copy left behind (and no inline-run counting), as oneTBB's task_group::wait does.
-    if (state.inline_runs()->engine->help_from_own_slot([&] { return state.ready(); })) return true;
+    if (state.inline_runs()->engine->help_from_own_slot([&] { return state.ready(); }, weft::detail::kInlineFuture,
+                                                        exclusive ? &state : nullptr))
+      return true;
   }
   // Nobody started it: run it here rather than wait for a worker (oneTBB's task_group::wait does the same).
   if (may_claim && run_inline(state)) return true;
@@ -76,6 +79,8 @@ void FutureStateBase::wake_waiters() noexcept {
 }
 
 void wait_until_ready(FutureStateBase& state) { (void)wait(state, Clock::time_point::max()); }
+
+void wait_until_ready_for_get(FutureStateBase& state) { (void)wait(state, Clock::time_point::max(), true); }
 
 bool wait_until_ready_for(FutureStateBase& state, std::chrono::nanoseconds timeout) {
   return wait(state, deadline_after(timeout));  // saturates one short of max(), which means "no deadline" here

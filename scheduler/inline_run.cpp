@@ -95,12 +95,24 @@ void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
     const RunningFrame frame(*this, size() + slot.index);
     if (has_hooks()) [[unlikely]] {
       (void)run_hooked(nullptr, domain_.current(), task, TaskEvent::not_a_worker);
+    } else if (task->is_future_state) {
+      // Its own block: no task block to free, so no look-up of this thread's hazard record.
+      weft::detail::FutureStateBase::finish_queued(task, true);
     } else {
       (void)run_and_release(nullptr, domain_.current(), task);
     }
   }
   // Last, as in execute(): everything the task did is counted before it counts as finished.
   slot.finished.bump();
+}
+
+void Engine::run_outside_exclusive(OutsideSlot& slot, weft::detail::FutureStateBase& state) noexcept {
+  if (options_.max_queued != 0) release_queued_slot();
+  {
+    const RunningFrame frame(*this, size() + slot.index);
+    state.run_exclusive();
+  }
+  slot.finished.bump();  // last, as in run_outside
 }
 
 }  // namespace weft::sched

@@ -5,6 +5,7 @@
 
 #include "scheduler/engine.hpp"
 #include "scheduler/engine_internal.hpp"
+#include "src/process_barrier.hpp"
 #include "weft/detail/deadline.hpp"
 
 namespace weft::sched {
@@ -58,8 +59,11 @@ bool Engine::inside_own_task() const noexcept { return current_worker() || Runni
 
 void Engine::begin_shutdown(State target) {
   // After this, every external submitter either saw the closed bit or is counted in the gate (acq_rel), or
-  // has its slot's `entering` flag up (seq_cst: the Dekker pairing in enqueue()).
+  // has its slot's `entering` flag up (the Dekker pairing in enqueue_general: seq_cst, or asymmetric).
   gate_.fetch_or(1, std::memory_order_seq_cst);
+  // The fence of the slot submitters' side too (see enqueue_general): a submitter whose flag store this
+  // barrier did not make visible to the loads below executes its look at the gate after it, and sees the bit.
+  if (asymmetric_gate_) os::process_barrier();
   room_available_.notify_all();  // submitters blocked on a full queue must see the gate close
   while (gate_.load(std::memory_order_acquire) >= 2) std::this_thread::yield();
   // seq_cst: a slot made after this load published its count (seq_cst) after our fetch_or in S, so its first

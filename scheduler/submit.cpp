@@ -2,6 +2,7 @@
 // priority queue), the gate shutdown closes, and admission under PoolOptions::max_queued.
 #include <exception>
 #include <string>
+#include <type_traits>
 
 #include "scheduler/engine.hpp"
 #include "scheduler/engine_internal.hpp"
@@ -42,12 +43,16 @@ namespace {
                             std::uint32_t affinity, weft::detail::InlineTag inline_tag) {
   return make_task(ref, std::move(closure), priority, affinity, inline_tag);
 }
-[[nodiscard]] Task* to_task(TaskDomain::ThreadRef, Task* task, Priority priority, std::uint32_t affinity,
-                            weft::detail::InlineTag inline_tag) noexcept {
+[[nodiscard]] Task* to_task_fields(Task* task, Priority priority, std::uint32_t affinity,
+                                   weft::detail::InlineTag inline_tag) noexcept {
   task->priority = priority;
   task->affinity = affinity;
   task->inline_tag = inline_tag;
   return task;
+}
+[[nodiscard]] Task* to_task(TaskDomain::ThreadRef, Task* task, Priority priority, std::uint32_t affinity,
+                            weft::detail::InlineTag inline_tag) noexcept {
+  return to_task_fields(task, priority, affinity, inline_tag);
 }
 
 }  // namespace
@@ -88,10 +93,16 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
     const State state = state_.load(std::memory_order_acquire);
     if (stops_tasks(state)) return SubmitStatus::Closed;
   } else if (slot != nullptr) {
-    // Dekker with begin_shutdown, all four operations seq_cst: we raise our flag then look at the closed bit;
-    // shutdown sets the bit then looks at every flag. In the single order S one of us sees the other: either
-    // we see the bit and refuse, or shutdown sees our flag and waits until we are out.
-    slot->entering.store(true, std::memory_order_seq_cst);
+    // Dekker with begin_shutdown: we raise our flag then look at the closed bit; shutdown sets the bit then
+    // looks at every flag. One of us sees the other: either we see the bit and refuse, or shutdown sees our
+    // flag and waits until we are out. Asymmetric (asymmetric_gate_): a compiler barrier here, and shutdown's
+    // heavy barrier (src/process_barrier.hpp) acts as the fence on our side too; else all four seq_cst.
+    if (asymmetric_gate_) {
+      slot->entering.store(true, std::memory_order_relaxed);
+      StdMemoryModel::light_barrier();
+    } else {
+      slot->entering.store(true, std::memory_order_seq_cst);
+    }
     pass.entering = &slot->entering;
     if ((gate_.load(std::memory_order_seq_cst) & 1) != 0) return SubmitStatus::Closed;
   } else {
@@ -109,6 +120,27 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
   }
 
   const auto affinity = options.affinity ? *options.affinity : Task::kNoAffinity;
+  // Into the calling thread's slot; `abandon` takes the task back if the deque cannot grow.
+  const auto push_to_slot = [&](Task* task, auto abandon) {
+    // Counted as submitted before it can run (see below); the owner's plain increment, release.
+    slot->submitted.bump();
+    try {
+      slot->deque.push(task);
+    } catch (...) {
+      abandon(task);  // growth failed: the task was never queued
+      throw;
+    }
+    signal_work();
+    return SubmitStatus::Accepted;
+  };
+  if constexpr (std::is_same_v<std::remove_cvref_t<Source>, Task*>) {
+    // A task that is its own block (a future's state) going into a slot needs no block from this thread's
+    // registration: no look-up of it (a thread-local table search for an outside thread).
+    if (slot != nullptr) {
+      Task* const task = to_task_fields(source, options.priority, affinity, inline_tag);
+      return push_to_slot(task, [this](Task*) noexcept { abandon_counted(); });
+    }
+  }
   Task* task = nullptr;
   // One look-up of the calling thread's registration per submission (a thread-local table for outsiders).
   const TaskDomain::ThreadRef ref = self != nullptr ? self->ref() : domain_.current();
@@ -118,18 +150,7 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
     if (options_.max_queued != 0) release_queued_slot();
     throw;
   }
-  if (slot != nullptr) {
-    // Counted as submitted before it can run (see below); the owner's plain increment, release.
-    slot->submitted.bump();
-    try {
-      slot->deque.push(task);
-    } catch (...) {
-      abandon_unqueued(ref, task);  // growth failed: the task was never queued
-      throw;
-    }
-    signal_work();
-    return SubmitStatus::Accepted;
-  }
+  if (slot != nullptr) return push_to_slot(task, [this, ref](Task* t) noexcept { abandon_unqueued(ref, t); });
   // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
   if (self != nullptr) {
     self->counters.spawned.bump();
@@ -168,6 +189,10 @@ void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
   // wait_idle that may be waiting for it. A task that is its own block goes back to its submitter, which is
   // told by the exception that follows and drops it (Pool::submit_impl).
   if (!task->is_future_state) destroy_task(ref, task);
+  abandon_counted();
+}
+
+void Engine::abandon_counted() noexcept {
   abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
   idle_changed_.notify_all();
   if (options_.max_queued != 0) release_queued_slot();

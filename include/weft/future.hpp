@@ -50,6 +50,9 @@ using then_future_t = Future<typename detail::then_result<T, std::decay_t<F>>::t
 // - get() or wait() on an invalid Future (default-constructed, moved-from, or after get()) throws
 //   std::logic_error.
 // - then(f) chains a continuation that runs as a task on the same pool once the value is set (see then()).
+// - One Future, like a std::future, is not shared: its const members (valid, ready, wait, wait_for) may run
+//   concurrently with each other, but get(), then() and assignment only while no other thread uses the same
+//   Future object (hand it over with a move, or wait on separate futures).
 //
 // Example:
 //   weft::Pool pool;
@@ -149,7 +152,7 @@ class [[nodiscard]] Future {
   // Waits, then returns the value or rethrows the task's exception. Leaves the future invalid.
   T get() {
     require_valid("get");
-    wait_valid();
+    if (!state_->ready()) detail::wait_until_ready_for_get(*state_);
     Holder holder{std::exchange(state_, nullptr)};
     switch (holder.state->status()) {
       case detail::FutureStateBase::has_exception:

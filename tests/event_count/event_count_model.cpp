@@ -1,7 +1,11 @@
 // Relacy model test of the EventCount protocol: a waiter that checks the condition after prepare_wait() and
 // finds nothing is always followed by an epoch bump, so its wait() cannot sleep through the notify.
 // Nothing sleeps in the model: "would sleep" is recorded and judged in after().
-// Built three times: as is (must pass) and with each fence removed (WEFT_MODEL_MUTANT_*; must fail).
+// Built as is (must pass) and with each planted bug (WEFT_MODEL_MUTANT_*; must fail):
+// - PREPARE_WITHOUT_FENCE, NOTIFY_WITHOUT_FENCE: a side of the plain protocol without its fence.
+// - LOOK_BEFORE_BARRIER: an asymmetric notifier looks for waiters before its light barrier.
+// Every scenario runs twice: with the asymmetric barriers (the model treats the pair as two seq_cst fences,
+// src/process_barrier.hpp) and with the plain fences.
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -15,6 +19,9 @@ namespace {
 
 using Model = weft::model::RelacyMemoryModel;
 using Events = weft::sched::BasicEventCount<Model>;
+
+// Which protocol the scenarios' counts run (see the file comment); set by main() before each check.
+bool asymmetric_mode = false;
 
 // Waiter side of the protocol: returns the key the waiter would sleep on, or nothing if it found work.
 std::optional<Events::Key> try_park(Events& events, Model::atomic<int>& flag, int want) {
@@ -34,7 +41,7 @@ bool woken(Events& events, const std::optional<Events::Key>& parked) {
 
 // One notifier publishes and calls notify_one; one waiter parks.
 struct OneWaiter : rl::test_suite<OneWaiter, 2> {
-  Events events;
+  Events events{asymmetric_mode};
   Model::atomic<int> flag{0};
   std::optional<Events::Key> parked;
 
@@ -51,7 +58,7 @@ struct OneWaiter : rl::test_suite<OneWaiter, 2> {
 
 // One notify_all must reach both waiters.
 struct TwoWaitersNotifyAll : rl::test_suite<TwoWaitersNotifyAll, 3> {
-  Events events;
+  Events events{asymmetric_mode};
   Model::atomic<int> flag{0};
   std::optional<Events::Key> parked[2];
 
@@ -71,7 +78,7 @@ struct TwoWaitersNotifyAll : rl::test_suite<TwoWaitersNotifyAll, 3> {
 
 // Two notifiers each publish one unit; the waiter needs both, and parks twice if it must.
 struct TwoNotifiers : rl::test_suite<TwoNotifiers, 3> {
-  Events events;
+  Events events{asymmetric_mode};
   Model::atomic<int> flag{0};
   std::optional<Events::Key> parked;
 
@@ -89,8 +96,13 @@ struct TwoNotifiers : rl::test_suite<TwoNotifiers, 3> {
 }  // namespace
 
 int main() {
-  bool ok = weft::model::check_scenario<OneWaiter>("one waiter, notify_one");
-  ok = weft::model::check_scenario<TwoWaitersNotifyAll>("two waiters, notify_all") && ok;
-  ok = weft::model::check_scenario<TwoNotifiers>("two notifiers, one waiter") && ok;
+  bool ok = true;
+  for (const bool asymmetric : {true, false}) {
+    asymmetric_mode = asymmetric;
+    std::printf("event count with %s\n", asymmetric ? "asymmetric barriers" : "plain fences");
+    ok = weft::model::check_scenario<OneWaiter>("one waiter, notify_one") && ok;
+    ok = weft::model::check_scenario<TwoWaitersNotifyAll>("two waiters, notify_all") && ok;
+    ok = weft::model::check_scenario<TwoNotifiers>("two notifiers, one waiter") && ok;
+  }
   return ok ? 0 : 1;
 }

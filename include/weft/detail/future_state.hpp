@@ -89,6 +89,18 @@ class FutureStateBase : public TaskHeader {
     return status_.compare_exchange_strong(expected, running, std::memory_order_acq_rel, std::memory_order_acquire);
   }
   void run_claimed() noexcept { publish(run_task()); }
+  // For the thread inside Future::get that took this state's queued copy out of its own slot: it then holds
+  // both references (the queue's and the future's), and no other thread can reach the state. Nobody else can
+  // claim it (the queued copy is gone, and a waiter other than get() would use the Future concurrently with
+  // get(), which its contract forbids), nobody attaches a continuation (then() needs the Future that get()
+  // holds), nobody sleeps on it. So the task runs with no read-modify-write: no claim, no wake, no settle, and
+  // the queue's reference is dropped by a plain store. The status still becomes final (release), for get().
+  void run_exclusive() noexcept {
+    status_.store(running, std::memory_order_relaxed);
+    const Status final_status = run_task();
+    status_.store(final_status, std::memory_order_release);
+    refs_.store(1, std::memory_order_relaxed);  // the future's reference alone is left
+  }
 
   // The queued task was destroyed without running (DropPending shutdown): tell the future.
   void drop_if_unclaimed() noexcept {
@@ -141,6 +153,14 @@ class FutureStateBase : public TaskHeader {
     if (!continuation_.try_attach(reinterpret_cast<std::uintptr_t>(next))) schedule_continuation(next);
   }
   void release() noexcept {
+    // A count of 1 read here is our own reference: the other holder has let go (its release RMW, which this
+    // acquire load reads from or from a later value, happens-before our destroy), and nobody can take a new
+    // one without holding one. Skips the RMW whenever the other side finished first (a task a worker ran
+    // before get(), a get() that ran the task itself).
+    if (refs_.load(std::memory_order_acquire) == 1) {
+      destroy();
+      return;
+    }
     // acq_rel: the last owner must see every write the other owner made before destroying.
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
@@ -201,6 +221,9 @@ void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noex
 // Blocks until the state is ready. On a worker of a weft pool the worker runs other tasks meanwhile; anywhere,
 // a task nobody has started yet (and that has no affinity) is run inline by the waiter.
 void wait_until_ready(FutureStateBase& state);
+// Future::get's wait: as wait_until_ready, and the state's task, if this thread finds it in its own slot, runs
+// there with no read-modify-write (FutureStateBase::run_exclusive): get() is the Future's only user meanwhile.
+void wait_until_ready_for_get(FutureStateBase& state);
 // As wait_until_ready, giving up at the deadline; returns state.ready().
 bool wait_until_ready_for(FutureStateBase& state, std::chrono::nanoseconds timeout);
 
