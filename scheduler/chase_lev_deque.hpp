@@ -18,8 +18,11 @@
 // batch from t reaches b, and a thief that sees a later top also sees the lowered bottom: see pop()).
 // Otherwise it claims everything left, [t, b], with one CAS of top to b + 1, keeps b and puts the others
 // back at the bottom in their order, so the owner's order stays LIFO. With MaxBatch == 1 this is exactly the
-// paper's algorithm (t < b, then the CAS for the last item). The scheduler batches only the outside threads'
-// slots, whose owner pops only while it waits; a worker's deque keeps MaxBatch = 1 and its cheap pops.
+// paper's algorithm (t < b, then the CAS for the last item). When the owner's last look at top (top_seen_, a
+// lower bound) already shows fewer than MaxBatch items, pop() goes straight to that CAS without lowering bottom
+// or fencing (claim_from): it takes its items as a thief would, and the fence was only needed for the CAS-free
+// case. The scheduler batches only the outside threads' slots, whose owner pops only while it waits; a worker's
+// deque keeps MaxBatch = 1 and its cheap pops.
 //
 // Planted bugs for the model test (tests/deque/deque_model.cpp) are the WEFT_PLANT_DEQUE_* macros; only that
 // test defines them, so production builds compile exactly the correct text.
@@ -43,7 +46,8 @@
 #if !defined(RL_RELACY_HPP) &&                                                                \
     (defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) ||    \
      defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||             \
-     defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED))
+     defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED) ||     \
+     defined(WEFT_PLANT_DEQUE_CLAIM_PAST_BOTTOM))
 #error "WEFT_PLANT_DEQUE_* plants a bug for the Relacy model test (tests/deque/deque_model.cpp) only"
 #endif
 
@@ -130,6 +134,11 @@ class ChaseLevDeque {
     reclaim_if_quiescent();
     const DequeIndex b = bottom_.load(std::memory_order_relaxed) - 1;  // relaxed: only the owner writes it
     Array* a = array_.load(std::memory_order_relaxed);                  // relaxed: only the owner writes it
+    // Few items left by the owner's last look at top (a lower bound of top: the real count is no larger), so
+    // the pop below would end in a CAS of top anyway: claim with that CAS alone, as a thief would, leaving
+    // bottom where it is. No reservation of b, so no fence: the CAS on top is the only point of agreement
+    // with the thieves, as for a steal. A submit + get from an outside thread pops its slot's only item.
+    if (b - top_seen_ < static_cast<DequeIndex>(MaxBatch)) return claim_from(top_seen_, b, a);
     DequeIndex t;
     // Reserve slot b by lowering bottom, then read top: the store-buffering (Dekker) pattern with steal(),
     // which reads top then bottom. Sequential consistency between the two sides guarantees that either we
@@ -233,6 +242,33 @@ class ChaseLevDeque {
   [[nodiscard]] std::size_t retired_slots() const noexcept { return retired_slots_; }
 
  private:
+  // Owner only, pop()'s path when few items are left: claims all of [t, b] (t a top the owner read with
+  // acquire, or an earlier one) with one CAS of top to b + 1, with bottom still at b + 1, and keeps item b.
+  // The thieves' side is unchanged: every item leaves the deque through a CAS of top, so each is taken once.
+  [[gnu::always_inline]] std::optional<T> claim_from(DequeIndex t, DequeIndex b, Array* a) noexcept {
+    for (;;) {
+#if !defined(WEFT_PLANT_DEQUE_CLAIM_PAST_BOTTOM)
+      // Empty: top is past every item (a CAS from t == b + 1 would "succeed" and take a slot nobody filled).
+      if (t > b) return std::nullopt;
+#endif
+      // seq_cst, as the paper's last-item CAS: the winner of [t, b] is agreed in S with the thieves' CASes.
+      // acquire on failure: the top read is then a lower bound push() may rely on (see push_slow), and the
+      // next try starts from it.
+      if (top_.compare_exchange_weak(t, b + 1, std::memory_order_seq_cst, std::memory_order_acquire)) break;
+      top_seen_ = t;
+    }
+    top_seen_ = b + 1;  // the CAS read the last thief's top: a lower bound, as in pop()
+    const T taken = a->load(b);
+    if (t == b) return taken;  // the last item: top == bottom == b + 1, nothing to put back
+    // Put [t, b) back at b + 1 onwards, in order, as pop() does; bottom was never lowered.
+    std::array<T, MaxBatch> back;
+    const auto count = static_cast<std::size_t>(b - t);
+    for (std::size_t i = 0; i < count; ++i) back[i] = a->load(t + static_cast<DequeIndex>(i));
+    for (std::size_t i = 0; i < count; ++i) a->store(b + 1 + static_cast<DequeIndex>(i), back[i]);
+    publish_bottom(b + 1 + static_cast<DequeIndex>(count));
+    return taken;
+  }
+
   // Takes up to `limit` (>= 1) of the oldest items into out[0..count).
   BatchStealResult steal_oldest(T* out, std::size_t limit) noexcept {
     DequeIndex t;

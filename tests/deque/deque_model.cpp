@@ -301,7 +301,8 @@ void check_all(const char* variant, const std::vector<std::string_view>& only, T
 
 #if defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) || \
     defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||          \
-    defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED)
+    defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED) ||  \
+    defined(WEFT_PLANT_DEQUE_CLAIM_PAST_BOTTOM)
 constexpr bool planted = true;
 #else
 constexpr bool planted = false;
