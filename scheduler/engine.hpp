@@ -175,10 +175,12 @@ class Engine {
   // work (wait_on_fiber); where it may not, it waits as described here.
   // `refuse_as`, when set, names the call for weft::nesting_too_deep: the wait throws it instead of starting
   // short of stack (a wait that must not throw, an implicit join, leaves it null).
+  // `exclusive`: the state of the future whose get() waits here; found in a queue, it runs with no
+  // read-modify-write (execute_awaited).
   // Returns ready() (false only if the deadline passed first).
   template <class Ready, class Sleep>
   bool wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline, Sleep sleep,
-                      const char* refuse_as = nullptr);
+                      const char* refuse_as = nullptr, weft::detail::FutureStateBase* exclusive = nullptr);
 
   static constexpr unsigned kMaxWaitDepth = 64;
   // How much more than the stack reserve admit() wants left before it waits for room (see admit()): more than
@@ -231,7 +233,12 @@ class Engine {
   // fiber_worker.hpp); `me` follows the task to the worker it is on.
   template <class Ready, class Sleep>
   std::optional<bool> wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep,
-                                    std::chrono::steady_clock::time_point deadline);
+                                    std::chrono::steady_clock::time_point deadline,
+                                    weft::detail::FutureStateBase* exclusive);
+  // execute(), except for `exclusive`, the state whose Future::get waits on this worker: taken out of a queue,
+  // both its references are the waiter's, and it runs with FutureStateBase::run_exclusive (unless task hooks are
+  // set). Returns the worker the calling code is on afterwards, as execute() does.
+  Worker& execute_awaited(Worker& self, Task* task, weft::detail::FutureStateBase* exclusive) noexcept;
   // True if a task on `self`'s current fiber may suspend: not in a catch block or an unwinding, not inside a
   // RunningFrame, not inside a wait that could not suspend (Worker::no_suspend).
   [[nodiscard]] static bool may_suspend(const Worker& self) noexcept;
@@ -449,11 +456,11 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
 
 template <class Ready, class Sleep>
 bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline,
-                            Sleep sleep, const char* refuse_as) {
+                            Sleep sleep, const char* refuse_as, weft::detail::FutureStateBase* exclusive) {
   Worker* me = &self;
 #if WEFT_FIBERS
   if (me->fibers != nullptr) {
-    if (const std::optional<bool> done = wait_on_fiber(me, ready, sleep, deadline)) return *done;
+    if (const std::optional<bool> done = wait_on_fiber(me, ready, sleep, deadline, exclusive)) return *done;
     // It may not suspend here: wait as a pool without fibers does, below.
   }
 #endif
@@ -506,7 +513,7 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
       task = *mine;
     }
     if (task != nullptr) {
-      (void)execute(*me, task);  // cannot move this thread's frames: nothing suspends (no_suspend)
+      (void)execute_awaited(*me, task, exclusive);  // cannot move this thread's frames: nothing suspends
       fruitless = 0;
       continue;
     }
@@ -524,7 +531,8 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
 
 template <class Ready, class Sleep>
 std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep,
-                                          std::chrono::steady_clock::time_point deadline) {
+                                          std::chrono::steady_clock::time_point deadline,
+                                          weft::detail::FutureStateBase* exclusive) {
 #if WEFT_FIBERS
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   while (!ready()) {
@@ -536,7 +544,7 @@ std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& slee
     // wait: the task could run past the deadline.
     if (!timed && !stack_low_for_nesting() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
       if (auto own = me->deque.pop()) {
-        me = &execute(*me, *own);
+        me = &execute_awaited(*me, *own, exclusive);
         continue;
       }
     }
@@ -555,7 +563,7 @@ std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& slee
   }
   return true;
 #else
-  (void)me, (void)ready, (void)sleep, (void)deadline;
+  (void)me, (void)ready, (void)sleep, (void)deadline, (void)exclusive;
   return std::nullopt;
 #endif
 }

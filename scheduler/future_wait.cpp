@@ -47,7 +47,7 @@ bool wait(FutureStateBase& state, Clock::time_point deadline, bool exclusive = f
           if (may_claim && run_inline(state)) return;
           sleep_on(state, slice);
         },
-        "weft::Future::get/wait");
+        "weft::Future::get/wait", exclusive ? &state : nullptr);
   }
   sched::require_stack("weft::Future::get/wait");
   if (may_claim && state.inline_runs() != nullptr) {

@@ -253,6 +253,17 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
   return nullptr;
 }
 
+Worker& Engine::execute_awaited(Worker& self, Task* task, weft::detail::FutureStateBase* exclusive) noexcept {
+  if (task != exclusive || has_hooks()) return execute(self, task);
+  if (options_.max_queued != 0) release_queued_slot();
+  const std::uint64_t mark = switch_mark(self);
+  exclusive->run_exclusive();
+  Worker& after = worker_after(self, mark);  // as in run_and_release: the task may have moved (fibers)
+  after.counters.executed.bump();
+  after.counters.finished.bump();  // last, as in execute()
+  return after;
+}
+
 Worker& Engine::execute(Worker& self, Task* task) noexcept {
   if (options_.max_queued != 0) release_queued_slot();
   Worker* after;

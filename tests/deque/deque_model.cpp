@@ -192,8 +192,8 @@ struct Reclaim : DequeScenario<Reclaim<M>, M, 3> {
 
 // Batch steals (MaxBatch 2): two thieves each take up to 2 of the oldest items (half of what they see,
 // rounded up) while the owner pops twice. A thief that saw 3 items takes [0, 2); the owner may take item 1
-// without a CAS only if no batch from the top it read reaches it, which it does here: the second pop must
-// claim with a CAS (the planted single-steal test takes it twice).
+// without a CAS only if no batch from the top it read reaches it, which it does here: the second pop claims
+// with a CAS (through claim_from, since the owner's last look at top already shows fewer than 2 items).
 template <class M>
 struct BatchPop : DequeScenario<BatchPop<M>, M, 3, 2> {
   static constexpr std::size_t initial_capacity = 4;
@@ -205,6 +205,25 @@ struct BatchPop : DequeScenario<BatchPop<M>, M, 3, 2> {
       this->pop(th);
       this->pop(th);
     } else {
+      this->steal_batch(th);
+    }
+  }
+};
+
+// A batch from a top the owner has not looked at: one thief takes [0, 2), then sees [2, 5) and reads [2, 4)
+// for its second batch. The owner's second pop (b = 3) still goes the fenced way, as its last look at top
+// was 0, and there reads top 2: b - t is 1, so a batch from 2 may cover b and it must CAS (the planted
+// single-steal test takes item 3 without one, and the thief's batch takes it too).
+template <class M>
+struct BatchPopStale : DequeScenario<BatchPopStale<M>, M, 2, 2> {
+  static constexpr std::size_t initial_capacity = 8;
+  void thread(unsigned th) {
+    if (th == 0) {
+      for (int i = 0; i < 5; ++i) this->push();
+      this->pop(th);
+      this->pop(th);
+    } else {
+      this->steal_batch(th);
       this->steal_batch(th);
     }
   }
@@ -293,6 +312,7 @@ void check_all(const char* variant, const std::vector<std::string_view>& only, T
   if (wanted("interleaved")) check<Interleaved, M>("interleaved", variant, totals);
   if (wanted("reclaim")) check<Reclaim, M>("reclaim", variant, totals);
   if (wanted("batch_pop")) check<BatchPop, M>("batch_pop", variant, totals);
+  if (wanted("batch_pop_stale")) check<BatchPopStale, M>("batch_pop_stale", variant, totals);
   if (wanted("batch_wrap")) check<BatchWrap, M>("batch_wrap", variant, totals);
   if (wanted("batch_growth")) check<BatchGrowth, M>("batch_growth", variant, totals);
 }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -249,4 +250,55 @@ TEST_CASE("stress: with hooks set, every future's task runs exactly once inside 
     CHECK(log.starts.load() == log.ends.load());
     CHECK(log.starts.load() == static_cast<int>(runs.size()));
   }
+}
+
+namespace {
+
+// A value that counts its live instances: a future's state that is never destroyed (a reference count gone
+// wrong) keeps one alive.
+struct Counted {
+  static inline std::atomic<int> alive{0};
+  int value;
+  explicit Counted(int v) : value(v) { alive.fetch_add(1); }
+  Counted(Counted&& other) noexcept : value(other.value) { alive.fetch_add(1); }
+  Counted(const Counted&) = delete;
+  Counted& operator=(const Counted&) = delete;
+  Counted& operator=(Counted&&) = delete;
+  ~Counted() { alive.fetch_sub(1); }
+};
+
+}  // namespace
+
+// Future::get that takes its own task out of a queue (the outside thread's slot, the worker's deque) runs it
+// with no claim and no reference count (FutureStateBase::run_exclusive): values and exceptions still arrive,
+// every state is freed, and wait_idle still counts the task finished.
+TEST_CASE("get() that runs its own task delivers values and exceptions, frees the state, counts it for idle") {
+  const int rounds = static_cast<int>(weft::test::stress_count(2'000));
+  for_each_worker_count([&](unsigned workers) {
+    const Watchdog watchdog(named("get runs its own task", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    long sum = 0;
+    int errors = 0;
+    for (int i = 0; i < rounds; ++i) {
+      sum += pool.submit([i] { return Counted(i); }).get().value;
+      try {
+        pool.submit([i]() -> int { throw std::runtime_error("round " + std::to_string(i)); }).get();
+      } catch (const std::runtime_error& error) {
+        errors += error.what() == "round " + std::to_string(i) ? 1 : 0;
+      }
+    }
+    // The same on a worker: a task whose gets pop their states from its own deque.
+    const auto on_worker = [&pool, rounds] {
+      long total = 0;
+      for (int i = 0; i < rounds; ++i) total += pool.submit([i] { return Counted(i); }).get().value;
+      return total;
+    };
+    const long inner = pool.submit(on_worker).get();
+    pool.wait_idle();  // returns only if every task above counted as finished
+    const long expected = static_cast<long>(rounds) * (rounds - 1) / 2;
+    CHECK(sum == expected);
+    CHECK(inner == expected);
+    CHECK(errors == rounds);
+    CHECK(Counted::alive.load() == 0);
+  });
 }
