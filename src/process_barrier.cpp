@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -12,7 +13,13 @@ namespace {
 
 long membarrier(int command) noexcept { return syscall(SYS_membarrier, command, 0, 0); }
 
+bool switched_off() noexcept {
+  const char* const value = std::getenv("WEFT_PROCESS_BARRIER");
+  return value != nullptr && std::string_view(value) == "off";
+}
+
 bool register_process() noexcept {
+  if (switched_off()) return false;
   const long supported = membarrier(MEMBARRIER_CMD_QUERY);
   if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
   return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;

@@ -1,6 +1,6 @@
 // The OS boundary for asymmetric fences: a full memory barrier run on every running thread of this process at
-// once, so that a frequent path elsewhere can make do with a compiler barrier. Internal to weft; the
-// scheduler's parking (scheduler/parking.hpp) is its only user.
+// once, so that a frequent path elsewhere can make do with a compiler barrier. Internal to weft; its users are
+// the scheduler's parking (scheduler/parking.hpp), the engine's idle count and its outside slots' shutdown gate.
 //
 // The pairing (Linux membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED): a thread A that runs
 //   store x; compiler barrier; load y
@@ -15,7 +15,9 @@ namespace weft::os {
 
 // Whether process_barrier() works in this process: registers the process for it on the first call (the
 // kernel needs that once per process) and remembers the answer. False on kernels before 4.14 and where a
-// seccomp filter refuses membarrier; callers then use real fences on both sides.
+// seccomp filter refuses membarrier; callers then use real fences on both sides. Also false when the
+// environment variable WEFT_PROCESS_BARRIER is "off" at the first call: CI runs a suite that way, so that the
+// fence-on-both-sides protocols run on machines whose kernel has the barrier too.
 [[nodiscard]] bool process_barrier_available() noexcept;
 
 // The barrier itself (a system call: about 0.1 us alone, 1.5 us with another of our threads running on a
