@@ -192,14 +192,7 @@ class ChaseLevDeque {
       bottom_.store(b + 1, std::memory_order_relaxed);  // relaxed: nothing new to publish
       return taken;
     }
-    // Put [t, b) back, in order, at b + 1 onwards. Nobody else writes slots, and thieves that read the old
-    // ones fail their CAS (top is b + 1 now), so reading them all first is enough even where the new
-    // positions share ring slots with the old. Fewer than MaxBatch items, and they fitted before.
-    std::array<T, MaxBatch> back;
-    const auto count = static_cast<std::size_t>(b - t);
-    for (std::size_t i = 0; i < count; ++i) back[i] = a->load(t + static_cast<DequeIndex>(i));
-    for (std::size_t i = 0; i < count; ++i) a->store(b + 1 + static_cast<DequeIndex>(i), back[i]);
-    publish_bottom(b + 1 + static_cast<DequeIndex>(count));
+    put_back(a, t, b);
     return taken;
   }
 
@@ -260,13 +253,20 @@ class ChaseLevDeque {
     top_seen_ = b + 1;  // the CAS read the last thief's top: a lower bound, as in pop()
     const T taken = a->load(b);
     if (t == b) return taken;  // the last item: top == bottom == b + 1, nothing to put back
-    // Put [t, b) back at b + 1 onwards, in order, as pop() does; bottom was never lowered.
+    put_back(a, t, b);  // bottom was never lowered: it is b + 1 already
+    return taken;
+  }
+
+  // Owner only, after a CAS of top to b + 1 claimed [t, b] and b was kept: puts [t, b) back, in order, at b + 1
+  // onwards, and publishes them. Nobody else writes slots, and thieves that read the old ones fail their CAS
+  // (top is b + 1 now), so reading them all first is enough even where the new positions share ring slots with
+  // the old. Fewer than MaxBatch items, and they fitted before.
+  void put_back(Array* a, DequeIndex t, DequeIndex b) noexcept {
     std::array<T, MaxBatch> back;
     const auto count = static_cast<std::size_t>(b - t);
     for (std::size_t i = 0; i < count; ++i) back[i] = a->load(t + static_cast<DequeIndex>(i));
     for (std::size_t i = 0; i < count; ++i) a->store(b + 1 + static_cast<DequeIndex>(i), back[i]);
     publish_bottom(b + 1 + static_cast<DequeIndex>(count));
-    return taken;
   }
 
   // Takes up to `limit` (>= 1) of the oldest items into out[0..count).
