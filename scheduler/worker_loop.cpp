@@ -254,7 +254,9 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
 }
 
 Worker& Engine::execute_awaited(Worker& self, Task* task, weft::detail::FutureStateBase* exclusive) noexcept {
-  if (task != exclusive || has_hooks()) return execute(self, task);
+  // The null test first: g++'s LTO otherwise follows a path where both are null into run_exclusive and warns
+  // (-Wstringop-overflow), though a found task is never null.
+  if (exclusive == nullptr || task != exclusive || has_hooks()) return execute(self, task);
   if (options_.max_queued != 0) release_queued_slot();
   const std::uint64_t mark = switch_mark(self);
   exclusive->run_exclusive();
