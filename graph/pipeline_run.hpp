@@ -223,9 +223,8 @@ class Run {
   // Written by carriers on any thread; relaxed: a heuristic's input, nothing is ordered by it.
   std::atomic<std::uint64_t> cycles_per_item_{0};
 
-  // Tasks spawned and not ended; the run's owner waits for zero on tasks_signal_.
+  // Tasks spawned and not ended; the run's owner waits for zero on the run state's subflow signal.
   alignas(sched::kCacheLine) std::atomic<std::uint64_t> tasks_{0};
-  graph::Signal tasks_signal_;
 
   std::atomic<bool> stop_{false};
   std::mutex error_lock_;

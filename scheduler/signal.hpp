@@ -13,50 +13,41 @@
 #include "scheduler/engine.hpp"
 #include "scheduler/memory_model.hpp"
 #include "scheduler/wait_word.hpp"
-#include "weft/detail/wait_signal.hpp"
 
 namespace weft::sched {
 
 using Clock = std::chrono::steady_clock;
 
-
-using Clock = std::chrono::steady_clock;
-
 // A word threads sleep on until some condition they test holds. Notifiers change the condition first, then
-// call notify(); it costs a fence and a load unless somebody sleeps. (The public wait primitives hold the same
-// pair of words, weft::detail::WaitSignal, and use it through notify_signal and sleep_on_signal.)
-inline void notify_signal(weft::detail::WaitSignal& word) noexcept {
-  // seq_cst fence: Dekker with sleep_on_signal(): either the sleeper's announcement (seq_cst RMW) is ordered
-  // before this fence and we see it, or its re-check of the condition is ordered after and sees the change.
-  StdMemoryModel::thread_fence(std::memory_order_seq_cst);
-  if (word.sleepers.load(std::memory_order_relaxed) == 0) return;
-  // release: a sleeper that reads the new epoch also sees the condition's change (park_word compares the word).
-  word.epoch.fetch_add(1, std::memory_order_release);
-  wake_word_all(word.epoch);
-}
-
-// Sleeps for at most `slice` unless ready() holds once announced (then returns at once).
-template <class Ready>
-void sleep_on_signal(weft::detail::WaitSignal& word, Ready& ready, std::chrono::nanoseconds slice) noexcept {
-  // seq_cst: the announcement half of the handshake in notify_signal().
-  word.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  const std::uint32_t seen = word.epoch.load(std::memory_order_acquire);
-  if (!ready()) park_word(word.epoch, seen, slice);
-  word.sleepers.fetch_sub(1, std::memory_order_relaxed);
-}
-
+// call notify(); it costs a fence and a load unless somebody sleeps. The notifier reads the Signal after it
+// changed the condition, so the Signal must outlive every notify: the graph front-end's run state holds them.
+// (The public wait primitives, which a waiter may destroy as soon as it returns, use one word instead:
+// scheduler/primitive_word.hpp.)
 class Signal {
  public:
   // Called after the condition changed.
-  void notify() noexcept { notify_signal(word_); }
+  void notify() noexcept {
+    // seq_cst fence: Dekker with sleep(): either the sleeper's announcement (seq_cst RMW) is ordered before this
+    // fence and we see it, or its re-check of the condition is ordered after and sees the change.
+    StdMemoryModel::thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    // release: a sleeper that reads the new epoch also sees the condition's change (park_word compares the word).
+    epoch_.fetch_add(1, std::memory_order_release);
+    wake_word_all(epoch_);
+  }
   // Sleeps for at most `slice` unless ready() holds once announced (then returns at once).
   template <class Ready>
   void sleep(Ready& ready, std::chrono::nanoseconds slice) noexcept {
-    sleep_on_signal(word_, ready, slice);
+    // seq_cst: the announcement half of the handshake in notify().
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = epoch_.load(std::memory_order_acquire);
+    if (!ready()) park_word(epoch_, seen, slice);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
 
  private:
-  weft::detail::WaitSignal word_;
+  std::atomic<std::uint32_t> epoch_{0};
+  std::atomic<std::uint32_t> sleepers_{0};
 };
 
 // How long a thread that is not a worker keeps looking before it sleeps.

@@ -1,9 +1,10 @@
-// weft::Event, weft::WaitGroup and weft::ConditionVariable: each a condition over its own atomics, waited for
-// through the scheduler's wait (scheduler/signal.hpp): suspending on a worker with fibers, running other tasks
-// on a worker without them, spinning briefly then sleeping elsewhere.
+// weft::Event, weft::WaitGroup and weft::ConditionVariable: each one word (scheduler/primitive_word.hpp holds its
+// protocol), waited for through the scheduler's wait (scheduler/signal.hpp): suspending on a worker with fibers,
+// running other tasks on a worker without them, spinning briefly then sleeping elsewhere.
 #include <stdexcept>
 #include <string>
 
+#include "scheduler/primitive_word.hpp"
 #include "scheduler/signal.hpp"
 #include "weft/condition_variable.hpp"
 #include "weft/errors.hpp"
@@ -14,30 +15,41 @@ namespace weft {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+namespace word = sched::primitive_word;
+using detail::kWordValue;
 
-// wait_until's sleeper for a primitive's WaitSignal.
-struct SignalSleeper {
-  detail::WaitSignal& word;
+// How a primitive's waiters sleep on its word: the futex, or the fiber lot inside a wait that suspends.
+struct WordParking {
+  static void park(std::atomic<std::uint32_t>& w, std::uint32_t expected, std::chrono::nanoseconds slice) noexcept {
+    sched::park_word(w, expected, slice);
+  }
+  static void wake_all(std::atomic<std::uint32_t>& w) noexcept { sched::wake_word_all(w); }
+};
+
+// wait_until's sleeper for a primitive's word; `ready_at` judges the word's value.
+template <class ReadyAt>
+struct WordSleeper {
+  std::atomic<std::uint32_t>& w;
+  ReadyAt ready_at;
   template <class Ready>
-  void sleep(Ready& ready, std::chrono::nanoseconds slice) noexcept {
-    sched::sleep_on_signal(word, ready, slice);
+  void sleep(Ready& /*ready: judged on the word's value instead*/, std::chrono::nanoseconds slice) noexcept {
+    word::sleep<WordParking>(w, ready_at, slice);
   }
 };
 
-// sched::wait_until for a primitive's wait named `what`: on a worker, a shutdown of its pool that drops pending
-// work (Shutdown::DropPending, shutdown_for's deadline) ends the wait with weft::task_dropped, so that a task
-// waiting for a signal that may never come lets its pool stop. Returns ready() (false on the deadline).
-template <class Ready>
-bool wait_or_drop(Ready ready, detail::WaitSignal& word, Clock::time_point deadline, const char* what) {
+// sched::wait_until for a primitive's wait named `what`, until ready() holds (it reads the word with acquire;
+// `ready_at` is the same condition judged on a value of the word). On a worker, a shutdown of its pool that drops
+// pending work (Shutdown::DropPending, shutdown_for's deadline) ends the wait with weft::task_dropped, so that a
+// task waiting for a signal that may never come lets its pool stop. Returns ready() (false on the deadline).
+template <class Ready, class ReadyAt>
+bool wait_or_drop(Ready ready, std::atomic<std::uint32_t>& w, ReadyAt ready_at, Clock::time_point deadline,
+                  const char* what) {
+  WordSleeper<ReadyAt> sleeper{w, ready_at};
   sched::Worker* const worker = sched::Engine::this_thread_worker();
-  if (worker == nullptr) {
-    SignalSleeper sleeper{word};
-    return sched::wait_until(ready, sleeper, deadline);
-  }
+  if (worker == nullptr) return sched::wait_until(ready, sleeper, deadline);
   // A task moves between workers of one pool only: the engine stays right after a suspension.
   const sched::Engine& engine = worker->engine;
   bool dropped = false;
-  SignalSleeper sleeper{word};
   const bool done = sched::wait_until(
       [&] {
         if (ready()) return true;
@@ -58,19 +70,13 @@ bool wait_or_drop(Ready ready, detail::WaitSignal& word, Clock::time_point deadl
 // --- Event -------------------------------------------------------------------------------------------------------
 
 bool Event::try_take() noexcept {
-  if (mode_ == Mode::Manual) return state_.load(std::memory_order_acquire) != 0;
-  std::uint32_t expected = 1;
-  // acquire: what the signaller did before signal() is visible to the wait that takes the signal.
-  return state_.compare_exchange_strong(expected, 0, std::memory_order_acquire, std::memory_order_relaxed);
+  if (mode_ == Mode::Manual) return (state_.load(std::memory_order_acquire) & word::kEventSet) != 0;
+  return word::event_take(state_);
 }
 
-void Event::signal() noexcept {
-  // release: pairs with try_take's acquire.
-  state_.store(1, std::memory_order_release);
-  sched::notify_signal(signal_);
-}
+void Event::signal() noexcept { word::event_set<WordParking>(state_); }
 
-void Event::clear() noexcept { state_.store(0, std::memory_order_relaxed); }
+void Event::clear() noexcept { word::event_clear(state_); }
 
 bool Event::wait_until(Clock::time_point deadline) {
   // An Auto event's signal is taken once: the predicate remembers that it took it, as wait_until may ask again.
@@ -80,7 +86,7 @@ bool Event::wait_until(Clock::time_point deadline) {
         if (!taken) taken = try_take();
         return taken;
       },
-      signal_, deadline, "weft::Event::wait");
+      state_, [](std::uint32_t value) { return (value & word::kEventSet) != 0; }, deadline, "weft::Event::wait");
 }
 
 void Event::wait() { (void)wait_until(Clock::time_point::max()); }
@@ -89,31 +95,26 @@ bool Event::wait_for(std::chrono::nanoseconds timeout) { return wait_until(detai
 
 // --- WaitGroup ---------------------------------------------------------------------------------------------------
 
+WaitGroup::WaitGroup(std::uint32_t initial) : state_(0) { add(initial); }
+
 void WaitGroup::add(std::uint32_t n) {
-  std::uint32_t count = count_.load(std::memory_order_relaxed);
-  do {
-    if (n > UINT32_MAX - count) {
-      throw std::overflow_error("weft::WaitGroup::add(" + std::to_string(n) + "): " + std::to_string(count) +
-                                " are outstanding already, and the count holds at most 4294967295");
-    }
-  } while (!count_.compare_exchange_weak(count, count + n, std::memory_order_relaxed));
+  std::uint32_t count = 0;
+  if (!word::group_add(state_, n, count)) {
+    throw std::overflow_error("weft::WaitGroup::add(" + std::to_string(n) + "): " + std::to_string(count) +
+                              " are outstanding already, and the count holds at most " + std::to_string(kWordValue));
+  }
 }
 
 void WaitGroup::done() {
-  std::uint32_t count = count_.load(std::memory_order_relaxed);
-  do {
-    if (count == 0) {
-      throw std::logic_error(
-          "weft::WaitGroup::done: the count is already zero (done() called more times than add() added)");
-    }
-    // release: what this caller did is visible to a waiter that sees the count reach zero (acquire).
-  } while (!count_.compare_exchange_weak(count, count - 1, std::memory_order_acq_rel, std::memory_order_relaxed));
-  if (count == 1) sched::notify_signal(signal_);
+  if (!word::group_done<WordParking>(state_)) {
+    throw std::logic_error(
+        "weft::WaitGroup::done: the count is already zero (done() called more times than add() added)");
+  }
 }
 
 bool WaitGroup::wait_until(Clock::time_point deadline) {
-  return wait_or_drop([this] { return count_.load(std::memory_order_acquire) == 0; }, signal_, deadline,
-                      "weft::WaitGroup::wait");
+  return wait_or_drop([this] { return (state_.load(std::memory_order_acquire) & kWordValue) == 0; }, state_,
+                      [](std::uint32_t value) { return value == 0; }, deadline, "weft::WaitGroup::wait");
 }
 
 void WaitGroup::wait() { (void)wait_until(Clock::time_point::max()); }
@@ -124,15 +125,12 @@ bool WaitGroup::wait_for(std::chrono::nanoseconds timeout) { return wait_until(d
 
 void ConditionVariable::notify_one() noexcept { notify_all(); }
 
-void ConditionVariable::notify_all() noexcept {
-  // release: a waiter that sees the new generation sees what the notifier did before (it re-locks anyway).
-  generation_.fetch_add(1, std::memory_order_release);
-  sched::notify_signal(signal_);
-}
+void ConditionVariable::notify_all() noexcept { word::generation_bump<WordParking>(generation_); }
 
 bool ConditionVariable::wait_generation(std::uint32_t seen, Clock::time_point deadline) {
-  return wait_or_drop([&] { return generation_.load(std::memory_order_acquire) != seen; }, signal_, deadline,
-                      "weft::ConditionVariable::wait");
+  return wait_or_drop(
+      [&] { return (generation_.load(std::memory_order_acquire) & kWordValue) != seen; }, generation_,
+      [seen](std::uint32_t value) { return value != seen; }, deadline, "weft::ConditionVariable::wait");
 }
 
 void ConditionVariable::wait(std::unique_lock<std::mutex>& lock) {
@@ -146,7 +144,7 @@ std::cv_status ConditionVariable::wait_until(std::unique_lock<std::mutex>& lock,
   }
   // Read with the mutex held: a notify after the caller checked its condition (under the mutex) bumps it past
   // this value, so the wait below cannot miss it.
-  const std::uint32_t seen = generation_.load(std::memory_order_acquire);
+  const std::uint32_t seen = generation_.load(std::memory_order_acquire) & kWordValue;
   lock.unlock();
   bool notified = false;
   try {

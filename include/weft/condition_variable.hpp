@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "weft/detail/deadline.hpp"
-#include "weft/detail/wait_signal.hpp"
+#include "weft/detail/primitive_word.hpp"
 
 namespace weft {
 
@@ -26,7 +26,8 @@ namespace weft {
 // - A lock that does not hold its mutex throws std::logic_error ("weft::ConditionVariable::wait: ...").
 // - A task must not hold a std::mutex across a wait that may suspend, other than through this class: a
 //   std::mutex must be unlocked by the thread that locked it.
-// - Any member from any thread. Not copyable or movable. Destroy it only once no thread waits on it.
+// - Any member from any thread. Not copyable or movable. Destroy it only once no thread waits on it; a woken
+//   waiter may destroy it even while the notify that woke it is still returning.
 //
 // Example (docs/examples/wait_primitives.cpp has more):
 //   std::mutex m;
@@ -79,8 +80,9 @@ class ConditionVariable {
   // Waits while the generation is still `seen`.
   bool wait_generation(std::uint32_t seen, std::chrono::steady_clock::time_point deadline);
 
+  // The generation (notifies counted modulo 2^31), and whether a waiter sleeps on it
+  // (weft/detail/primitive_word.hpp).
   std::atomic<std::uint32_t> generation_{0};
-  detail::WaitSignal signal_;
 };
 
 }  // namespace weft

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "weft/detail/deadline.hpp"
-#include "weft/detail/wait_signal.hpp"
+#include "weft/detail/primitive_word.hpp"
 
 namespace weft {
 
@@ -28,7 +28,8 @@ namespace weft {
 //   resumes at the deadline at the latest (give or take the workers' timer look, about a millisecond when idle).
 // - Every member may be called from any thread at any time; signal() before wait() is never lost. What a thread
 //   did before signal() is visible to the waiter that wait() released.
-// - Not copyable or movable: waiters refer to it by address. Destroy it only once no thread waits on it.
+// - Not copyable or movable: waiters refer to it by address. Destroy it only once no thread waits on it; a waiter
+//   may destroy it as soon as wait() returns, even while the signal() that released it is still returning.
 //
 // Example (docs/examples/wait_primitives.cpp has more):
 //   weft::Event ready;                      // manual reset
@@ -58,7 +59,9 @@ class Event {
     return wait_for(detail::clamp_to_nanoseconds(timeout));
   }
   // True if signalled now (a snapshot; never consumes an Auto event's signal).
-  [[nodiscard]] bool is_signaled() const noexcept { return state_.load(std::memory_order_acquire) != 0; }
+  [[nodiscard]] bool is_signaled() const noexcept {
+    return (state_.load(std::memory_order_acquire) & 1) != 0;
+  }
   // The mode it was made with.
   [[nodiscard]] Mode mode() const noexcept { return mode_; }
 
@@ -68,8 +71,8 @@ class Event {
   bool wait_until(std::chrono::steady_clock::time_point deadline);
 
   const Mode mode_;
+  // Set (1) or not, and whether a waiter sleeps on it (weft/detail/primitive_word.hpp).
   std::atomic<std::uint32_t> state_;
-  detail::WaitSignal signal_;
 };
 
 }  // namespace weft

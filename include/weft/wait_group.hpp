@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "weft/detail/deadline.hpp"
-#include "weft/detail/wait_signal.hpp"
+#include "weft/detail/primitive_word.hpp"
 
 namespace weft {
 
@@ -18,11 +18,12 @@ namespace weft {
 // Contract:
 // - add(n) raises the count by n; done() lowers it by one; wait() returns once it is zero (at once if it is).
 // - done() on a count of zero throws std::logic_error ("weft::WaitGroup::done: ..."): more done() than add().
-//   add() past 2^32 - 1 outstanding throws std::overflow_error naming the count.
+//   add() past 2^31 - 1 outstanding throws std::overflow_error naming the count.
 // - wait() suspends the calling task on a worker of a pool with fibers, runs other tasks on a worker without
 //   them, and blocks elsewhere, as Event::wait(). What each done() caller did before done() is visible after
 //   wait() returns.
-// - Any member from any thread. Not copyable or movable. Destroy it only once no thread waits on it.
+// - Any member from any thread. Not copyable or movable. Destroy it only once no thread waits on it; a waiter
+//   may destroy it as soon as wait() returns, even while the done() that released it is still returning.
 //
 // Example (docs/examples/wait_primitives.cpp has more):
 //   weft::WaitGroup pending;
@@ -34,11 +35,12 @@ namespace weft {
 class WaitGroup {
  public:
   // A group with `initial` outstanding.
-  explicit WaitGroup(std::uint32_t initial = 0) noexcept : count_(initial) {}
+  // Throws std::overflow_error past 2^31 - 1.
+  explicit WaitGroup(std::uint32_t initial = 0);
   WaitGroup(const WaitGroup&) = delete;
   WaitGroup& operator=(const WaitGroup&) = delete;
 
-  // Raises the count by `n`. Throws std::overflow_error past 2^32 - 1 outstanding (the count is unchanged).
+  // Raises the count by `n`. Throws std::overflow_error past 2^31 - 1 outstanding (the count is unchanged).
   void add(std::uint32_t n = 1);
   // Lowers the count by one, waking the waiters when it reaches zero. Throws std::logic_error if it was zero.
   void done();
@@ -51,13 +53,15 @@ class WaitGroup {
     return wait_for(detail::clamp_to_nanoseconds(timeout));
   }
   // The outstanding count now (a snapshot).
-  [[nodiscard]] std::uint32_t count() const noexcept { return count_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::uint32_t count() const noexcept {
+    return state_.load(std::memory_order_acquire) & detail::kWordValue;
+  }
 
  private:
   bool wait_until(std::chrono::steady_clock::time_point deadline);
 
-  std::atomic<std::uint32_t> count_;
-  detail::WaitSignal signal_;
+  // The count, and whether a waiter sleeps on it (weft/detail/primitive_word.hpp).
+  std::atomic<std::uint32_t> state_;
 };
 
 }  // namespace weft

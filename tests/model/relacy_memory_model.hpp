@@ -86,6 +86,12 @@ class RelacyAtomic {
   T fetch_sub(U delta, std::memory_order o = sc, Loc at = Loc::current()) {
     return atom_.fetch_sub(delta, to_relacy(o), where(at));
   }
+  T fetch_and(T mask, std::memory_order o = sc, Loc at = Loc::current()) {
+    return atom_.fetch_and(mask, to_relacy(o), where(at));
+  }
+  T fetch_or(T mask, std::memory_order o = sc, Loc at = Loc::current()) {
+    return atom_.fetch_or(mask, to_relacy(o), where(at));
+  }
 
  private:
   mutable rl::atomic<T> atom_;

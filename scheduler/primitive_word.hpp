@@ -1,0 +1,149 @@
+// The protocol of a weft wait primitive's word (weft::Event, WaitGroup, ConditionVariable; the bits are in
+// weft/detail/primitive_word.hpp): the primitive's value and kWordWaiters in one 32-bit word, which waiters also
+// park on.
+//
+// Invariants, and why:
+// - A notifier touches the primitive in exactly one read-modify-write: the one that changes the value (and
+//   clears kWordWaiters). Whatever follows uses the word's address only (a futex wake, the fiber lot's look-up),
+//   never its memory. A waiter that sees the value it waits for may return at once, and its caller may destroy
+//   the primitive (a WaitGroup on the stack of the thread that waits for it): the notifier may still be between
+//   its RMW and its wake, but it no longer reads or writes the object. A wake that reaches an address reused
+//   since is spurious, and every park tolerates spurious wake-ups.
+// - No wake-up is lost. A waiter sets kWordWaiters with a CAS from a value it judged not ready, then parks only
+//   while the word still holds that value with the bit set. The notifier's RMW is either after the CAS in the
+//   word's modification order (it reads the bit and wakes) or before it (the CAS fails; the waiter looks again).
+//   One word, one modification order: no fence is needed on either side.
+// - Ordering: the RMW that makes the value ready is a release, and waiters read the value with acquire (in their
+//   ready predicates), so what a notifier did before is visible after the wait. Earlier RMWs on the word belong
+//   to the same release sequence (a WaitGroup's earlier done() calls).
+//
+// Templates on the word and on `Parking` (static park(word, expected, slice) and wake_all(word)), so that the
+// Relacy model in tests/wait/primitive_word_model.cpp checks this text (planted bugs: WEFT_MODEL_MUTANT_*).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "weft/detail/primitive_word.hpp"
+
+namespace weft::sched::primitive_word {
+
+using weft::detail::kWordValue;
+using weft::detail::kWordWaiters;
+
+// An Event's value: set or not.
+inline constexpr std::uint32_t kEventSet = 1;
+
+// The order of the RMW that makes a waiter's value ready (see the file comment).
+#ifdef WEFT_MODEL_MUTANT_RELAXED_RELEASE  // defined only by the model: the notifiers publish nothing
+inline constexpr std::memory_order kPublish = std::memory_order_relaxed;
+#else
+inline constexpr std::memory_order kPublish = std::memory_order_release;
+#endif
+
+// After the notifier's RMW, which read `before`: wakes the word's waiters if one had announced itself. Uses the
+// word's address only.
+template <class Parking, class Word>
+void wake_if_announced(Word& word, std::uint32_t before) noexcept {
+#ifdef WEFT_MODEL_MUTANT_LOOK_AFTER_CHANGE  // defined only by the model: reads the word again after the RMW
+  if (word.load(std::memory_order_relaxed) == kWordWaiters) return;
+#endif
+  if ((before & kWordWaiters) != 0) Parking::wake_all(word);
+}
+
+// One sleep of a waiter that waits until `ready_at(value)` holds: returns at once if it holds for the word's
+// value now; otherwise announces itself (kWordWaiters) and parks for at most `slice` while the word holds the
+// value it announced on. May return early; the caller re-checks its condition.
+template <class Parking, class Word, class ReadyAt>
+void sleep(Word& word, ReadyAt ready_at, std::chrono::nanoseconds slice) noexcept {
+  // relaxed, here and in the CAS: readiness is judged on this value only to decide whether to park; the caller's
+  // own check after the return reads with acquire.
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  for (;;) {
+    if (ready_at(seen & kWordValue)) return;
+    if ((seen & kWordWaiters) != 0) break;
+#ifdef WEFT_MODEL_MUTANT_PARK_UNANNOUNCED  // defined only by the model: parks without setting the bit
+    break;
+#endif
+    if (word.compare_exchange_weak(seen, seen | kWordWaiters, std::memory_order_relaxed,
+                                   std::memory_order_relaxed)) {
+      seen |= kWordWaiters;
+      break;
+    }
+  }
+  Parking::park(word, seen, slice);
+}
+
+// --- WaitGroup: the value is the outstanding count ----------------------------------------------------------
+
+// Raises the count by `n`. False if that would pass kWordValue (nothing changes); `count` is the count seen.
+template <class Word>
+[[nodiscard]] bool group_add(Word& word, std::uint32_t n, std::uint32_t& count) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  do {
+    count = seen & kWordValue;
+    if (n > kWordValue - count) return false;
+    // relaxed: add() publishes nothing; the waiters synchronise with done().
+  } while (!word.compare_exchange_weak(seen, seen + n, std::memory_order_relaxed, std::memory_order_relaxed));
+  return true;
+}
+
+// Lowers the count by one; false if it was zero (nothing changes). The step to zero clears kWordWaiters and
+// wakes the waiters.
+template <class Parking, class Word>
+[[nodiscard]] bool group_done(Word& word) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  std::uint32_t next = 0;
+  do {
+    const std::uint32_t count = seen & kWordValue;
+    if (count == 0) return false;
+    next = count == 1 ? 0 : seen - 1;
+    // release: what this caller did before done() is visible to a waiter that reads zero (acquire); the
+    // earlier done() calls' RMWs are in the same release sequence.
+  } while (!word.compare_exchange_weak(seen, next, kPublish, std::memory_order_relaxed));
+  if (next == 0) wake_if_announced<Parking>(word, seen);
+  return true;
+}
+
+// --- Event: the value is kEventSet or 0 -----------------------------------------------------------------------
+
+// Sets the event, clearing kWordWaiters, and wakes the waiters.
+template <class Parking, class Word>
+void event_set(Word& word) noexcept {
+  // release: what the signaller did before is visible to the wait that sees (or takes) the signal.
+  const std::uint32_t before = word.exchange(kEventSet, kPublish);
+  wake_if_announced<Parking>(word, before);
+}
+
+// Takes the signal of an Auto event: true if it was set (it is clear now).
+template <class Word>
+[[nodiscard]] bool event_take(Word& word) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  do {
+    if ((seen & kEventSet) == 0) return false;
+    // acquire: pairs with event_set's release.
+  } while (!word.compare_exchange_weak(seen, seen & ~kEventSet, std::memory_order_acquire,
+                                       std::memory_order_relaxed));
+  return true;
+}
+
+// Clears the event; announced waiters stay announced.
+template <class Word>
+void event_clear(Word& word) noexcept {
+  word.fetch_and(~kEventSet, std::memory_order_relaxed);
+}
+
+// --- ConditionVariable: the value is a generation, counted modulo 2^31 --------------------------------------
+
+// Moves the generation on, clearing kWordWaiters, and wakes the waiters.
+template <class Parking, class Word>
+void generation_bump(Word& word) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  // release: a waiter that sees the new generation sees what the notifier did before (it re-locks anyway).
+  while (!word.compare_exchange_weak(seen, (seen + 1) & kWordValue, kPublish, std::memory_order_relaxed)) {
+  }
+  wake_if_announced<Parking>(word, seen);
+}
+
+}  // namespace weft::sched::primitive_word
