@@ -17,11 +17,12 @@
 
 namespace weft {
 
+bool Subflow::on_owner_stack() const noexcept { return owner_stack_ == sched::current_stack_id(); }
+
 void Subflow::spawn_child(small_function<void()>&& child) {
-  // relaxed: counted before the child can run; the child's decrement (acq_rel) publishes its work to join().
-  // Not a unit of the run: the node execution this Subflow descends from holds one, and cannot end before the
-  // child (see pending_).
-  pending_.fetch_add(1, std::memory_order_relaxed);
+  // Counted before the child can run. Not a unit of the run: the node execution this Subflow descends from holds
+  // one, and cannot end before the child (see children_).
+  children_.spawned(on_owner_stack());
   // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
   // the pool_closed exception then reaches the body that spawned.
   TaskOptions options{};
@@ -39,6 +40,11 @@ Subflow* Subflow::exchange_current(Subflow* next) noexcept {
   return static_cast<Subflow*>(sched::exchange_task_local(detail::kCurrentChildSlot, next));
 }
 
+Subflow* Subflow::enter_body() noexcept {
+  owner_stack_ = sched::current_stack_id();
+  return exchange_current(this);
+}
+
 const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
   const Subflow* child = current_child();
   return child != nullptr ? child->run_ : nullptr;
@@ -47,7 +53,7 @@ const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
 void Subflow::require_stack_to_spawn() { sched::require_stack("weft::Subflow::spawn"); }
 
 void Subflow::join() {
-  // The running child counts in the pending_ of each of its ancestors until it returns: joining one of them
+  // The running child counts in each of its ancestors' children until it returns: joining one of them
   // from here could never end. A child joining its own Subflow (the usual case) is none of its own ancestors:
   // it skips the walk, which costs a load per level of nesting (callgrind, fib(20) through Subflow: ~100
   // instructions a join, more the deeper the recursion; docs/perf-log.md).
@@ -61,8 +67,8 @@ void Subflow::join() {
               "it would wait for; join a child's own Subflow instead");
       }
     }
-    // A child's Subflow is joined by that child's body (which marks itself as the running child): its count of
-    // the children that finished on the body's stack (local_done_) is the body's alone.
+    // A child's Subflow is joined by that child's body (which marks itself as the running child): its plain
+    // count of the children spawned and finished on the body's stack is the body's alone.
     if (parent_ != nullptr)
       throw std::logic_error(
           "weft::Subflow::join: a child's Subflow joined from outside that child's body (another thread or "
@@ -72,7 +78,7 @@ void Subflow::join() {
   join_children();
 }
 
-// How a joiner sleeps: it announces itself in pending_ first, so that the last child knows to wake it.
+// How a joiner sleeps: it announces itself first, so that the last child knows to wake it.
 struct Subflow::JoinSleeper {
   Subflow& subflow;
   template <class Ready>
@@ -83,37 +89,22 @@ struct Subflow::JoinSleeper {
 };
 
 void Subflow::announce_sleeper() noexcept {
-  // relaxed: only this joiner sets or clears the bit.
-  if ((pending_.load(std::memory_order_relaxed) & kSleeper) != 0) return;
-  // Fold the children that finished on this stack into the count, so that it counts exactly the unfinished
-  // ones and the last of them sees kSleeper | 1 (relaxed: the seq_cst fetch_or below follows it on the same
-  // variable, and no child decrements below what it holds, as each counted itself before it ran).
-  if (local_done_ != 0) {
-    pending_.fetch_sub(std::exchange(local_done_, 0U), std::memory_order_relaxed);
-  }
+  if (children_.announced()) return;
   // The unit the waking child will end. This joiner holds one (its execution's), so the run cannot end here.
   run_->add_unit();
-  // seq_cst, as the children's decrements are ordered against it anyway (one variable): a child that
-  // decrements after this sees the bit.
-  const std::uint32_t before = pending_.fetch_or(kSleeper, std::memory_order_seq_cst);
-  if ((before & kCountMask) == 0) {
-    // Every child had finished already: none will take the unit, and none touches pending_ any more.
-    pending_.store(0, std::memory_order_relaxed);
-    run_->finish_unit();  // never the run's last: this joiner's execution holds another
-  }
+  // Every child had finished already: none will take the unit.
+  if (!children_.announce()) run_->finish_unit();  // never the run's last: this joiner's execution holds another
 }
 
 void Subflow::join_children() noexcept {
   // An outside thread running this node (it helps its run) does not run the children itself: they are
   // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there
   // are cores, which slows a compute-bound parallel_for (docs/perf-log.md).
-  // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
   JoinSleeper sleeper{*this};
   graph::wait_until([this] { return !has_unfinished(); }, sleeper);
-  // No child is left to touch pending_ (the last one's decrement was its final access): clear kSleeper, whose
-  // unit that child owns now, and the count of the children that finished on this stack.
-  if (pending_.load(std::memory_order_relaxed) != 0) pending_.store(0, std::memory_order_relaxed);
-  local_done_ = 0;
+  // No child is left to touch the count (the last one's decrement was its final access): clear the announcement,
+  // whose unit that child owns now.
+  children_.reset();
 }
 
 void detail::SubflowAccess::add_dropped(Subflow& subflow, std::string name, std::uint64_t count) noexcept {
@@ -124,12 +115,10 @@ bool Subflow::cancelled() const noexcept { return run_->cancelled(); }
 
 Pool& Subflow::pool() const noexcept { return run_->pool(); }
 
-void Subflow::child_finished() noexcept {
-  // Read before the decrement: once the count reaches zero, a joiner may return and this Subflow vanish.
+void Subflow::child_finished(bool on_owner_stack) noexcept {
+  // Read before the count: once it lands, a joiner may return and this Subflow vanish.
   detail::RunState* run = run_;
-  // acq_rel: publishes the child's work to the joiner (acquire in join_children) and, through the chain of
-  // decrements, its siblings' work too.
-  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != (kSleeper | 1)) return;
+  if (!children_.finished(on_owner_stack)) return;
   // The last child, and a joiner announced itself: wake it, then end the unit it took for this (the run may end
   // here; this Subflow may be gone already).
   run->subflow_signal().notify();
@@ -142,23 +131,14 @@ void Subflow::child_dropped() noexcept {
       "weft::Subflow: a child task was not run: the pool refused it (shut down, or out of memory) or dropped it "
       "(shut down)");
   run->add_skipped(1);
-  child_finished();  // last: this Subflow's execution may end here, and with it the run
+  child_finished(false);  // last: this Subflow's execution may end here, and with it the run
 }
 
 void Subflow::finish_child(bool nested_in_parent) noexcept {
   // Never refused: the children hold on to this Subflow until they finish, whatever the stack left.
   if (has_unfinished()) join_children();
-  // Nested in the parent's execution, and that execution has not announced itself as a sleeper (relaxed: it
-  // sets kSleeper itself, earlier on this same stack): counted on the parent's side, no locked instruction.
-  if (nested_in_parent && (parent_->pending_.load(std::memory_order_relaxed) & kSleeper) == 0) {
-    // A body that runs children nested for long without a join: folded from time to time, so that pending_
-    // stays within the children alive plus kLocalLimit (relaxed: as in announce_sleeper).
-    if (++parent_->local_done_ >= kLocalLimit) {
-      parent_->pending_.fetch_sub(std::exchange(parent_->local_done_, 0U), std::memory_order_relaxed);
-    }
-    return;
-  }
-  parent_->child_finished();  // last: the parent's execution may end here, and with it the run
+  // Nested in the parent's execution, on its stack: counted in the parent's plain field, no locked instruction.
+  parent_->child_finished(nested_in_parent || parent_->on_owner_stack());  // last: the run may end here
 }
 
 void Subflow::record_exception(std::exception_ptr error) noexcept {

@@ -42,6 +42,14 @@ inline thread_local std::size_t tls_fiber_size = 0;
   return sp;
 }
 
+// Identifies the stack the calling code runs on: a fiber's (its lowest address), or the thread's own (the address
+// of one of the thread's thread-locals, which no stack holds). Code that reads the same value runs on the same
+// stack, hence one piece at a time: whatever runs deeper on it runs while the frames below wait.
+[[nodiscard]] inline std::uintptr_t current_stack_id() noexcept {
+  const std::uintptr_t fiber = stack_guard_detail::tls_fiber_low;
+  return fiber != 0 ? fiber : reinterpret_cast<std::uintptr_t>(&stack_guard_detail::tls_fiber_low);
+}
+
 // True if the calling thread has less stack left than its reserve.
 [[nodiscard]] inline bool stack_low() noexcept {
   std::uintptr_t limit = stack_guard_detail::tls_limit;

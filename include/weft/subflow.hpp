@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/detail/child_count.hpp"
 #include "weft/detail/require_callable.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
@@ -89,8 +90,9 @@ class Subflow {
  private:
   friend struct detail::SubflowAccess;
 
-  Subflow(detail::RunState& run, Subflow* parent, Priority priority, std::uint32_t node) noexcept
-      : run_(&run), parent_(parent), priority_(priority), node_(node) {}
+  Subflow(detail::RunState& run, Subflow* parent, Priority priority, std::uint32_t node,
+          std::uintptr_t owner_stack = 0) noexcept
+      : run_(&run), parent_(parent), priority_(priority), node_(node), owner_stack_(owner_stack) {}
 
   // The queued form of a child: runs the user's callable inside a fresh Subflow, then tells the parent; if the
   // pool destroys it unrun (DropPending), tells the parent too, so a dropped child is never silently lost.
@@ -109,7 +111,7 @@ class Subflow {
       Subflow* parent = std::exchange(parent_, nullptr);
       Subflow own(*parent->run_, parent, parent->priority_, parent->node_);
       if (!own.cancelled()) {
-        Subflow* const outer = exchange_current(&own);
+        Subflow* const outer = own.enter_body();
         try {
           if constexpr (std::is_invocable_v<F&, Subflow&>) {
             f_(own);
@@ -121,7 +123,7 @@ class Subflow {
         }
         // Marked until the parent is told: the implicit join below still counts this child in its parent.
         // outer == parent: this child ran nested in its parent's own execution, on the same stack (the
-        // parent's body, or its join running tasks meanwhile), which is the thread that reads local_done_.
+        // parent's body, or its join running tasks meanwhile): counted in the parent's plain field.
         own.finish_child(outer == parent);
         (void)exchange_current(outer);
       } else {
@@ -139,27 +141,31 @@ class Subflow {
   // null. join() on one of its ancestors, or Run::wait() on its run, waits for that child itself: they throw
   // would_deadlock instead of hanging.
   static Subflow* exchange_current(Subflow* next) noexcept;
+  // Marks this (a child's Subflow) as the running child and records its owner's stack; returns the child that was
+  // running before (restored with exchange_current when the body returns).
+  Subflow* enter_body() noexcept;
 
   void spawn_child(small_function<void()>&& child);
   static void require_stack_to_spawn();
   // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
   // which hold on to this Subflow until they finish.
   void join_children() noexcept;
-  // Before a joiner sleeps: sets kSleeper so that the last child wakes it (see pending_).
+  // Before a joiner sleeps: announces it, so that the last child wakes it (see children_).
   void announce_sleeper() noexcept;
   struct JoinSleeper;  // graph/subflow.cpp: join_children's way to sleep (announce_sleeper, then the signal)
-  // The child of this subflow finished (its body, then its own join) or was dropped unrun.
-  void child_finished() noexcept;
+  // The child of this subflow finished (its body, then its own join) or was dropped unrun. `on_owner_stack`: it
+  // finished nested on this Subflow's owner's stack.
+  void child_finished(bool on_owner_stack) noexcept;
   void child_dropped() noexcept;
   // Called on a child's own Subflow when its body returned: joins its children, then tells the parent.
-  // `nested_in_parent`: the child ran inside its parent's own execution, on this stack (see local_done_).
+  // `nested_in_parent`: the child ran inside its parent's own execution, on this stack (see children_).
   void finish_child(bool nested_in_parent) noexcept;
   // Children not finished: what join() waits to see reach zero. Only the execution that owns this Subflow
-  // calls it (it reads local_done_).
-  [[nodiscard]] bool has_unfinished() const noexcept {
-    // acquire: pairs with child_finished()'s decrement, so the joiner sees what the children wrote.
-    return (pending_.load(std::memory_order_acquire) & kCountMask) != local_done_;
-  }
+  // calls it.
+  [[nodiscard]] bool has_unfinished() const noexcept { return children_.unfinished(); }
+  // Whether the caller runs on the stack of the execution that owns this Subflow (its body, or work its waits
+  // run nested there): such code runs one piece at a time, and counts children in a plain field.
+  [[nodiscard]] bool on_owner_stack() const noexcept;
   void record_exception(std::exception_ptr error) noexcept;
   void record_skipped() noexcept;
 
@@ -167,28 +173,17 @@ class Subflow {
   Subflow* parent_;
   Priority priority_;  // the node's: every child and grandchild is posted with it
   std::uint32_t node_;  // the node (index) whose execution this is: a child's exception is that node's failure
-  // Children spawned and not finished (the low 31 bits), plus kSleeper. The spawner increments before queueing;
-  // join() waits for a count of zero. A child touches no run-wide counter: its ancestors' executions, which
-  // wait for it, keep the run alive while it runs (one shared counter per child was the bulk of a spawn's cost
-  // with two workers, docs/perf-log.md).
+  // The stack the owning execution runs on (sched::current_stack_id()); 0 until it is known, which sends every
+  // count through the shared field.
+  std::uintptr_t owner_stack_ = 0;
+  // Children spawned and not finished (weft/detail/child_count.hpp). A child touches no run-wide counter: its
+  // ancestors' executions, which wait for it, keep the run alive while it runs (one shared counter per child was
+  // the bulk of a spawn's cost with two workers, docs/perf-log.md).
   //
-  // kSleeper: a joiner may be asleep on the run's subflow signal, and holds a unit of the run for the child that
-  // will wake it. The joiner sets it (with that unit) before it first sleeps; the child whose decrement takes the
-  // count to zero with kSleeper set notifies the signal and then ends the unit. The Subflow may be gone the
-  // moment the count reaches zero, the run may not (the unit): so the notifier touches only the run. Without
-  // kSleeper, the last child notifies nobody (no fence, no shared line). The joiner clears it once it returns.
-  static constexpr std::uint32_t kSleeper = std::uint32_t{1} << 31;
-  static constexpr std::uint32_t kCountMask = kSleeper - 1;
-  std::atomic<std::uint32_t> pending_{0};
-  // Children that finished nested in this Subflow's own execution (on its stack, while it ran them in its body
-  // or its join) and are still counted in pending_: such a child adds one here, a plain increment, instead of
-  // decrementing pending_ (a locked instruction; most children of a recursive split run so). Only that
-  // execution's thread touches it, as the child runs below it on its stack. The children are finished when
-  // pending_'s count equals it. Before a joiner announces kSleeper it folds this into pending_, and while kSleeper
-  // is set every child decrements pending_, so that the last one still sees the count reach kSleeper | 1.
-  // Folded too whenever it reaches kLocalLimit, so that neither grows with a body that never joins.
-  std::uint32_t local_done_ = 0;
-  static constexpr std::uint32_t kLocalLimit = 4096;
+  // Once the joiner announced itself (before it first sleeps) it holds a unit of the run for the child that will
+  // wake it: the last child notifies the run's subflow signal and then ends the unit. The Subflow may be gone the
+  // moment that child's count lands, the run may not (the unit): so the notifier touches only the run.
+  detail::ChildCount children_;
 };
 
 }  // namespace weft
