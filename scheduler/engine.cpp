@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "scheduler/engine_internal.hpp"
@@ -58,6 +59,11 @@ Engine::Engine(PoolOptions options)
       // and shutdown: the fence moves to the waiter, whatever the CPU count.
       idle_changed_(os::process_barrier_available()),
       id_(slot_lease::next_engine_id()) {
+  if (const std::string_view setting = os::process_barrier_unknown_setting(); !setting.empty()) {
+    throw invalid_option("WEFT_PROCESS_BARRIER=" + std::string(setting) +
+                         ": the environment variable may only be \"off\" (a fence on both sides of the pool's "
+                         "handshakes); unset it to let weft use the process-wide barrier");
+  }
   if (options_.threads > kMaxThreads)
     invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));
   const unsigned count = options_.threads == 0 ? os::usable_cpu_count() : options_.threads;

@@ -27,6 +27,13 @@ bool register_process() noexcept {
 
 }  // namespace
 
+std::string_view process_barrier_unknown_setting() noexcept {
+  const char* const value = std::getenv("WEFT_PROCESS_BARRIER");
+  if (value == nullptr) return {};
+  const std::string_view setting(value);
+  return setting == "off" ? std::string_view() : setting;
+}
+
 bool process_barrier_available() noexcept {
   // Registration is per process and idempotent; the static only saves the system calls after the first.
   static const bool available = register_process();

@@ -11,6 +11,8 @@
 // that is not running went through one when it was switched out.
 #pragma once
 
+#include <string_view>
+
 namespace weft::os {
 
 // Whether process_barrier() works in this process: registers the process for it on the first call (the
@@ -19,6 +21,10 @@ namespace weft::os {
 // environment variable WEFT_PROCESS_BARRIER is "off" at the first call: CI runs a suite that way, so that the
 // fence-on-both-sides protocols run on machines whose kernel has the barrier too.
 [[nodiscard]] bool process_barrier_available() noexcept;
+
+// The value of WEFT_PROCESS_BARRIER when it is set to something other than "off" or nothing (a value the switch
+// does not understand, which a pool refuses with weft::invalid_option); empty otherwise.
+[[nodiscard]] std::string_view process_barrier_unknown_setting() noexcept;
 
 // The barrier itself (a system call: about 0.1 us alone, 1.5 us with another of our threads running on a
 // second CPU, which it interrupts). Only after process_barrier_available() returned true; in a child made by
