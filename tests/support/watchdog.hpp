@@ -11,7 +11,20 @@
 #include <thread>
 #include <utility>
 
+#include <unistd.h>
+
 namespace weft::test {
+
+// Prints every thread's stack to stderr if gdb is installed (it is not a dependency: without it, nothing): a
+// hang that shows up once in a thousand runs is then diagnosed from the log it left.
+inline void print_thread_stacks() {
+  if (std::system("command -v gdb >/dev/null 2>&1") != 0) return;
+  const std::string command = "timeout 60 gdb -nx -batch -p " + std::to_string(::getpid()) +
+                              " -ex 'thread apply all bt 30' </dev/null 1>&2 2>/dev/null";
+  std::fprintf(stderr, "WATCHDOG: the threads' stacks follow (gdb)\n");
+  std::fflush(stderr);
+  if (std::system(command.c_str()) != 0) std::fprintf(stderr, "WATCHDOG: gdb could not attach\n");
+}
 
 // Kills the process with a message if it is still alive after `limit`: a deadlocked test then fails at once,
 // saying what hung, instead of running into meson's timeout. Declare it before the Pool it guards, so that it
@@ -26,6 +39,7 @@ class Watchdog {
         std::fprintf(stderr, "\nWATCHDOG: '%s' did not finish within %llds: deadlock or lost wake-up\n",
                      what_.c_str(), static_cast<long long>(limit.count()));
         std::fflush(stderr);
+        print_thread_stacks();
         std::_Exit(86);
       }
     });
