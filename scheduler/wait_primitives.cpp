@@ -95,7 +95,12 @@ bool Event::wait_for(std::chrono::nanoseconds timeout) { return wait_until(detai
 
 // --- WaitGroup ---------------------------------------------------------------------------------------------------
 
-WaitGroup::WaitGroup(std::uint32_t initial) : state_(0) { add(initial); }
+WaitGroup::WaitGroup(std::uint32_t initial) : state_(initial) {
+  if (initial > kWordValue) {
+    throw std::overflow_error("weft::WaitGroup(" + std::to_string(initial) + "): the count holds at most " +
+                              std::to_string(kWordValue));
+  }
+}
 
 void WaitGroup::add(std::uint32_t n) {
   std::uint32_t count = 0;

@@ -299,6 +299,8 @@ TEST_CASE("a WaitGroup counts, suspends its waiter, and refuses a done() too man
   group.add(kMost);
   CHECK_THROWS_WITH_AS(group.add(1), doctest::Contains("2147483647"), std::overflow_error);
   CHECK(group.count() == kMost);
+  CHECK_THROWS_WITH_AS(weft::WaitGroup{kMost + 1}, doctest::Contains("weft::WaitGroup(2147483648)"),
+                       std::overflow_error);
   CHECK_FALSE(group.wait_for(1ms));
 }
 
