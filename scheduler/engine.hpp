@@ -308,21 +308,23 @@ class Engine {
   // abandon_unqueued's counting, for a task that is its own block (a future's state; its submitter drops it).
   void abandon_counted() noexcept;
   // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
-  // closure (wrapped in a ClosureTask here) or a task that is its own block; defined and used in submit.cpp.
+  // closure (wrapped in a ClosureTask here) or a task that is its own block; defined in submit.cpp.
   template <class Source>
   [[gnu::noinline]] SubmitStatus enqueue_general(Source&& source, TaskOptions options,
                                                  weft::detail::Admission admission,
                                                  std::chrono::steady_clock::time_point deadline,
                                                  weft::detail::InlineTag inline_tag);
   // enqueue's common case: a worker's own Normal task with no affinity in a pool without max_queued.
-  // spawning_worker() is the calling worker when `options` take that path, else null.
+  // spawning_worker() is the calling worker when `options` take that path, else null. Defined, with enqueue,
+  // in spawn_path.hpp.
   [[nodiscard]] Worker* spawning_worker(const TaskOptions& options) const noexcept;
   template <class Source>
   SubmitStatus spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag);
   // Runs a queued task and gives it up (a closure task's block is freed); the task is gone afterwards. `self`
   // ran it (null: an outside thread, which uses `ref`); returns the worker it is on afterwards (null if none).
   Worker* run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* task) noexcept;
-  void signal_work() noexcept;
+  // Work was published: wakes a parked worker if none is searching (scheduler/parking.hpp).
+  void signal_work() noexcept { parking_.notify(); }
   [[nodiscard]] bool idle() const noexcept;
   void begin_shutdown(State target);
   std::uint64_t finish_shutdown();
@@ -452,6 +454,39 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
   }
   if (ran) finished_outside_runs();
   return ready();
+}
+
+// Inline, as the waits that call them: without LTO each was a call between object files per awaited task.
+inline std::uint64_t Engine::switch_mark(const Worker& self) noexcept {
+#if WEFT_FIBERS
+  if (self.fibers != nullptr) return self.fibers->suspensions();
+#endif
+  (void)self;
+  return 0;
+}
+
+inline Worker& Engine::worker_after(Worker& self, std::uint64_t mark) noexcept {
+#if WEFT_FIBERS
+  // A task that never suspended on `self` cannot have left it: to move, its fiber must suspend, and it would do
+  // so on self's thread, which counts it. The count is self's own (read here possibly from another thread, but
+  // then it has changed, which is all this needs to know).
+  if (self.fibers != nullptr && self.fibers->suspensions() != mark) return *this_thread_worker();
+#endif
+  (void)mark;
+  return self;
+}
+
+inline Worker& Engine::execute_awaited(Worker& self, Task* task, weft::detail::FutureStateBase* exclusive) noexcept {
+  // The null test first: g++'s LTO otherwise follows a path where both are null into run_exclusive and warns
+  // (-Wstringop-overflow), though a found task is never null.
+  if (exclusive == nullptr || task != exclusive || has_hooks()) return execute(self, task);
+  if (options_.max_queued != 0) release_queued_slot();
+  const std::uint64_t mark = switch_mark(self);
+  exclusive->run_exclusive();
+  Worker& after = worker_after(self, mark);  // as in run_and_release: the task may have moved (fibers)
+  after.counters.executed.bump();
+  after.counters.finished.bump();  // last, as in execute()
+  return after;
 }
 
 template <class Ready, class Sleep>

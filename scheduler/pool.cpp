@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "scheduler/engine.hpp"
+#include "scheduler/spawn_path.hpp"
 
 namespace weft {
 
@@ -12,7 +13,8 @@ bool fibers_available() noexcept { return WEFT_FIBERS != 0; }
 
 Pool::Pool() : Pool(PoolOptions{}) {}
 
-Pool::Pool(PoolOptions options) : engine_(std::make_unique<sched::Engine>(std::move(options))) {}
+Pool::Pool(PoolOptions options)
+    : engine_(std::make_unique<sched::Engine>(std::move(options))), inline_runs_(&engine_->inline_runs()) {}
 
 Pool::~Pool() {
   if (engine_->inside_own_task()) {
@@ -39,12 +41,10 @@ SubmitStatus Pool::enqueue_state(detail::TaskHeader* state, TaskOptions options,
   return engine_->enqueue(state, options, admission, deadline, inline_tag);
 }
 
-void Pool::admit_or_throw(SubmitStatus status, const char* what) {
-  if (status == SubmitStatus::Closed)
-    throw pool_closed(std::string("weft::Pool::") + what + ": the pool is shut down (or shutting down); the task was not accepted");
+void Pool::throw_closed(const char* what) {
+  throw pool_closed(std::string("weft::Pool::") + what + ": the pool is shut down (or shutting down); the task was not accepted");
 }
 
-detail::InlineRunCounter* Pool::inline_runs() noexcept { return &engine_->inline_runs(); }
 
 void Pool::wait_idle() { engine_->wait_idle(); }
 std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy); }

@@ -6,56 +6,10 @@
 
 #include "scheduler/engine.hpp"
 #include "scheduler/engine_internal.hpp"
+#include "scheduler/spawn_path.hpp"
 
 namespace weft::sched {
 using namespace engine_internal;
-
-Worker* Engine::spawning_worker(const TaskOptions& options) const noexcept {
-  Worker* const self = tls_worker;
-  const bool plain = !options.affinity && options.priority == Priority::Normal && options_.max_queued == 0;
-  return self != nullptr && &self->engine == this && plain ? self : nullptr;
-}
-
-SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
-                             std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
-  // The common case first, in a frame of its own: the general path's frame (its gate, its error messages) and
-  // six register saves were paid on every spawn while the two shared one function (fib spends a fifth of its
-  // instructions in spawning).
-  if (Worker* const self = spawning_worker(options); self != nullptr && closure) [[likely]]
-    return spawn_on_worker(*self, std::move(closure), inline_tag);
-  return enqueue_general(std::move(closure), options, admission, deadline, inline_tag);
-}
-
-SubmitStatus Engine::enqueue(Task* task, TaskOptions options, weft::detail::Admission admission,
-                             std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag) {
-  if (Worker* const self = spawning_worker(options)) [[likely]] return spawn_on_worker(*self, task, inline_tag);
-  return enqueue_general(task, options, admission, deadline, inline_tag);
-}
-
-namespace {
-
-// What enqueue_general and spawn_on_worker queue: a closure, wrapped here in a ClosureTask block, or a task
-// that is its own block, which only gets its routing fields.
-[[nodiscard]] bool is_empty(const small_function<void()>& closure) noexcept { return !closure; }
-[[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
-
-[[nodiscard]] Task* to_task(TaskDomain::ThreadRef ref, small_function<void()>&& closure, Priority priority,
-                            std::uint32_t affinity, weft::detail::InlineTag inline_tag) {
-  return make_task(ref, std::move(closure), priority, affinity, inline_tag);
-}
-[[nodiscard]] Task* to_task_fields(Task* task, Priority priority, std::uint32_t affinity,
-                                   weft::detail::InlineTag inline_tag) noexcept {
-  task->priority = priority;
-  task->affinity = affinity;
-  task->inline_tag = inline_tag;
-  return task;
-}
-[[nodiscard]] Task* to_task(TaskDomain::ThreadRef, Task* task, Priority priority, std::uint32_t affinity,
-                            weft::detail::InlineTag inline_tag) noexcept {
-  return to_task_fields(task, priority, affinity, inline_tag);
-}
-
-}  // namespace
 
 template <class Source>
 SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft::detail::Admission admission,
@@ -166,23 +120,13 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
   return SubmitStatus::Accepted;
 }
 
-template <class Source>
-SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag) {
-  // acquire: as in enqueue; once dropping, a worker's new task would only be dropped again.
-  const State state = state_.load(std::memory_order_acquire);
-  if (stops_tasks(state)) return SubmitStatus::Closed;
-  const TaskDomain::ThreadRef ref = self.ref();
-  Task* task = to_task(ref, std::forward<Source>(source), Priority::Normal, Task::kNoAffinity, inline_tag);
-  self.counters.spawned.bump();  // before it can run: idle() never sees it finished but not submitted
-  try {
-    self.deque.push(task);
-  } catch (...) {
-    abandon_unqueued(ref, task);  // growth failed: the task was never queued
-    throw;
-  }
-  signal_work();
-  return SubmitStatus::Accepted;
-}
+// The two kinds of source enqueue() passes (spawn_path.hpp declares them extern).
+template SubmitStatus Engine::enqueue_general<small_function<void()>>(small_function<void()>&&, TaskOptions,
+                                                                      weft::detail::Admission,
+                                                                      std::chrono::steady_clock::time_point,
+                                                                      weft::detail::InlineTag);
+template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, TaskOptions, weft::detail::Admission,
+                                                      std::chrono::steady_clock::time_point, weft::detail::InlineTag);
 
 void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
   // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
@@ -233,7 +177,6 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   signal_work();
 }
 
-void Engine::signal_work() noexcept { parking_.notify(); }
 
 OutsideSlot* Engine::slot_for_submission() {
   if (OutsideSlot* slot = slot_lease::find(id_)) return slot;

@@ -253,19 +253,6 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
   return nullptr;
 }
 
-Worker& Engine::execute_awaited(Worker& self, Task* task, weft::detail::FutureStateBase* exclusive) noexcept {
-  // The null test first: g++'s LTO otherwise follows a path where both are null into run_exclusive and warns
-  // (-Wstringop-overflow), though a found task is never null.
-  if (exclusive == nullptr || task != exclusive || has_hooks()) return execute(self, task);
-  if (options_.max_queued != 0) release_queued_slot();
-  const std::uint64_t mark = switch_mark(self);
-  exclusive->run_exclusive();
-  Worker& after = worker_after(self, mark);  // as in run_and_release: the task may have moved (fibers)
-  after.counters.executed.bump();
-  after.counters.finished.bump();  // last, as in execute()
-  return after;
-}
-
 Worker& Engine::execute(Worker& self, Task* task) noexcept {
   if (options_.max_queued != 0) release_queued_slot();
   Worker* after;
@@ -279,25 +266,6 @@ Worker& Engine::execute(Worker& self, Task* task) noexcept {
   // Last: everything the task did, the tasks it spawned included, is counted before it counts as finished.
   after->counters.finished.bump();
   return *after;
-}
-
-std::uint64_t Engine::switch_mark(const Worker& self) noexcept {
-#if WEFT_FIBERS
-  if (self.fibers != nullptr) return self.fibers->suspensions();
-#endif
-  (void)self;
-  return 0;
-}
-
-Worker& Engine::worker_after(Worker& self, std::uint64_t mark) noexcept {
-#if WEFT_FIBERS
-  // A task that never suspended on `self` cannot have left it: to move, its fiber must suspend, and it would do
-  // so on self's thread, which counts it. The count is self's own (read here possibly from another thread, but
-  // then it has changed, which is all this needs to know).
-  if (self.fibers != nullptr && self.fibers->suspensions() != mark) return *this_thread_worker();
-#endif
-  (void)mark;
-  return self;
 }
 
 Worker* Engine::run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* task) noexcept {

@@ -327,7 +327,12 @@ class Pool {
   // other status, or an exception, the caller still holds the queue's reference.
   SubmitStatus enqueue_state(detail::TaskHeader* state, TaskOptions options, Admission admission,
                              std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag);
-  static void admit_or_throw(SubmitStatus status, const char* what);
+  // Throws pool_closed for SubmitStatus::Closed (naming `what`, the call); other statuses are the caller's. Inline,
+  // with the throw out of line: every submit and post passes here.
+  static void admit_or_throw(SubmitStatus status, const char* what) {
+    if (status == SubmitStatus::Closed) [[unlikely]] throw_closed(what);
+  }
+  [[noreturn]] static void throw_closed(const char* what);
   // post_bulk's errors (scheduler/pool_bulk.cpp): element `index` of `count` is empty (nothing was posted);
   // the pool closed after `accepted` of `count` tasks were accepted.
   [[noreturn]] static void throw_bulk_empty(std::size_t index, std::size_t count);
@@ -343,7 +348,9 @@ class Pool {
       return false;
     }
   }
-  [[nodiscard]] detail::InlineRunCounter* inline_runs() noexcept;
+  // The engine's count of tasks run inline by a waiter, which every submitted future state records. Kept here so
+  // that a submit compiled in the caller's code reaches it without a call into the library.
+  [[nodiscard]] detail::InlineRunCounter* inline_runs() const noexcept { return inline_runs_; }
 
   template <class F, class... Args>
   Submitted<submit_result_t<F, Args...>> submit_impl(TaskOptions options, Admission admission,
@@ -373,6 +380,7 @@ class Pool {
   }
 
   std::unique_ptr<sched::Engine> engine_;
+  detail::InlineRunCounter* inline_runs_;  // the engine's (inline_runs()); set once by the constructor
 };
 
 }  // namespace weft
