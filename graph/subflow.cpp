@@ -45,6 +45,22 @@ Subflow* Subflow::enter_body() noexcept {
   return exchange_current(this);
 }
 
+bool Subflow::begin_body(Subflow*& outer) noexcept {
+  if (cancelled()) {
+    record_skipped();
+    finish_child(false);
+    return false;
+  }
+  outer = enter_body();
+  return true;
+}
+
+void Subflow::end_body(Subflow* outer) noexcept {
+  // Marked until the parent is told: the implicit join in finish_child still counts this child in its parent.
+  finish_child(outer == parent_);
+  (void)exchange_current(outer);
+}
+
 const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
   const Subflow* child = current_child();
   return child != nullptr ? child->run_ : nullptr;

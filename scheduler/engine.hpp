@@ -74,13 +74,13 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // `inline_tag`: who besides the workers may run the task (weft::detail::InlineTag in weft/pool.hpp).
-  SubmitStatus enqueue(small_function<void()>&& closure, TaskOptions options, weft::detail::Admission admission,
+  SubmitStatus enqueue(small_function<void()>&& closure, const TaskOptions& options, weft::detail::Admission admission,
                        std::chrono::steady_clock::time_point deadline,
                        weft::detail::InlineTag inline_tag = weft::detail::kWorkersOnly);
   // A future's state, queued as itself (TaskHeader::is_future_state); its routing fields are written here.
   // Only an accepted task becomes the pool's: on any other status, or an exception, the caller still holds it
   // and must drop it (FutureStateBase::finish_queued).
-  SubmitStatus enqueue(Task* task, TaskOptions options, weft::detail::Admission admission,
+  SubmitStatus enqueue(Task* task, const TaskOptions& options, weft::detail::Admission admission,
                        std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag);
   void wait_idle();
   std::uint64_t shutdown(Shutdown policy);
@@ -310,7 +310,7 @@ class Engine {
   // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
   // closure (wrapped in a ClosureTask here) or a task that is its own block; defined in submit.cpp.
   template <class Source>
-  [[gnu::noinline]] SubmitStatus enqueue_general(Source&& source, TaskOptions options,
+  [[gnu::noinline]] SubmitStatus enqueue_general(Source&& source, const TaskOptions& options,
                                                  weft::detail::Admission admission,
                                                  std::chrono::steady_clock::time_point deadline,
                                                  weft::detail::InlineTag inline_tag);

@@ -31,12 +31,12 @@ Pool::~Pool() {
   }
 }
 
-SubmitStatus Pool::enqueue(small_function<void()>&& task, TaskOptions options, Admission admission,
+SubmitStatus Pool::enqueue(small_function<void()>&& task, const TaskOptions& options, Admission admission,
                            std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag) {
   return engine_->enqueue(std::move(task), options, admission, deadline, inline_tag);
 }
 
-SubmitStatus Pool::enqueue_state(detail::TaskHeader* state, TaskOptions options, Admission admission,
+SubmitStatus Pool::enqueue_state(detail::TaskHeader* state, const TaskOptions& options, Admission admission,
                                  std::chrono::steady_clock::time_point deadline, detail::InlineTag inline_tag) {
   return engine_->enqueue(state, options, admission, deadline, inline_tag);
 }

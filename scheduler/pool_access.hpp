@@ -14,14 +14,15 @@ namespace weft::detail {
 struct PoolAccess {
   // As Pool::post (blocks for room under max_queued; throws pool_closed when refused, after destroying the
   // closure unrun), but tagged: an outside thread waiting for `owner` may run the task from its own slot.
-  static void post(Pool& pool, small_function<void()>&& task, TaskOptions options, InlineTag owner) {
+  static void post(Pool& pool, small_function<void()>&& task, const TaskOptions& options, InlineTag owner) {
     Pool::admit_or_throw(pool.enqueue(std::move(task), options, Admission::block, {}, owner), "post");
   }
 
   [[nodiscard]] static sched::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
 
   // Queues a future's state as itself (Pool::enqueue_state): an accepted state becomes the pool's.
-  static SubmitStatus enqueue_state(Pool& pool, TaskHeader* state, TaskOptions options, InlineTag inline_tag) {
+  static SubmitStatus enqueue_state(Pool& pool, TaskHeader* state, const TaskOptions& options,
+                                    InlineTag inline_tag) {
     return pool.enqueue_state(state, options, Admission::block, {}, inline_tag);
   }
 };

@@ -46,7 +46,7 @@ inline Worker* Engine::spawning_worker(const TaskOptions& options) const noexcep
   return self != nullptr && &self->engine == this && plain ? self : nullptr;
 }
 
-inline SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOptions options,
+inline SubmitStatus Engine::enqueue(small_function<void()>&& closure, const TaskOptions& options,
                                     weft::detail::Admission admission, std::chrono::steady_clock::time_point deadline,
                                     weft::detail::InlineTag inline_tag) {
   if (Worker* const self = spawning_worker(options); self != nullptr && closure) [[likely]]
@@ -54,7 +54,7 @@ inline SubmitStatus Engine::enqueue(small_function<void()>&& closure, TaskOption
   return enqueue_general(std::move(closure), options, admission, deadline, inline_tag);
 }
 
-inline SubmitStatus Engine::enqueue(Task* task, TaskOptions options, weft::detail::Admission admission,
+inline SubmitStatus Engine::enqueue(Task* task, const TaskOptions& options, weft::detail::Admission admission,
                                     std::chrono::steady_clock::time_point deadline,
                                     weft::detail::InlineTag inline_tag) {
   if (Worker* const self = spawning_worker(options)) [[likely]] return spawn_on_worker(*self, task, inline_tag);
@@ -82,9 +82,9 @@ SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail
 
 // Instantiated once, in submit.cpp.
 extern template SubmitStatus Engine::enqueue_general<small_function<void()>>(
-    small_function<void()>&&, TaskOptions, weft::detail::Admission, std::chrono::steady_clock::time_point,
+    small_function<void()>&&, const TaskOptions&, weft::detail::Admission, std::chrono::steady_clock::time_point,
     weft::detail::InlineTag);
-extern template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, TaskOptions, weft::detail::Admission,
+extern template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, const TaskOptions&, weft::detail::Admission,
                                                               std::chrono::steady_clock::time_point,
                                                               weft::detail::InlineTag);
 

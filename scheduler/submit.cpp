@@ -12,7 +12,7 @@ namespace weft::sched {
 using namespace engine_internal;
 
 template <class Source>
-SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft::detail::Admission admission,
+SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options, weft::detail::Admission admission,
                                      std::chrono::steady_clock::time_point deadline,
                                      weft::detail::InlineTag inline_tag) {
   if (options.affinity && *options.affinity >= size())
@@ -121,11 +121,11 @@ SubmitStatus Engine::enqueue_general(Source&& source, TaskOptions options, weft:
 }
 
 // The two kinds of source enqueue() passes (spawn_path.hpp declares them extern).
-template SubmitStatus Engine::enqueue_general<small_function<void()>>(small_function<void()>&&, TaskOptions,
+template SubmitStatus Engine::enqueue_general<small_function<void()>>(small_function<void()>&&, const TaskOptions&,
                                                                       weft::detail::Admission,
                                                                       std::chrono::steady_clock::time_point,
                                                                       weft::detail::InlineTag);
-template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, TaskOptions, weft::detail::Admission,
+template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, const TaskOptions&, weft::detail::Admission,
                                                       std::chrono::steady_clock::time_point, weft::detail::InlineTag);
 
 void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {

@@ -110,26 +110,18 @@ class Subflow {
     void operator()() {
       Subflow* parent = std::exchange(parent_, nullptr);
       Subflow own(*parent->run_, parent, parent->priority_, parent->node_);
-      if (!own.cancelled()) {
-        Subflow* const outer = own.enter_body();
-        try {
-          if constexpr (std::is_invocable_v<F&, Subflow&>) {
-            f_(own);
-          } else {
-            f_();
-          }
-        } catch (...) {
-          own.record_exception(std::current_exception());
+      Subflow* outer = nullptr;
+      if (!own.begin_body(outer)) return;  // the run is cancelled: skipped, and the parent told
+      try {
+        if constexpr (std::is_invocable_v<F&, Subflow&>) {
+          f_(own);
+        } else {
+          f_();
         }
-        // Marked until the parent is told: the implicit join below still counts this child in its parent.
-        // outer == parent: this child ran nested in its parent's own execution, on the same stack (the
-        // parent's body, or its join running tasks meanwhile): counted in the parent's plain field.
-        own.finish_child(outer == parent);
-        (void)exchange_current(outer);
-      } else {
-        own.record_skipped();
-        own.finish_child(false);
+      } catch (...) {
+        own.record_exception(std::current_exception());
       }
+      own.end_body(outer);
     }
 
    private:
@@ -144,6 +136,13 @@ class Subflow {
   // Marks this (a child's Subflow) as the running child and records its owner's stack; returns the child that was
   // running before (restored with exchange_current when the body returns).
   Subflow* enter_body() noexcept;
+  // A child's start and end, each one call into the library (the steps inside are calls between its own
+  // functions, which it inlines without LTO). begin_body: if the run is cancelled, records the child as skipped,
+  // tells the parent and returns false; else enter_body(), its result in `outer`, and true. end_body, after the
+  // body: joins the child's own children, tells the parent (counted in its plain field when the child ran
+  // nested in the parent's execution, on this stack: outer == the parent), then restores `outer`.
+  [[nodiscard]] bool begin_body(Subflow*& outer) noexcept;
+  void end_body(Subflow* outer) noexcept;
 
   void spawn_child(small_function<void()>&& child);
   static void require_stack_to_spawn();
