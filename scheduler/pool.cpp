@@ -42,9 +42,9 @@ SubmitStatus Pool::enqueue_state(detail::TaskHeader* state, const TaskOptions& o
 }
 
 void Pool::throw_closed(const char* what) {
-  throw pool_closed(std::string("weft::Pool::") + what + ": the pool is shut down (or shutting down); the task was not accepted");
+  throw pool_closed(std::string("weft::Pool::") + what +
+                    ": the pool is shut down (or shutting down); the task was not accepted");
 }
-
 
 void Pool::wait_idle() { engine_->wait_idle(); }
 std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy); }

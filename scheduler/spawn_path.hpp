@@ -19,9 +19,6 @@ namespace engine_internal {
 
 // What enqueue_general and spawn_on_worker queue: a closure, wrapped here in a ClosureTask block, or a task
 // that is its own block, which only gets its routing fields.
-[[nodiscard]] inline bool is_empty(const small_function<void()>& closure) noexcept { return !closure; }
-[[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
-
 [[nodiscard]] inline Task* to_task(TaskDomain::ThreadRef ref, small_function<void()>&& closure, Priority priority,
                                    std::uint32_t affinity, weft::detail::InlineTag inline_tag) {
   return make_task(ref, std::move(closure), priority, affinity, inline_tag);

@@ -11,6 +11,12 @@
 namespace weft::sched {
 using namespace engine_internal;
 
+namespace {
+// Whether the task is empty: a closure can be; a task that is its own block (a future's state) never is.
+[[nodiscard]] bool is_empty(const small_function<void()>& closure) noexcept { return !closure; }
+[[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
+}  // namespace
+
 template <class Source>
 SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options, weft::detail::Admission admission,
                                      std::chrono::steady_clock::time_point deadline,
