@@ -132,6 +132,9 @@ Engine::Engine(PoolOptions options)
           const std::lock_guard lock(startup_mutex_);
           if (startup_failure_.empty()) startup_failure_ = std::move(problem);
         }
+#if WEFT_FIBERS
+        if (self.fibers != nullptr) self.fibers->take_loop_stack();  // before any task may take the last stacks
+#endif
         // acq_rel: the constructor, which acquires the count, sees the failure written above. Everything
         // touched here is a member, which outlives this thread (it is joined before they are destroyed).
         starting_.fetch_sub(1, std::memory_order_acq_rel);

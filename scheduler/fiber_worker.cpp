@@ -173,7 +173,6 @@ bool FiberWorker::switch_to(Task* resumed) {
 }
 
 void FiberWorker::run(Worker& self) {
-  next_ = new_loop_fiber();
   if (!next_) {
     self.fibers = nullptr;  // no stack even for the loop: nothing on this worker suspends
     engine_.run_loop_on_thread(self);

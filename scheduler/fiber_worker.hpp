@@ -57,9 +57,13 @@ class FiberWorker {
   FiberWorker(const FiberWorker&) = delete;
   FiberWorker& operator=(const FiberWorker&) = delete;
 
-  // The worker thread's body, on its own stack: runs the worker loop on fibers until the loop ends (a shutdown)
-  // and no task of the engine is left suspended, then ends its idle fibers. Without a stack for the first fiber
-  // the loop runs on the thread's stack, and nothing on this worker suspends.
+  // Takes the stack for the worker loop's first fiber. Called on the worker's thread before the engine's
+  // constructor returns, so that every worker holds its loop's stack before any task can take one to suspend:
+  // PoolOptions::max_fibers counts one stack per worker's loop first, whichever thread starts first.
+  void take_loop_stack() noexcept { next_ = new_loop_fiber(); }
+  // The worker thread's body, on its own stack, after take_loop_stack(): runs the worker loop on fibers until the
+  // loop ends (a shutdown) and no task of the engine is left suspended, then ends its idle fibers. Without a stack
+  // for the first fiber the loop runs on the thread's stack, and nothing on this worker suspends.
   void run(Worker& self);
   // From the worker loop's top level: continues the resumed task `resumed` (a Resumable's header) on this
   // worker. The calling fiber waits in the idle list until a wait here needs a fiber to go on with the loop (then

@@ -125,6 +125,9 @@ TEST_CASE("at the stack pool's bound a wait runs other work instead of suspendin
     const Watchdog watchdog("stack bound", patience(60));
     // Room for each worker's loop and 3 suspended tasks: the other waits fall back, and all still finish.
     weft::Pool pool{weft::PoolOptions{.threads = workers, .max_fibers = workers + 3}};
+    // Every worker holds its loop's stack once the pool is built, whichever thread started last: the tasks
+    // below cannot take the stack a late worker needs.
+    CHECK(pool.stats().fiber_stacks == workers);
     weft::Event go;
     std::atomic<int> released{0};
     constexpr int kTasks = 40;
