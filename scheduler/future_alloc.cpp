@@ -35,8 +35,10 @@ struct ThreadCache {
   ThreadCache() noexcept {
     tls_state = CacheState::alive;
     tls_cache_in_use = &cache;
+    tls_future_blocks = cache.free_lists();  // the shared pool recycles (Pool(true)), as the inline path assumes
   }
   ~ThreadCache() {
+    tls_future_blocks = nullptr;
     tls_cache_in_use = nullptr;
     tls_state = CacheState::gone;
     cache.drain();
@@ -60,12 +62,15 @@ thread_local ThreadCache tls_cache;
 
 }  // namespace
 
-void* allocate_future_state(std::size_t bytes, std::size_t align) {
+thread_local constinit FreeList* tls_future_blocks = nullptr;
+
+// The inline path (weft/detail/block_cache.hpp) found no block on the thread's list, the list full, or no list.
+void* allocate_future_state_slow(std::size_t bytes, std::size_t align) {
   if (Cache* cache = tls_cache_in_use; cache != nullptr) return cache->allocate(bytes, align);
   return allocate_without_cache(bytes, align);
 }
 
-void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noexcept {
+void deallocate_future_state_slow(void* p, std::size_t bytes, std::size_t align) noexcept {
   if (Cache* cache = tls_cache_in_use; cache != nullptr) {
     cache->deallocate(p, bytes, align);
     return;

@@ -28,17 +28,19 @@
 
 #include "scheduler/cache_line.hpp"
 #include "scheduler/memory_model.hpp"
+#include "weft/detail/block_cache.hpp"
 
 namespace weft::sched {
 
 // Blocks are pooled in size classes of 64, 128, 192 and 256 bytes; larger or over-aligned nodes bypass the pool.
-inline constexpr std::size_t kPoolGranule = 64;
-inline constexpr std::size_t kPoolClasses = 4;
-inline constexpr std::size_t kUnpooled = kPoolClasses;
+// The classes, the block's links and a cache's lists are declared with the public inline path of future states
+// (weft/detail/block_cache.hpp), which pops and pushes a thread's lists as NodeCache does.
+inline constexpr std::size_t kPoolGranule = weft::detail::kBlockGranule;
+inline constexpr std::size_t kPoolClasses = weft::detail::kBlockClasses;
+inline constexpr std::size_t kUnpooled = weft::detail::kUnpooledClass;
 
 [[nodiscard]] constexpr std::size_t pool_class_for(std::size_t bytes, std::size_t align) noexcept {
-  if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__ || bytes > kPoolGranule * kPoolClasses) return kUnpooled;
-  return (bytes + kPoolGranule - 1) / kPoolGranule - 1;
+  return weft::detail::block_class_for(bytes, align);
 }
 
 // A free block, linked through `next` on a thread's lists and within a batch (a batch's last block has a null
@@ -46,11 +48,7 @@ inline constexpr std::size_t kUnpooled = kPoolClasses;
 // first block of the batch pushed before it, or null. `ahead` is a prefetch hint only, never dereferenced: the
 // block kPrefetchAhead links further along the same batch, or null. A stale hint (that block was reused since)
 // costs one useless prefetch; a prefetch of any address is harmless.
-struct FreeBlock {
-  FreeBlock* next;
-  FreeBlock* ahead;
-  FreeBlock* next_batch;
-};
+using FreeBlock = weft::detail::FreeBlock;
 
 // How far ahead a thread that takes blocks freed by others fetches them (see NodeCache::allocate).
 inline constexpr std::size_t kPrefetchAhead = 8;
@@ -179,7 +177,7 @@ class NodeCache {
 
   // Blocks per batch: the most a spill gives and a refill takes at once. A cache holds fewer than kCapacity
   // freed and at most kCapacity taken blocks per class.
-  static constexpr std::size_t kCapacity = 128;
+  static constexpr std::size_t kCapacity = weft::detail::kFreeListCapacity;
 
   // A block of at least `bytes` bytes aligned to `align`: from this cache, else the shared pool, else malloc.
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t align) {
@@ -206,6 +204,10 @@ class NodeCache {
     freed.head = ::new (p) FreeBlock{freed.head, nullptr, nullptr};
     if (++freed.count == kCapacity) spill(cls);
   }
+
+  // This cache's free lists, one per class (kPoolClasses), for the inline path of future states
+  // (weft/detail/block_cache.hpp), which must pop and push them as allocate and deallocate do here.
+  [[nodiscard]] weft::detail::FreeList* free_lists() noexcept { return freed_.data(); }
 
   // Hands every cached block to the shared pool (a thread leaving the domain): at most two batches per class.
   void drain() noexcept {
@@ -253,10 +255,7 @@ class NodeCache {
   }
 
   // Newest first; the oldest block's `next` is null, so the list is a batch as it stands.
-  struct Freed {
-    FreeBlock* head = nullptr;
-    std::size_t count = 0;
-  };
+  using Freed = weft::detail::FreeList;
 
   // Sets every `ahead` hint of a batch about to go to the shared pool. Its blocks were freed by this thread
   // lately, so the walk stays in this core's cache; doing it here rather than at each free keeps the hints

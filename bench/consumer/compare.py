@@ -21,6 +21,8 @@ def medians(out_dir, side):
     """{row name: [median of each run]} for one build, the rows of every binary and round."""
     rows = {}
     for path in sorted(glob.glob(os.path.join(out_dir, f"{side}_*_*.json"))):
+        if os.path.getsize(path) == 0:
+            continue  # WEFT_BENCH_FILTER matched no row of that binary: Google Benchmark wrote nothing
         with open(path) as f:
             data = json.load(f)
         for bench in data["benchmarks"]:

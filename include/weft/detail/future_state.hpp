@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/detail/block_cache.hpp"
 #include "weft/detail/task_header.hpp"
 #include "weft/pool_options.hpp"
 
@@ -212,11 +213,9 @@ class FutureStateBase : public TaskHeader {
   BasicContinuationWord<> continuation_;  // the continuation attached by then(), if any
 };
 
-// Memory for future states (scheduler/future_alloc.cpp): a per-thread cache of recycled blocks in front of a
-// process-wide pool, so that a steady stream of submit + get calls no malloc. Process-wide, not per pool,
-// because a Future may outlive its pool. Throws std::bad_alloc.
-[[nodiscard]] void* allocate_future_state(std::size_t bytes, std::size_t align);
-void deallocate_future_state(void* p, std::size_t bytes, std::size_t align) noexcept;
+// Memory for future states: allocate_future_state and deallocate_future_state (weft/detail/block_cache.hpp), a
+// per-thread cache of recycled blocks in front of a process-wide pool (scheduler/future_alloc.cpp), so that a
+// steady stream of submit + get calls no malloc. Process-wide, not per pool, because a Future may outlive its pool.
 
 // Blocks until the state is ready. On a worker of a weft pool the worker runs other tasks meanwhile; anywhere,
 // a task nobody has started yet (and that has no affinity) is run inline by the waiter.
