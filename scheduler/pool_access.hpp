@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "scheduler/engine.hpp"
+#include "scheduler/spawn_path.hpp"
 #include "weft/detail/inline_tag.hpp"
 #include "weft/pool.hpp"
 
@@ -13,9 +14,11 @@ namespace weft::detail {
 
 struct PoolAccess {
   // As Pool::post (blocks for room under max_queued; throws pool_closed when refused, after destroying the
-  // closure unrun), but tagged: an outside thread waiting for `owner` may run the task from its own slot.
+  // closure unrun), but tagged: an outside thread waiting for `owner` may run the task from its own slot. Straight
+  // to the engine's inline spawn path (spawn_path.hpp), not through Pool::enqueue: without LTO that was one more
+  // call between object files for every Subflow child and graph task.
   static void post(Pool& pool, small_function<void()>&& task, const TaskOptions& options, InlineTag owner) {
-    Pool::admit_or_throw(pool.enqueue(std::move(task), options, Admission::block, {}, owner), "post");
+    Pool::admit_or_throw(pool.engine_->enqueue(std::move(task), options, Admission::block, {}, owner), "post");
   }
 
   [[nodiscard]] static sched::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
