@@ -136,9 +136,9 @@ struct PoolOptions {
   // A task runs on a fiber's stack, so this bounds how deep a task's own calls may go. 16 KiB to 1 GiB.
   std::size_t fiber_stack_size = 256 * 1024;
   // Most fiber stacks the pool keeps at once: one per suspended task, plus one per worker. Each worker takes its
-  // own before the pool's constructor returns (below `threads`, the workers past the bound run without fibers).
-  // At the bound, a wait that would suspend runs other tasks on its stack instead. 1 to 30,000 (each stack takes two of the
-  // process's memory mappings; Linux allows 65,530 by default).
+  // own before the pool's constructor returns (a bound below `threads` leaves the last workers without fibers).
+  // At the bound, a wait that would suspend runs other tasks on its stack instead. 1 to 30,000 (each stack takes
+  // two of the process's memory mappings; Linux allows 65,530 by default).
   std::size_t max_fibers = 10'000;
 };
 

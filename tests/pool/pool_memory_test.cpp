@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -159,6 +160,41 @@ TEST_CASE("submits from rounds of new outside threads: future states stay bounde
     const std::uint64_t grown = weft::detail::future_state_blocks_held() - before;
     MESSAGE("future-state blocks after " << kRounds << " rounds: " << grown << " more than before (after one: "
                                          << first << ", peak alive " << kThreads * tasks << ")");
+  });
+}
+
+// Built on a thread before its first future (so destroyed after that thread's future-state cache): at thread exit
+// it submits, waits and drops futures with the cache gone, when the inline path (weft/detail/block_cache.hpp) must
+// see no list and leave every block to the out-of-line path.
+struct LateFutures {
+  weft::Pool* pool = nullptr;
+  std::vector<weft::Future<int>> held;  // made while the cache lived; freed after it is gone
+  std::atomic<int>* sum = nullptr;
+  ~LateFutures() {
+    if (pool == nullptr) return;
+    for (auto& future : held) sum->fetch_add(future.get());
+    held.clear();
+    for (int i = 0; i < 50; ++i) sum->fetch_add(pool->submit([i] { return i; }).get());
+  }
+};
+thread_local LateFutures tls_late;
+
+TEST_CASE("a thread whose future-state cache is gone still submits, waits and frees futures") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("futures after the cache", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<int> sum{0};
+    const std::uint64_t before = weft::detail::future_state_blocks_held();
+    std::thread thread([&] {
+      tls_late.sum = &sum;  // constructed first, destroyed last
+      for (int i = 0; i < 300; ++i) tls_late.held.push_back(pool.submit([i] { return i; }));  // builds the cache
+      tls_late.pool = &pool;
+    });
+    thread.join();
+    CHECK(sum.load() == 300 * 299 / 2 + 50 * 49 / 2);
+    // Every block went back: to the shared pool (the cache's drain and the frees after it), none lost or leaked.
+    const std::uint64_t grown = weft::detail::future_state_blocks_held() - before;
+    CHECK(grown <= 300 + 50 + (workers + 1) * 2 * Cache::kCapacity);
   });
 }
 
