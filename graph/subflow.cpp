@@ -19,15 +19,27 @@ namespace weft {
 
 bool Subflow::on_owner_stack() const noexcept { return owner_stack_ == sched::current_stack_id(); }
 
-void Subflow::spawn_child(small_function<void()>&& child) {
+void Subflow::spawn_child(detail::SelfTask* child) {
   // Counted before the child can run. Not a unit of the run: the node execution this Subflow descends from holds
   // one, and cannot end before the child (see children_).
   children_.spawned(on_owner_stack());
-  // If the pool refuses the child, the child closure is destroyed unrun and child_dropped() accounts for it;
-  // the pool_closed exception then reaches the body that spawned.
+  // Until the pool accepts it, the child is ours: refused (closed) or thrown (allocation), it is dropped here,
+  // which tells this Subflow; the pool_closed exception then reaches the body that spawned.
+  struct Hold {
+    detail::SelfTask* child;
+    ~Hold() {
+      if (child != nullptr) detail::SelfTask::finish(child, false);
+    }
+  } hold{child};
   TaskOptions options{};
   options.priority = priority_;
-  detail::PoolAccess::post(run_->pool(), std::move(child), options, run_->inline_tag());
+  const SubmitStatus status = detail::PoolAccess::post_task(run_->pool(), child, options, run_->inline_tag());
+  if (status == SubmitStatus::Accepted) {
+    hold.child = nullptr;
+    return;
+  }
+  detail::SelfTask::finish(std::exchange(hold.child, nullptr), false);
+  detail::PoolAccess::admit_or_throw(status, "post");
 }
 
 namespace {
@@ -48,17 +60,21 @@ Subflow* Subflow::enter_body() noexcept {
 bool Subflow::begin_body(Subflow*& outer) noexcept {
   if (cancelled()) {
     record_skipped();
-    finish_child(false);
     return false;
   }
   outer = enter_body();
   return true;
 }
 
-void Subflow::end_body(Subflow* outer) noexcept {
-  // Marked until the parent is told: the implicit join in finish_child still counts this child in its parent.
-  finish_child(outer == parent_);
-  (void)exchange_current(outer);
+void Subflow::end_body(bool started, Subflow* outer, void (*destroy)(void*) noexcept, void* block) noexcept {
+  // Never refused: the children hold on to this Subflow until they finish, whatever the stack left.
+  if (has_unfinished()) join_children();
+  destroy(block);  // the user's callable, before the parent can see this child finished
+  Subflow* const parent = parent_;
+  // Nested in the parent's execution, on its stack: counted in the parent's plain field, no locked instruction.
+  // Marked as the running child until the parent is told: the parent's join still counts this child.
+  parent->child_finished((started && outer == parent) || parent->on_owner_stack());  // the run may end here
+  if (started) (void)exchange_current(outer);
 }
 
 const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
@@ -148,13 +164,6 @@ void Subflow::child_dropped() noexcept {
       "(shut down)");
   run->add_skipped(1);
   child_finished(false);  // last: this Subflow's execution may end here, and with it the run
-}
-
-void Subflow::finish_child(bool nested_in_parent) noexcept {
-  // Never refused: the children hold on to this Subflow until they finish, whatever the stack left.
-  if (has_unfinished()) join_children();
-  // Nested in the parent's execution, on its stack: counted in the parent's plain field, no locked instruction.
-  parent_->child_finished(nested_in_parent || parent_->on_owner_stack());  // last: the run may end here
 }
 
 void Subflow::record_exception(std::exception_ptr error) noexcept {

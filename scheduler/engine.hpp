@@ -77,9 +77,9 @@ class Engine {
   SubmitStatus enqueue(small_function<void()>&& closure, const TaskOptions& options, weft::detail::Admission admission,
                        std::chrono::steady_clock::time_point deadline,
                        weft::detail::InlineTag inline_tag = weft::detail::kWorkersOnly);
-  // A future's state, queued as itself (TaskHeader::is_future_state); its routing fields are written here.
-  // Only an accepted task becomes the pool's: on any other status, or an exception, the caller still holds it
-  // and must drop it (FutureStateBase::finish_queued).
+  // A task that is its own block (a future's state or a SelfTask, weft::detail::TaskKind), queued as itself; its
+  // routing fields are written here. Only an accepted task becomes the pool's: on any other status, or an
+  // exception, the caller still holds it and must drop it (FutureStateBase::finish_queued, SelfTask::finish).
   SubmitStatus enqueue(Task* task, const TaskOptions& options, weft::detail::Admission admission,
                        std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag);
   void wait_idle();
@@ -305,7 +305,7 @@ class Engine {
   // A task counted as submitted could not be queued (allocation failed): account for it, and destroy it if it
   // is a closure task (a task that is its own block stays its submitter's).
   void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
-  // abandon_unqueued's counting, for a task that is its own block (a future's state; its submitter drops it).
+  // abandon_unqueued's counting, for a task that is its own block (its submitter drops it).
   void abandon_counted() noexcept;
   // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
   // closure (wrapped in a ClosureTask here) or a task that is its own block; defined in submit.cpp.

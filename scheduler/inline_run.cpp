@@ -95,9 +95,9 @@ void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
     const RunningFrame frame(*this, size() + slot.index);
     if (has_hooks()) [[unlikely]] {
       (void)run_hooked(nullptr, domain_.current(), task, TaskEvent::not_a_worker);
-    } else if (task->is_future_state) {
+    } else if (task->kind != weft::detail::TaskKind::closure) {
       // Its own block: no task block to free, so no look-up of this thread's hazard record.
-      weft::detail::FutureStateBase::finish_queued(task, true);
+      finish_own_block(task, true);
     } else {
       (void)run_and_release(nullptr, domain_.current(), task);
     }

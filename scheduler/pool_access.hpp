@@ -21,6 +21,17 @@ struct PoolAccess {
     Pool::admit_or_throw(pool.engine_->enqueue(std::move(task), options, Admission::block, {}, owner), "post");
   }
 
+  // As post, for a task that is its own block (a SelfTask): Accepted, or the status that refused it (Closed),
+  // in which case the caller still holds the task and must drop it. An exception (allocation) leaves it the
+  // caller's too.
+  [[nodiscard]] static SubmitStatus post_task(Pool& pool, TaskHeader* task, const TaskOptions& options,
+                                              InlineTag owner) {
+    return pool.engine_->enqueue(task, options, Admission::block, {}, owner);
+  }
+
+  // Pool::admit_or_throw: pool_closed, naming `what`, for a Closed status.
+  static void admit_or_throw(SubmitStatus status, const char* what) { Pool::admit_or_throw(status, what); }
+
   [[nodiscard]] static sched::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
 
   // Queues a future's state as itself (Pool::enqueue_state): an accepted state becomes the pool's.

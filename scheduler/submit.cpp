@@ -138,7 +138,7 @@ void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
   // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
   // wait_idle that may be waiting for it. A task that is its own block goes back to its submitter, which is
   // told by the exception that follows and drops it (Pool::submit_impl).
-  if (!task->is_future_state) destroy_task(ref, task);
+  if (task->kind == weft::detail::TaskKind::closure) destroy_task(ref, task);
   abandon_counted();
 }
 

@@ -1,5 +1,5 @@
-// A task as the scheduler holds it: a header with what the worker loop needs to route it, followed either by a
-// closure in a block of the scheduler's own (ClosureTask) or by the rest of a future's state.
+// A task as the scheduler holds it: a header with what the worker loop needs to route it, followed by a
+// closure in a block of the scheduler's own (ClosureTask), by the rest of a future's state, or by a SelfTask's.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +17,7 @@
 namespace weft::sched {
 
 // What deques and queues hold pointers to (a 128-byte closure cannot be moved through a lock-free slot
-// atomically). See weft::detail::TaskHeader for the two kinds.
+// atomically). See weft::detail::TaskKind for the kinds.
 using Task = weft::detail::TaskHeader;
 
 // A posted closure. Lives in a block from the hazard-pointer domain's node pool (allocated and freed through a
@@ -26,7 +26,7 @@ using Task = weft::detail::TaskHeader;
 struct ClosureTask {
   ClosureTask(small_function<void()>&& closure, Priority p, std::uint32_t worker,
               weft::detail::InlineTag tag) noexcept
-      : header{tag, worker, p, false}, work(std::move(closure)) {}
+      : header{tag, worker, p, weft::detail::TaskKind::closure}, work(std::move(closure)) {}
 
   Task header;
   // The closure's table pointer comes right after the routing fields (small_function keeps it before its
@@ -53,11 +53,21 @@ template <class Allocator>
 
 // Gives up a task that has run or will not run: a closure task's block is freed (destroying the closure, unrun
 // or not); a future's state that has not run is told it was dropped (its future reports task_dropped), and the
-// queue's reference on it is released.
+// queue's reference on it is released; a SelfTask is finished unrun.
+// Runs (run = true) or drops a task that is its own block (a future's state or a SelfTask), which then gives
+// itself up: the caller must not touch it after.
+inline void finish_own_block(Task* task, bool run) noexcept {
+  if (task->kind == weft::detail::TaskKind::future_state) {
+    weft::detail::FutureStateBase::finish_queued(task, run);
+  } else {
+    weft::detail::SelfTask::finish(task, run);
+  }
+}
+
 template <class Allocator>
 void destroy_task(Allocator allocator, Task* task) noexcept {
-  if (task->is_future_state) {
-    weft::detail::FutureStateBase::finish_queued(task, false);
+  if (task->kind != weft::detail::TaskKind::closure) {
+    finish_own_block(task, false);
     return;
   }
   ClosureTask& block = closure_task(task);

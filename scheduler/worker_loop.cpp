@@ -258,6 +258,12 @@ Worker& Engine::execute(Worker& self, Task* task) noexcept {
   Worker* after;
   if (has_hooks()) [[unlikely]] {
     after = run_hooked(&self, self.registration->ref(), task, self.index);
+  } else if (task->kind == weft::detail::TaskKind::self_finishing) {
+    // No block of the scheduler's to free, so none of run_and_release's frame (a Subflow child, most often
+    // run by its parent's join: callgrind, docs/perf-log.md).
+    const std::uint64_t mark = switch_mark(self);
+    weft::detail::SelfTask::finish(task, true);
+    after = &worker_after(self, mark);
   } else {
     after = run_and_release(&self, self.registration->ref(), task);
   }
@@ -270,8 +276,8 @@ Worker& Engine::execute(Worker& self, Task* task) noexcept {
 
 Worker* Engine::run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* task) noexcept {
   const std::uint64_t mark = self != nullptr ? switch_mark(*self) : 0;
-  if (task->is_future_state) {
-    weft::detail::FutureStateBase::finish_queued(task, true);  // keeps its own exceptions
+  if (task->kind != weft::detail::TaskKind::closure) {
+    finish_own_block(task, true);  // keeps its own exceptions, and frees itself
     return self != nullptr ? &worker_after(*self, mark) : nullptr;
   }
   try {
@@ -291,7 +297,7 @@ Worker* Engine::run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* t
 Worker* Engine::run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept {
   const TaskEvent event{worker, task->priority};
   const bool traced = tracer_ != nullptr && tracer_->recording();
-  if (task->is_future_state) {
+  if (task->kind == weft::detail::TaskKind::future_state) {
     auto* const state = static_cast<weft::detail::FutureStateBase*>(task);
     // Only the winner of the claim runs the task, so only it runs the hooks and is traced: a waiter that ran
     // it inline already did (run_inline), and this queued copy is then an empty shell.

@@ -11,10 +11,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "weft/detail/block_cache.hpp"
 #include "weft/detail/child_count.hpp"
 #include "weft/detail/require_callable.hpp"
+#include "weft/detail/task_header.hpp"
 #include "weft/pool_options.hpp"
-#include "weft/small_function.hpp"
 
 namespace weft {
 
@@ -71,7 +72,7 @@ class Subflow {
   void spawn(F&& f) {
     detail::require_callable(f, "weft::Subflow::spawn");
     require_stack_to_spawn();
-    spawn_child(small_function<void()>(Child<std::decay_t<F>>(this, std::forward<F>(f))));
+    spawn_child(new ChildTask<std::decay_t<F>>(this, std::forward<F>(f)));  // counted only once it exists
   }
 
   // Waits for every child spawned so far (and their descendants). Throws would_deadlock if called from one of
@@ -94,37 +95,52 @@ class Subflow {
           std::uintptr_t owner_stack = 0) noexcept
       : run_(&run), parent_(parent), priority_(priority), node_(node), owner_stack_(owner_stack) {}
 
-  // The queued form of a child: runs the user's callable inside a fresh Subflow, then tells the parent; if the
-  // pool destroys it unrun (DropPending), tells the parent too, so a dropped child is never silently lost.
+  // A child as the pool queues it: one block (the scheduler's header, this Subflow, the user's callable) from the
+  // thread's block cache, run or dropped by one call of its finish function. Running it runs the callable inside
+  // a fresh Subflow, joins that Subflow's children, destroys the callable and frees the block, and only then
+  // tells the parent, so nothing of the child is left once the parent's join returns. If the pool destroys it
+  // unrun (DropPending, a refused spawn), the parent is told too: a dropped child is never silently lost.
   template <class F>
-  class Child {
+  class ChildTask final : public detail::SelfTask {
    public:
     template <class G>
-    Child(Subflow* parent, G&& f) : parent_(parent), f_(std::forward<G>(f)) {}
-    Child(Child&& other) noexcept(std::is_nothrow_move_constructible_v<F>)
-        : parent_(std::exchange(other.parent_, nullptr)), f_(std::move(other.f_)) {}
-    Child& operator=(Child&&) = delete;
-    ~Child() {
-      if (parent_ != nullptr) parent_->child_dropped();
-    }
-    void operator()() {
-      Subflow* parent = std::exchange(parent_, nullptr);
-      Subflow own(*parent->run_, parent, parent->priority_, parent->node_);
-      Subflow* outer = nullptr;
-      if (!own.begin_body(outer)) return;  // the run is cancelled: skipped, and the parent told
-      try {
-        if constexpr (std::is_invocable_v<F&, Subflow&>) {
-          f_(own);
-        } else {
-          f_();
-        }
-      } catch (...) {
-        own.record_exception(std::current_exception());
-      }
-      own.end_body(outer);
+    ChildTask(Subflow* parent, G&& f) : SelfTask(&finish_task), parent_(parent), f_(std::forward<G>(f)) {}
+
+    static void* operator new(std::size_t bytes) { return detail::allocate_future_state(bytes, alignof(ChildTask)); }
+    static void operator delete(void* p, std::size_t bytes) noexcept {
+      detail::deallocate_future_state(p, bytes, alignof(ChildTask));
     }
 
    private:
+    ~ChildTask() = default;
+
+    static void destroy(void* block) noexcept { delete static_cast<ChildTask*>(block); }
+
+    static void finish_task(detail::SelfTask* task, bool run) noexcept {
+      auto* const self = static_cast<ChildTask*>(task);
+      Subflow* const parent = self->parent_;
+      if (!run) {
+        delete self;
+        parent->child_dropped();
+        return;
+      }
+      Subflow own(*parent->run_, parent, parent->priority_, parent->node_);
+      Subflow* outer = nullptr;
+      const bool started = own.begin_body(outer);  // false: the run is cancelled, and the child skipped
+      if (started) {
+        try {
+          if constexpr (std::is_invocable_v<F&, Subflow&>) {
+            self->f_(own);
+          } else {
+            self->f_();
+          }
+        } catch (...) {
+          own.record_exception(std::current_exception());
+        }
+      }
+      own.end_body(started, outer, &destroy, self);
+    }
+
     Subflow* parent_;
     F f_;
   };
@@ -137,14 +153,17 @@ class Subflow {
   // running before (restored with exchange_current when the body returns).
   Subflow* enter_body() noexcept;
   // A child's start and end, each one call into the library (the steps inside are calls between its own
-  // functions, which it inlines without LTO). begin_body: if the run is cancelled, records the child as skipped,
-  // tells the parent and returns false; else enter_body(), its result in `outer`, and true. end_body, after the
-  // body: joins the child's own children, tells the parent (counted in its plain field when the child ran
-  // nested in the parent's execution, on this stack: outer == the parent), then restores `outer`.
+  // functions, which it inlines without LTO). begin_body: if the run is cancelled, records the child as skipped
+  // and returns false; else enter_body(), its result in `outer`, and true. end_body, after the body (`started`:
+  // begin_body's result): joins the child's own children, frees the child's block (`destroy(block)`), tells the
+  // parent (counted in its plain field when the child ran nested in the parent's execution, on this stack:
+  // outer == the parent), then restores `outer`.
   [[nodiscard]] bool begin_body(Subflow*& outer) noexcept;
-  void end_body(Subflow* outer) noexcept;
+  void end_body(bool started, Subflow* outer, void (*destroy)(void*) noexcept, void* block) noexcept;
 
-  void spawn_child(small_function<void()>&& child);
+  // Counts `child` (a ChildTask this Subflow made) and queues it; if the pool refuses it, drops it (the parent is
+  // told) and throws pool_closed.
+  void spawn_child(detail::SelfTask* child);
   static void require_stack_to_spawn();
   // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
   // which hold on to this Subflow until they finish.
@@ -156,9 +175,6 @@ class Subflow {
   // finished nested on this Subflow's owner's stack.
   void child_finished(bool on_owner_stack) noexcept;
   void child_dropped() noexcept;
-  // Called on a child's own Subflow when its body returned: joins its children, then tells the parent.
-  // `nested_in_parent`: the child ran inside its parent's own execution, on this stack (see children_).
-  void finish_child(bool nested_in_parent) noexcept;
   // Children not finished: what join() waits to see reach zero. Only the execution that owns this Subflow
   // calls it.
   [[nodiscard]] bool has_unfinished() const noexcept { return children_.unfinished(); }

@@ -1,6 +1,7 @@
 // Lifetimes: a graph destroyed while its run is in flight (waits), a Run destroyed unwaited (waits, never
 // throws), runs waited on from inside pool tasks and nodes (nested waits on a worker), a pool shut down during a
-// run (Drain completes it; DropPending ends it with task_dropped / pool_closed, never a hang), captured state.
+// run (Drain completes it; DropPending ends it with task_dropped / pool_closed, never a hang, and destroys each
+// refused or dropped child's callable once), captured state.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -318,6 +319,55 @@ TEST_CASE("shutdown(DropPending) while a Block producer waits for room or a node
       } catch (const weft::task_dropped&) {
       } catch (const weft::pool_closed&) {
       }
+    }
+  }
+}
+
+TEST_CASE("children refused or dropped by a DropPending shutdown: each callable destroyed once, never run twice") {
+  // A child the closing pool refuses (spawn throws pool_closed) and one it drops unrun are destroyed by weft, once
+  // each, and the run reports the loss; the children that ran, ran once.
+  for (const unsigned workers : {1U, 2U}) {
+    INFO("workers = " << workers);
+    for (int round = 0; round < 20; ++round) {
+      INFO("round " << round);
+      std::string what = named("DropPending vs spawned callables", workers);
+      what += ", round ";
+      what += std::to_string(round);
+      const Watchdog watchdog(what, patience(10));
+      std::atomic<int> destroyed{0};
+      std::atomic<int> ran{0};
+      std::atomic<int> accepted{0};
+      std::atomic<int> refused{0};
+      {
+        weft::Pool pool{weft::PoolOptions{.threads = workers}};
+        weft::TaskGraph g;
+        (void)g.add_node([&](weft::Subflow& sf) {
+          for (int i = 0; i < 100'000; ++i) {
+            try {
+              sf.spawn([&ran, capture = CountsDestruction(destroyed)] { ran.fetch_add(1); });
+              accepted.fetch_add(1);
+            } catch (const weft::pool_closed&) {
+              refused.fetch_add(1);
+              break;
+            }
+          }
+        });
+        weft::Run run = g.run(pool);
+        std::this_thread::sleep_for(std::chrono::microseconds(round * 53 % 700));
+        (void)pool.shutdown(weft::Shutdown::DropPending);
+        await_or_die(run, what, patience(10));
+        bool lost = false;
+        try {
+          (void)run.wait();
+        } catch (const weft::task_dropped&) {
+          lost = true;
+        } catch (const weft::pool_closed&) {
+          lost = true;
+        }
+        if (ran.load() < accepted.load() || refused.load() != 0) CHECK(lost);
+      }
+      CHECK(destroyed.load() == accepted.load() + refused.load());
+      CHECK(ran.load() <= accepted.load());
     }
   }
 }

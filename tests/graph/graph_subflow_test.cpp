@@ -2,7 +2,8 @@
 // middle of a body, children spawning into their parent's Subflow, 10,000 children, exceptions in children,
 // cancellation seen by children, children of every token, children at their node's priority; a child takes no
 // unit of its run; a join that ran children itself and then sleeps is woken, one that ran 10,000 counts each
-// once; joiners that sleep are woken exactly once per join, every child run exactly once.
+// once; joiners that sleep are woken exactly once per join, every child run exactly once; a child's callable is
+// gone before the join that waits for it returns.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "graph/run_state.hpp"
@@ -469,3 +471,39 @@ TEST_CASE("sleeping joiners: every child runs exactly once and every join ends (
 }
 
 }  // namespace
+
+TEST_CASE("a child's callable is destroyed before the join that waits for the child returns") {
+  // A capture may refer to the joiner's frame: it must be gone, on whichever worker the child ran, by the time the
+  // join (explicit, or a child's implicit one) lets that frame go.
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("callable destroyed before join", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    constexpr int kChildren = 200;
+    std::atomic<int> ran{0};
+    std::atomic<int> early{0};  // joins that returned with a callable of theirs still alive
+    std::atomic<int> child_early{0};  // the same for a child's join of its grandchild
+    weft::TaskGraph g;
+    (void)g.add_node([&](weft::Subflow& sf) {
+      for (int round = 0; round < 20; ++round) {
+        std::atomic<int> destroyed{0};  // this round's: destroyed after it ends
+        for (int i = 0; i < kChildren; ++i) {
+          sf.spawn([&ran, &child_early, capture = CountsDestruction(destroyed, true)](weft::Subflow& own) {
+            std::atomic<int> grandchildren_destroyed{0};
+            own.spawn([&ran, inner = CountsDestruction(grandchildren_destroyed, true)] {
+              ran.fetch_add(1, std::memory_order_relaxed);
+            });
+            own.join();
+            if (grandchildren_destroyed.load() != 1) child_early.fetch_add(1);
+            ran.fetch_add(1, std::memory_order_relaxed);
+          });
+        }
+        sf.join();
+        if (destroyed.load() != kChildren) early.fetch_add(1);
+      }
+    });
+    CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
+    CHECK(early.load() == 0);
+    CHECK(child_early.load() == 0);
+    CHECK(ran.load() == 20 * kChildren * 2);
+  });
+}

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "tests/pool/pool_test_support.hpp"
 #include "weft/pool.hpp"
@@ -92,5 +93,27 @@ template <class Pred>
   }
   return true;
 }
+
+// A capture that counts its own destruction (a moved-from one counts nothing): how many callables are gone.
+// `slow`: it yields the CPU before it counts, which widens the window in which a waiter could see it still alive.
+class CountsDestruction {
+ public:
+  explicit CountsDestruction(std::atomic<int>& destroyed, bool slow = false) noexcept
+      : destroyed_(&destroyed), slow_(slow) {}
+  CountsDestruction(CountsDestruction&& other) noexcept
+      : destroyed_(std::exchange(other.destroyed_, nullptr)), slow_(other.slow_) {}
+  CountsDestruction(const CountsDestruction&) = delete;
+  CountsDestruction& operator=(const CountsDestruction&) = delete;
+  CountsDestruction& operator=(CountsDestruction&&) = delete;
+  ~CountsDestruction() {
+    if (destroyed_ == nullptr) return;
+    if (slow_) std::this_thread::yield();
+    destroyed_->fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int>* destroyed_;
+  bool slow_;
+};
 
 }  // namespace weft::test

@@ -115,7 +115,7 @@ class FutureStateBase : public TaskHeader {
     }
   }
 
-  // For the pool, which queues the state as itself (TaskHeader::is_future_state): runs it (unless a waiter
+  // For the pool, which queues the state as itself (TaskKind::future_state): runs it (unless a waiter
   // already ran it inline) or, if `run` is false, reports it dropped; then gives up the queue's reference, so
   // the state may be gone on return.
   static void finish_queued(TaskHeader* task, bool run) noexcept {
@@ -168,7 +168,7 @@ class FutureStateBase : public TaskHeader {
 
  protected:
   FutureStateBase(InlineRunCounter* inline_runs, Pool* pool) noexcept : inline_runs_(inline_runs), pool_(pool) {
-    is_future_state = true;
+    kind = TaskKind::future_state;
   }
   ~FutureStateBase() = default;
 
