@@ -106,7 +106,10 @@ void Subflow::join() {
           "weft::Subflow::join: a child's Subflow joined from outside that child's body (another thread or "
           "task); only the body it was given to may join it");
   }
-  if (has_unfinished()) sched::require_stack("weft::Subflow::join");
+  // Nothing to wait for (every child ran already, most often nested in an inner join of the same Subflow): no
+  // wait, and nothing to reset (only a wait announces a sleeper, and it resets the count before it returns).
+  if (!has_unfinished()) return;
+  sched::require_stack("weft::Subflow::join");
   join_children();
 }
 
