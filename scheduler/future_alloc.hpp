@@ -6,8 +6,8 @@
 
 namespace weft::detail {
 
-// Future-state blocks obtained from the system and not given back to it: what the allocator holds, in use or
-// cached for reuse. Exact only while no thread allocates or frees a future state.
+// Future-state blocks (a future's state or a Subflow child) obtained from the system and not given back to it:
+// what the allocator holds, in use or cached for reuse. Exact only while no thread allocates or frees a block.
 [[nodiscard]] std::uint64_t future_state_blocks_held() noexcept;
 
 }  // namespace weft::detail

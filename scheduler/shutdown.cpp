@@ -167,8 +167,8 @@ std::uint64_t Engine::drop_slots(TaskDomain::ThreadRef ref) noexcept {
 void Engine::note_drop_was_empty() noexcept { tls_drop_was_empty = true; }
 
 std::uint64_t Engine::drop(Task* task, TaskDomain::ThreadRef ref) noexcept {
-  // A closure destroyed unrun, or a future's state told so (destroy_task): either way the future, if
-  // any, reports task_dropped.
+  // A closure destroyed unrun, a future's state told so, or a SelfTask finished unrun (destroy_task): the
+  // future, if any, reports task_dropped; a Subflow child tells its parent, which fails the run.
   tls_drop_was_empty = false;
   destroy_task(ref, task);
   abandoned_.fetch_add(1, std::memory_order_release);  // release: read by idle() with acquire

@@ -12,7 +12,8 @@ namespace weft::sched {
 using namespace engine_internal;
 
 namespace {
-// Whether the task is empty: a closure can be; a task that is its own block (a future's state) never is.
+// Whether the task is empty: a closure can be; a task that is its own block (a future's state, a SelfTask) never
+// is.
 [[nodiscard]] bool is_empty(const small_function<void()>& closure) noexcept { return !closure; }
 [[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
 }  // namespace
@@ -94,7 +95,7 @@ SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options
     return SubmitStatus::Accepted;
   };
   if constexpr (std::is_same_v<std::remove_cvref_t<Source>, Task*>) {
-    // A task that is its own block (a future's state) going into a slot needs no block from this thread's
+    // A task that is its own block (a future's state, a SelfTask) going into a slot needs no block from this thread's
     // registration: no look-up of it (a thread-local table search for an outside thread).
     if (slot != nullptr) {
       Task* const task = to_task_fields(source, options.priority, affinity, inline_tag);
@@ -137,7 +138,7 @@ template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, const TaskOptions&
 void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
   // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
   // wait_idle that may be waiting for it. A task that is its own block goes back to its submitter, which is
-  // told by the exception that follows and drops it (Pool::submit_impl).
+  // told by the exception that follows and drops it (Pool::submit_impl, Subflow::spawn_child).
   if (task->kind == weft::detail::TaskKind::closure) destroy_task(ref, task);
   abandon_counted();
 }

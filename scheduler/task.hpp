@@ -51,9 +51,6 @@ template <class Allocator>
   return &(::new (block) ClosureTask(std::move(closure), priority, affinity, inline_tag))->header;
 }
 
-// Gives up a task that has run or will not run: a closure task's block is freed (destroying the closure, unrun
-// or not); a future's state that has not run is told it was dropped (its future reports task_dropped), and the
-// queue's reference on it is released; a SelfTask is finished unrun.
 // Runs (run = true) or drops a task that is its own block (a future's state or a SelfTask), which then gives
 // itself up: the caller must not touch it after.
 inline void finish_own_block(Task* task, bool run) noexcept {
@@ -64,6 +61,9 @@ inline void finish_own_block(Task* task, bool run) noexcept {
   }
 }
 
+// Gives up a task that has run or will not run: a closure task's block is freed (destroying the closure, unrun
+// or not); a future's state that has not run is told it was dropped (its future reports task_dropped), and the
+// queue's reference on it is released; a SelfTask is finished unrun.
 template <class Allocator>
 void destroy_task(Allocator allocator, Task* task) noexcept {
   if (task->kind != weft::detail::TaskKind::closure) {

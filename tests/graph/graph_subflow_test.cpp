@@ -379,8 +379,8 @@ TEST_CASE("a join that ran children itself, then sleeps for one another worker r
 }
 
 TEST_CASE("a child's join that runs 10,000 of its children itself counts each once") {
-  // Past Subflow::kLocalLimit children finished on the joiner's stack, the plain count is folded into the shared
-  // one mid-join: a fold that lost or doubled a child would end the join early or never.
+  // Children finished on the joiner's stack are counted in its plain field, which is folded into the shared count
+  // when the joiner first sleeps mid-join: a fold that lost or doubled a child would end the join early or never.
   for_each_graph_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("10,000 children of a child", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};

@@ -1,9 +1,8 @@
 // The common case of the memory a Future's state (and a Subflow child) takes: a block from the calling thread's own
 // free list, and back to it. Public only because Pool::submit, Future and Subflow::spawn are templates: written in
 // the user's code, the common case needs no call into the library, which a consumer's build without LTO could not
-// inline. Users never name
-// anything here. The free lists belong to the thread's cache in scheduler/future_alloc.cpp, which also takes the
-// rarer paths (a list empty or full, the thread's first block, a thread whose cache is gone).
+// inline. Users never name anything here. The free lists belong to the thread's cache in scheduler/future_alloc.cpp,
+// which also takes the rarer paths (a list empty or full, the thread's first block, a thread whose cache is gone).
 #pragma once
 
 #include <cstddef>

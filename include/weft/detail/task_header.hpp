@@ -35,10 +35,11 @@ struct TaskHeader {
 };
 static_assert(sizeof(TaskHeader) == 16, "the header shares a cache line with a closure task's first bytes");
 
-// A task that is its own block, typed by whoever makes it, and knows how to end: the scheduler calls finish()
-// exactly once, with run = true to run it or false when it will never run (a DropPending shutdown, a refused
-// submission). Either way the block frees itself: the task is gone when finish returns. One indirect call a task,
-// with no closure to relocate into a block of the scheduler's and no table of operations to go through.
+// A task that is its own block, typed by whoever makes it, and knows how to end: finish() is called exactly once, by
+// the scheduler with run = true to run it, or with false when it will never run (by the scheduler on a DropPending
+// shutdown; by the submitter when the pool refused it). Either way the block frees itself: the task is gone when
+// finish returns. One indirect call a task, with no closure to relocate into a block of the scheduler's and no table
+// of operations to go through.
 class SelfTask : public TaskHeader {
  public:
   using Finish = void (*)(SelfTask* task, bool run) noexcept;
