@@ -242,9 +242,11 @@ class Engine {
   // True if a task on `self`'s current fiber may suspend: not in a catch block or an unwinding, not inside a
   // RunningFrame, not inside a wait that could not suspend (Worker::no_suspend).
   [[nodiscard]] static bool may_suspend(const Worker& self) noexcept;
-  // On a worker's way out after a shutdown began: drops what is left in its own deque, outside batch and
-  // mailbox (counted in dropped_by_waiters_). See worker_main.
-  void drop_own_pending(Worker& self) noexcept;
+  // After a DropPending shutdown began, on a worker's way out (worker_main) or in a wait (wait_on_worker): drops
+  // what is left in its own deque, outside batch and mailbox (counted in dropped_by_waiters_). Returns true if it
+  // took any task. Out of line: the wait loop's other paths are hot, and each inlined pop adds its locals to the
+  // frame g++ estimates for the loop, which decides whether the loop is inlined into Future::get.
+  bool drop_own_pending(Worker& self) noexcept;
   [[nodiscard]] std::string apply_thread_options(Worker& self);
   [[nodiscard]] Task* find_task(Worker& self);
   [[nodiscard]] Task* take_injected(Worker& self, Priority priority);
@@ -531,14 +533,7 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
       // shutdown's drop pass went by would stay in its own deque (or mailbox), where the shutdown looks again
       // only after joining this very worker: drop those here, or the wait and the join would wait on each other.
       // The same for outside tasks this worker took in a batch (its from_outside deque).
-      std::optional<Task*> own = me->deque.pop();
-      if (!own) own = me->from_outside.pop();
-      if (!own) own = me->take_from_mailbox(me->ref());
-      if (own) {
-        // relaxed: finish_shutdown reads it after joining this worker.
-        dropped_by_waiters_.fetch_add(drop(*own, me->ref()), std::memory_order_relaxed);
-        continue;
-      }
+      if (drop_own_pending(*me)) continue;
     } else if (!own_work_only) {
       task = find_task(*me);
     } else if (auto own = me->deque.pop()) {

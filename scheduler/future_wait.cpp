@@ -31,9 +31,16 @@ bool run_inline(FutureStateBase& state) noexcept {
   return runs->engine->run_inline(state);
 }
 
-// `exclusive`: the caller is Future::get, the Future's only user (see FutureStateBase::run_exclusive).
-bool wait(FutureStateBase& state, Clock::time_point deadline, bool exclusive = false) {
+// `kForGet`: the caller is Future::get, the Future's only user (see FutureStateBase::run_exclusive).
+// A template, so that get has a copy of its own, and with it of the engine's wait loop (the lambdas below differ in
+// type): called once, the loop is inlined into get's entry even without LTO, where a single copy shared by get,
+// wait and wait_for was too large to inline (callgrind, fib(28) in a consumer's build: 383 instructions a spawn ->
+// 345; 336 with LTO), and get's deadline and exclusive claim are constants there. What else decides that inlining:
+// docs/scheduler.md, "The spawn + wait path, and what it costs".
+template <bool kForGet>
+bool wait(FutureStateBase& state, Clock::time_point deadline) {
   if (state.ready()) return true;
+  FutureStateBase* const exclusive = kForGet ? &state : nullptr;
   // A timed wait never runs the task inline: that could take longer than the timeout.
   const bool may_claim = deadline == Clock::time_point::max();
   if (sched::Worker* self = sched::Engine::this_thread_worker()) {
@@ -47,14 +54,14 @@ bool wait(FutureStateBase& state, Clock::time_point deadline, bool exclusive = f
           if (may_claim && run_inline(state)) return;
           sleep_on(state, slice);
         },
-        "weft::Future::get/wait", exclusive ? &state : nullptr);
+        "weft::Future::get/wait", exclusive);
   }
   sched::require_stack("weft::Future::get/wait");
   if (may_claim && state.inline_runs() != nullptr) {
     // A task this thread submitted sits in its own slot, normally at the bottom: popping it from there runs it
     // with no queued copy left behind (and no inline-run counting), as oneTBB's task_group::wait does.
     if (state.inline_runs()->engine->help_from_own_slot([&] { return state.ready(); }, weft::detail::kInlineFuture,
-                                                        exclusive ? &state : nullptr))
+                                                        exclusive))
       return true;
   }
   // Nobody started it: run it here rather than wait for a worker (oneTBB's task_group::wait does the same).
@@ -78,12 +85,12 @@ void FutureStateBase::wake_waiters() noexcept {
   if (waiters_.load(std::memory_order_seq_cst) != 0) sched::wake_word_all(status_);
 }
 
-void wait_until_ready(FutureStateBase& state) { (void)wait(state, Clock::time_point::max()); }
+void wait_until_ready(FutureStateBase& state) { (void)wait<false>(state, Clock::time_point::max()); }
 
-void wait_until_ready_for_get(FutureStateBase& state) { (void)wait(state, Clock::time_point::max(), true); }
+void wait_until_ready_for_get(FutureStateBase& state) { (void)wait<true>(state, Clock::time_point::max()); }
 
 bool wait_until_ready_for(FutureStateBase& state, std::chrono::nanoseconds timeout) {
-  return wait(state, deadline_after(timeout));  // saturates one short of max(), which means "no deadline" here
+  return wait<false>(state, deadline_after(timeout));  // saturates one short of max(), which means "no deadline" here
 }
 
 }  // namespace weft::detail

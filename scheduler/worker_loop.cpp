@@ -38,7 +38,7 @@ void Engine::worker_main(Worker& start) {
       // A task this worker pushed (or was sent) just as a DropPending shutdown's drop pass went by stays here
       // until after this worker is joined; a worker elsewhere may be waiting for it (a subflow's join, a
       // pipeline's tasks), and the join would wait for that worker. Dropped on the way out instead.
-      drop_own_pending(*me);
+      (void)drop_own_pending(*me);
       return;
     }
 #if WEFT_FIBERS
@@ -116,13 +116,19 @@ void Engine::worker_main(Worker& start) {
   }
 }
 
-void Engine::drop_own_pending(Worker& self) noexcept {
-  std::uint64_t count = 0;
-  while (auto task = self.deque.pop()) count += drop(*task, self.ref());
-  while (auto task = self.from_outside.pop()) count += drop(*task, self.ref());
-  while (auto task = self.take_from_mailbox(self.ref())) count += drop(*task, self.ref());
+bool Engine::drop_own_pending(Worker& self) noexcept {
+  std::uint64_t taken = 0;
+  std::uint64_t count = 0;  // drop() counts only the tasks that had something left to do
+  const auto drop_one = [&](Task* task) {
+    ++taken;
+    count += drop(task, self.ref());
+  };
+  while (auto task = self.deque.pop()) drop_one(*task);
+  while (auto task = self.from_outside.pop()) drop_one(*task);
+  while (auto task = self.take_from_mailbox(self.ref())) drop_one(*task);
   // relaxed: finish_shutdown reads it after joining this worker.
   if (count != 0) dropped_by_waiters_.fetch_add(count, std::memory_order_relaxed);
+  return taken != 0;
 }
 
 Task* Engine::find_task(Worker& self) {
