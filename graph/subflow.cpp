@@ -19,7 +19,11 @@ namespace weft {
 
 bool Subflow::on_owner_stack() const noexcept { return owner_stack_ == sched::current_stack_id(); }
 
-void Subflow::spawn_child(detail::SelfTask* child) {
+void Subflow::spawn_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept) {
+  if (sched::stack_low()) [[unlikely]] {
+    destroy(child);
+    sched::stack_guard_detail::throw_too_deep("weft::Subflow::spawn");
+  }
   // Counted before the child can run. Not a unit of the run: the node execution this Subflow descends from holds
   // one, and cannot end before the child (see children_).
   children_.spawned(on_owner_stack());
@@ -66,10 +70,7 @@ bool Subflow::begin_body(Subflow*& outer) noexcept {
   return true;
 }
 
-void Subflow::end_body(bool started, Subflow* outer, void (*destroy)(void*) noexcept, void* block) noexcept {
-  // Never refused: the children hold on to this Subflow until they finish, whatever the stack left.
-  if (has_unfinished()) join_children();
-  destroy(block);  // the user's callable, before the parent can see this child finished
+void Subflow::end_body(bool started, Subflow* outer) noexcept {
   Subflow* const parent = parent_;
   // Nested in the parent's execution, on its stack: counted in the parent's plain field, no locked instruction.
   // Marked as the running child until the parent is told: the parent's join still counts this child.
@@ -81,8 +82,6 @@ const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
   const Subflow* child = current_child();
   return child != nullptr ? child->run_ : nullptr;
 }
-
-void Subflow::require_stack_to_spawn() { sched::require_stack("weft::Subflow::spawn"); }
 
 void Subflow::join() {
   // The running child counts in each of its ancestors' children until it returns: joining one of them

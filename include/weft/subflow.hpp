@@ -71,8 +71,8 @@ class Subflow {
     requires SubflowCallable<F>
   void spawn(F&& f) {
     detail::require_callable(f, "weft::Subflow::spawn");
-    require_stack_to_spawn();
-    spawn_child(new ChildTask<std::decay_t<F>>(this, std::forward<F>(f)));  // counted only once it exists
+    using Child = ChildTask<std::decay_t<F>>;
+    spawn_child(new Child(this, std::forward<F>(f)), &Child::destroy);  // counted only once it exists
   }
 
   // Waits for every child spawned so far (and their descendants). Throws would_deadlock if called from one of
@@ -111,10 +111,11 @@ class Subflow {
       detail::deallocate_future_state(p, bytes, alignof(ChildTask));
     }
 
+    // Frees a child that was never counted (spawn_child refused it before counting): the parent is not told.
+    static void destroy(detail::SelfTask* task) noexcept { delete static_cast<ChildTask*>(task); }
+
    private:
     ~ChildTask() = default;
-
-    static void destroy(void* block) noexcept { delete static_cast<ChildTask*>(block); }
 
     static void finish_task(detail::SelfTask* task, bool run) noexcept {
       auto* const self = static_cast<ChildTask*>(task);
@@ -138,7 +139,10 @@ class Subflow {
           own.record_exception(std::current_exception());
         }
       }
-      own.end_body(started, outer, &destroy, self);
+      // Never refused: the children hold on to `own` until they finish, whatever the stack left.
+      if (own.has_unfinished()) own.join_children();
+      delete self;  // the user's callable, before the parent can see this child finished
+      own.end_body(started, outer);
     }
 
     Subflow* parent_;
@@ -154,17 +158,18 @@ class Subflow {
   Subflow* enter_body() noexcept;
   // A child's start and end, each one call into the library (the steps inside are calls between its own
   // functions, which it inlines without LTO). begin_body: if the run is cancelled, records the child as skipped
-  // and returns false; else enter_body(), its result in `outer`, and true. end_body, after the body (`started`:
-  // begin_body's result): joins the child's own children, frees the child's block (`destroy(block)`), tells the
+  // and returns false; else enter_body(), its result in `outer`, and true. end_body, once the body returned
+  // (`started`: begin_body's result), the child's own children are joined and its block is freed: tells the
   // parent (counted in its plain field when the child ran nested in the parent's execution, on this stack:
   // outer == the parent), then restores `outer`.
   [[nodiscard]] bool begin_body(Subflow*& outer) noexcept;
-  void end_body(bool started, Subflow* outer, void (*destroy)(void*) noexcept, void* block) noexcept;
+  void end_body(bool started, Subflow* outer) noexcept;
 
   // Counts `child` (a ChildTask this Subflow made) and queues it; if the pool refuses it, drops it (the parent is
-  // told) and throws pool_closed.
-  void spawn_child(detail::SelfTask* child);
-  static void require_stack_to_spawn();
+  // told) and throws pool_closed. If this thread's stack could not serve the join, frees it uncounted
+  // (`destroy`) and throws nesting_too_deep. Both checks sit in this one call into the library, which a build
+  // without LTO does not inline.
+  void spawn_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept);
   // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
   // which hold on to this Subflow until they finish.
   void join_children() noexcept;
