@@ -42,8 +42,6 @@ std::atomic<std::uint64_t> next_graph_id{1};
   throw invalid_option(message);
 }
 
-const NodeOptions kDefaultOptions{};
-
 // A module node's body (TaskGraph::add_graph): 24 bytes, inline in the NodeBody.
 class ModuleBody {
  public:
@@ -58,6 +56,8 @@ class ModuleBody {
 };
 
 }  // namespace
+
+const NodeOptions GraphImpl::kDefaultOptions{};
 
 void GraphImpl::require_one_token(const NodeOptions& options, const Caller& caller, const char* rule) const {
   if (options.tokens <= 1) return;  // 0 is refused with the other options, by add_node
@@ -300,11 +300,6 @@ void GraphImpl::reserve(std::size_t nodes, std::size_t edges) {
   bodies_.reserve(nodes);
   options_index_.reserve(nodes);
   edges_.reserve(edges);
-}
-
-const NodeOptions& GraphImpl::options(std::uint32_t index) const noexcept {
-  const std::uint32_t at = options_index_[index];
-  return at == kNoIndex ? kDefaultOptions : options_[at];
 }
 
 std::string GraphImpl::name(std::uint32_t index) const {

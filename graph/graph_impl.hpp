@@ -135,7 +135,11 @@ class GraphImpl {
   [[nodiscard]] graph::ClaimCursor& group_cursor(std::uint32_t index) noexcept { return group_cursors_[index]; }
   [[nodiscard]] graph::ClaimCursor& roots_cursor() noexcept { return roots_cursor_; }
   [[nodiscard]] NodeBody& body(std::uint32_t index) noexcept { return bodies_[index]; }
-  [[nodiscard]] const NodeOptions& options(std::uint32_t index) const noexcept;
+  // Inline: a run reads it for every node it posts or finishes, and a build without LTO would call across files.
+  [[nodiscard]] const NodeOptions& options(std::uint32_t index) const noexcept {
+    const std::uint32_t at = options_index_[index];
+    return at == kNoIndex ? kDefaultOptions : options_[at];
+  }
   [[nodiscard]] graph::Limiter& limiter(std::uint32_t limiter_index) noexcept { return *limiters_[limiter_index]; }
   [[nodiscard]] std::size_t limiter_count() const noexcept { return limiters_.size(); }
   [[nodiscard]] std::uint32_t limited_node(std::uint32_t limiter_index) const noexcept {
@@ -202,6 +206,8 @@ class GraphImpl {
   [[noreturn]] void throw_cycle(const std::vector<std::uint32_t>& indegree_left, const char* call) const;
 
   const std::uint64_t id_;
+  // The options of every node that sets none (graph/graph_impl.cpp).
+  static const NodeOptions kDefaultOptions;
   // As built. Options are stored only for nodes that have some non-default one (options_index_).
   ChunkedVector<NodeBody> bodies_;  // 64 KiB chunks: only the first grows (chunked_vector.hpp)
   std::vector<std::uint32_t> options_index_;
