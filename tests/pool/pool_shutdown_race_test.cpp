@@ -32,6 +32,28 @@ struct Ledger {
   std::atomic<std::uint64_t> accepted_so_far{0};
 };
 
+// One sweep over a ledger: tasks accepted, accepted and run once, run without being accepted, run more than once.
+struct Tally {
+  std::uint64_t accepted = 0;
+  std::uint64_t ran = 0;
+  std::uint64_t ran_unaccepted = 0;
+  std::uint64_t ran_twice = 0;
+
+  void add(bool was_accepted, unsigned runs) noexcept {
+    accepted += was_accepted ? 1 : 0;
+    ran += runs == 1 && was_accepted ? 1 : 0;
+    ran_unaccepted += runs != 0 && !was_accepted ? 1 : 0;
+    ran_twice += runs > 1 ? 1 : 0;
+  }
+  // The checks every ending shares, given what the shutdown reported dropped.
+  void check(std::uint64_t dropped) const {
+    INFO("accepted = " << accepted << ", ran = " << ran << ", dropped = " << dropped);
+    CHECK(ran_unaccepted == 0);
+    CHECK(ran_twice == 0);
+    CHECK(ran + dropped == accepted);
+  }
+};
+
 struct Task {
   weft::Pool* pool;
   Ledger* ledger;
@@ -110,17 +132,9 @@ void race(unsigned workers, Ending ending) {
   for (auto& t : submitters) t.join();
   CHECK(refused.load() == kSubmitters);  // the shutdown, not the slot supply, stopped every submitter
 
-  std::uint64_t accepted = 0;
-  std::uint64_t ran = 0;
-  std::uint64_t ran_unaccepted = 0;
-  std::uint64_t ran_twice = 0;
+  Tally tally;
   for (std::uint64_t i = 0; i < 2 * Ledger::kHalf; ++i) {
-    const bool was_accepted = ledger.accepted[i].load(std::memory_order_relaxed) != 0;
-    const unsigned runs = ledger.runs.count(i);
-    accepted += was_accepted ? 1 : 0;
-    ran += runs == 1 && was_accepted ? 1 : 0;
-    ran_unaccepted += runs != 0 && !was_accepted ? 1 : 0;
-    ran_twice += runs > 1 ? 1 : 0;
+    tally.add(ledger.accepted[i].load(std::memory_order_relaxed) != 0, ledger.runs.count(i));
   }
   std::uint64_t futures_dropped = 0;
   std::uint64_t futures_inconsistent = 0;
@@ -134,11 +148,8 @@ void race(unsigned workers, Ending ending) {
       }
     }
   }
-  INFO("accepted = " << accepted << ", ran = " << ran << ", dropped = " << dropped);
-  CHECK(ran_unaccepted == 0);
-  CHECK(ran_twice == 0);
+  tally.check(dropped);
   CHECK(futures_inconsistent == 0);
-  CHECK(ran + dropped == accepted);
   CHECK(futures_dropped <= dropped);
   CHECK(pool.stats().dropped == dropped);
   if (ending == Ending::drain) CHECK(dropped == 0);
@@ -255,30 +266,20 @@ std::uint64_t nested_race(unsigned workers) {
   }
   const std::uint64_t dropped = pool.shutdown(weft::Shutdown::DropPending);
 
-  std::uint64_t accepted = 0;
-  std::uint64_t ran = 0;
-  std::uint64_t ran_unaccepted = 0;
-  std::uint64_t ran_twice = 0;
+  Tally tally;
   std::uint64_t futures_dropped = 0;
   std::uint64_t futures_wrong = 0;
   for (std::uint64_t i = 0; i < kNestedSlots; ++i) {
-    const bool was_accepted = ledger.accepted[i].load(std::memory_order_relaxed) != 0;
     const unsigned runs = ledger.runs.count(i);
-    accepted += was_accepted ? 1 : 0;
-    ran += runs == 1 && was_accepted ? 1 : 0;
-    ran_unaccepted += runs != 0 && !was_accepted ? 1 : 0;
-    ran_twice += runs > 1 ? 1 : 0;
+    tally.add(ledger.accepted[i].load(std::memory_order_relaxed) != 0, runs);
     if (ledger.future_dropped[i].load(std::memory_order_relaxed) != 0) {
       ++futures_dropped;
       futures_wrong += runs != 0 ? 1 : 0;  // a future that says dropped: its task never ran
     }
   }
-  INFO("accepted = " << accepted << ", ran = " << ran << ", dropped = " << dropped);
-  CHECK(ran_unaccepted == 0);
-  CHECK(ran_twice == 0);
+  tally.check(dropped);
   CHECK(futures_wrong == 0);
   CHECK(ledger.futures_inconsistent.load() == 0);
-  CHECK(ran + dropped == accepted);
   CHECK(futures_dropped <= dropped);
   CHECK(pool.stats().dropped == dropped);
   return futures_dropped;
