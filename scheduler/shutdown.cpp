@@ -170,7 +170,12 @@ std::uint64_t Engine::drop(Task* task, TaskDomain::ThreadRef ref) noexcept {
   // A closure destroyed unrun, a future's state told so, or a SelfTask finished unrun (destroy_task): the
   // future, if any, reports task_dropped; a Subflow child tells its parent, which fails the run.
   tls_drop_was_empty = false;
-  destroy_task(ref, task);
+  if (task->kind == weft::detail::TaskKind::future_state) {
+    // A state a waiter claimed (Future::get runs its task inline) was run there, or is running: not a drop.
+    if (!weft::detail::FutureStateBase::finish_queued(task, false)) tls_drop_was_empty = true;
+  } else {
+    destroy_task(ref, task);
+  }
   abandoned_.fetch_add(1, std::memory_order_release);  // release: read by idle() with acquire
   return std::exchange(tls_drop_was_empty, false) ? 0 : 1;
 }

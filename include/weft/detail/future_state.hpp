@@ -104,28 +104,28 @@ class FutureStateBase : public TaskHeader {
   }
 
   // The queued task was destroyed without running (DropPending shutdown): tell the future.
-  void drop_if_unclaimed() noexcept {
+  // Returns false if a waiter had claimed it (and ran it, or is running it inline): nothing was dropped.
+  bool drop_if_unclaimed() noexcept {
     std::uint32_t expected = pending;
     // seq_cst: like publish(), it must be in the single total order with the waiter's add_waiter and re-check,
     // or both sides could miss each other and the waiter sleep forever.
-    if (status_.compare_exchange_strong(expected, dropped, std::memory_order_seq_cst, std::memory_order_relaxed)) {
-      wake_waiters();
-      forget_antecedent();
-      if (FutureStateBase* next = take_continuation()) schedule_continuation(next);
-    }
+    if (!status_.compare_exchange_strong(expected, dropped, std::memory_order_seq_cst, std::memory_order_relaxed))
+      return false;
+    wake_waiters();
+    forget_antecedent();
+    if (FutureStateBase* next = take_continuation()) schedule_continuation(next);
+    return true;
   }
 
   // For the pool, which queues the state as itself (TaskKind::future_state): runs it (unless a waiter
   // already ran it inline) or, if `run` is false, reports it dropped; then gives up the queue's reference, so
   // the state may be gone on return.
-  static void finish_queued(TaskHeader* task, bool run) noexcept {
+  // Returns whether this call ran or dropped the task (false: a waiter had claimed it).
+  static bool finish_queued(TaskHeader* task, bool run) noexcept {
     auto* const state = static_cast<FutureStateBase*>(task);
-    if (run) {
-      state->run_if_unclaimed();
-    } else {
-      state->drop_if_unclaimed();
-    }
+    const bool took = run ? state->run_if_unclaimed() : state->drop_if_unclaimed();
     state->release();
+    return took;
   }
 
   [[nodiscard]] Status status() const noexcept {
