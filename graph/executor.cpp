@@ -110,20 +110,22 @@ void RunState::post_roots() noexcept {
   add_unit();
   add_unit();
   graph::ClaimCursor& cursor = graph_.roots_cursor();
-  cursor.reset(0, roots);
+  // The first roots task is counted queued by the reset and posted below whatever happens meanwhile: its unit was
+  // added above. (Posted through keep_one_queued, after the store below, it could be skipped: an outside waiter
+  // that claimed the roots in between found the cursor with no task queued and queued one of its own, or claimed
+  // every root, and the unit of the task never posted held the pass, and the run, forever.)
+  cursor.reset(0, roots, 1);
   // A later pass of run_n / run_until: the roots are to claim again. release, after the cursor's reset: an
-  // outside waiter that claims them (acq_rel) finds the cursor ready.
+  // outside waiter that claims them (acq_rel) finds the cursor ready, with this task counted.
   roots_claimed_.store(false, std::memory_order_release);
-  cursor.keep_one_queued([&] {
-    try {
-      PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
-    } catch (const weft::pool_closed&) {
-      // Refused: the task's destructor already failed the run and gave its unit back.
-      refused_.store(true, std::memory_order_relaxed);
-    } catch (...) {
-      // Out of memory: likewise accounted; wait() reports the run failed.
-    }
-  });
+  try {
+    PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
+  } catch (const weft::pool_closed&) {
+    // Refused: the task's destructor already failed the run and gave its unit back.
+    refused_.store(true, std::memory_order_relaxed);
+  } catch (...) {
+    // Out of memory: likewise accounted; wait() reports the run failed.
+  }
 }
 
 void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
