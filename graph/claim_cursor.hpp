@@ -22,10 +22,11 @@ class alignas(sched::kCacheLine) ClaimCursor {
  public:
   // Starts the range [first, end) with no task queued. Called by the one thread that starts the range, before it
   // posts the range's first task (the post publishes these stores to whoever runs that task).
-  void reset(std::uint32_t first, std::uint32_t end) noexcept {
+  // `queued`: tasks of the range the caller is about to post itself (counted before any claimer can look).
+  void reset(std::uint32_t first, std::uint32_t end, std::uint32_t queued = 0) noexcept {
     next_.store(first, std::memory_order_relaxed);
     end_ = end;
-    queued_.store(0, std::memory_order_relaxed);
+    queued_.store(queued, std::memory_order_relaxed);
   }
 
   // Claims the next items [lo, hi) (hi == lo: none is left): a share of what is left that shrinks as the range

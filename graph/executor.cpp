@@ -110,20 +110,22 @@ void RunState::post_roots() noexcept {
   add_unit();
   add_unit();
   graph::ClaimCursor& cursor = graph_.roots_cursor();
-  cursor.reset(0, roots);
+  // The first roots task is counted queued by the reset and posted below whatever happens meanwhile: its unit was
+  // added above. (Posted through keep_one_queued, after the store below, it could be skipped: an outside waiter
+  // that claimed the roots in between found the cursor with no task queued and queued one of its own, or claimed
+  // every root, and the unit of the task never posted held the pass, and the run, forever.)
+  cursor.reset(0, roots, 1);
   // A later pass of run_n / run_until: the roots are to claim again. release, after the cursor's reset: an
-  // outside waiter that claims them (acq_rel) finds the cursor ready.
+  // outside waiter that claims them (acq_rel) finds the cursor ready, with this task counted.
   roots_claimed_.store(false, std::memory_order_release);
-  cursor.keep_one_queued([&] {
-    try {
-      PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
-    } catch (const weft::pool_closed&) {
-      // Refused: the task's destructor already failed the run and gave its unit back.
-      refused_.store(true, std::memory_order_relaxed);
-    } catch (...) {
-      // Out of memory: likewise accounted; wait() reports the run failed.
-    }
-  });
+  try {
+    PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
+  } catch (const weft::pool_closed&) {
+    // Refused: the task's destructor already failed the run and gave its unit back.
+    refused_.store(true, std::memory_order_relaxed);
+  } catch (...) {
+    // Out of memory: likewise accounted; wait() reports the run failed.
+  }
 }
 
 void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
@@ -178,13 +180,26 @@ bool RunState::claim_roots() noexcept {
 
 void RunState::help_from_outside() noexcept {
   const auto roots = static_cast<std::uint32_t>(roots_count_);
-  if (roots == 0 || !claim_roots()) return;
-  void* const outer = sched::exchange_task_local(kCurrentRunSlot, this);
-  // As one task of the pool: inside its hooks, and marked so that the pool's waits refuse to wait from here.
-  // Refused (false) if the thread can have no slot in the pool: the roots task runs them all then.
-  (void)PoolAccess::engine(pool_).run_here(Priority::Normal, [this] { run_roots(true); });
-  (void)sched::exchange_task_local(kCurrentRunSlot, outer);
-  finish_unit();  // the roots' unit, which the claim handed to this thread
+  if (roots == 0) return;
+  // Counted as an inline run of the pool from before the claim to after the last node it runs here, so that a
+  // Drain shutdown (and wait_idle) waits for the nodes this thread runs in place: they are work of a run the pool
+  // accepted, whose roots task counts as pending until it has run (after this claim, which it then loses) or been
+  // dropped. seq_cst RMW, before the claim's acq_rel exchange, as Engine::run_inline counts before its claim: an
+  // idle() that reads the roots task finished (finished before submitted) reads this start too.
+  sched::Engine& engine = PoolAccess::engine(pool_);
+  weft::detail::InlineRunCounter& inline_runs = engine.inline_runs();
+  inline_runs.started.fetch_add(1, std::memory_order_seq_cst);
+  if (claim_roots()) {
+    void* const outer = sched::exchange_task_local(kCurrentRunSlot, this);
+    // As one task of the pool: inside its hooks, and marked so that the pool's waits refuse to wait from here.
+    // Refused (false) if the thread can have no slot in the pool: the roots task runs them all then.
+    (void)engine.run_here(Priority::Normal, [this] { run_roots(true); });
+    (void)sched::exchange_task_local(kCurrentRunSlot, outer);
+    finish_unit();  // the roots' unit, which the claim handed to this thread; *this may be gone after it
+  }
+  // release: idle() reads finished with acquire, and then everything the nodes run here did.
+  inline_runs.finished.fetch_add(1, std::memory_order_release);
+  engine.inline_run_finished();
 }
 
 void RunState::run_roots(bool outside) noexcept {
@@ -455,7 +470,7 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
   // run's last unit, which the pending count's acq_rel orders after this.
   lost_tasks_.store(true, std::memory_order_relaxed);
   if (kind == GraphTaskKind::executor) node = graph_.limited_node(index);
-  fail_dropped_at(node, "weft::TaskGraph: a task of node '",
+  fail_dropped_at(node, "a task of ",
                   "' was not run: the pool refused it (shut down, or out of memory) or dropped it (shut down)");
   switch (kind) {
     case GraphTaskKind::node:
@@ -480,13 +495,25 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
 }
 
 void RunState::stop_for_drop_pending(std::uint32_t node) noexcept {
-  fail_dropped_at(node, "weft::TaskGraph: node '",
-                  "' (and the nodes after it) did not run: the pool is shutting down with Shutdown::DropPending");
+  try {
+    std::string after = "' (and the ";
+    after += noun_;
+    after += "s after it) did not run: the pool is shutting down and drops pending work (";
+    after += PoolAccess::engine(pool_).drop_policy();
+    after += ")";
+    fail_dropped_at(node, "", after.c_str());
+  } catch (...) {
+    fail(std::current_exception());  // out of memory building the message: still fail the run
+  }
 }
 
 void RunState::fail_dropped_at(std::uint32_t node, const char* before, const char* after) noexcept {
   try {
-    std::string message = before;
+    // "weft::TaskScope: job '...'" for a scope's run: its user wrote jobs, never a TaskGraph.
+    std::string message = scope_run() ? "weft::TaskScope: " : "weft::TaskGraph: ";
+    message += before;
+    message += noun_;
+    message += " '";
     message += graph_.name(node);
     message += after;
     fail(std::make_exception_ptr(weft::task_dropped(message)));

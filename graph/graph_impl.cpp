@@ -359,6 +359,7 @@ Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, s
     }
     state = std::make_shared<RunState>(*this, pool, options);
     state->set_repeat(std::move(repeat));
+    state->set_noun(caller.noun);
   } catch (...) {
     running_.store(false, std::memory_order_release);
     throw;

@@ -221,9 +221,11 @@ bool Run::stopping() noexcept {
   if (PoolAccess::engine(run_state_.pool()).dropping()) [[unlikely]] {
     // A DropPending shutdown began: a pipeline stops at the next item as the pool's queued tasks stop, and the
     // run fails with task_dropped.
+    const sched::Engine& engine = PoolAccess::engine(run_state_.pool());
     fail(error_of<weft::task_dropped>("weft::TaskScope: pipeline '", pipeline_.name(),
-                                      "' was stopped before its end: its pool is shutting down with "
-                                      "Shutdown::DropPending"));
+                                      "' was stopped before its end: its pool is shutting down and drops pending "
+                                      "work (",
+                                      engine.drop_policy(), ")"));
     return true;
   }
   return false;

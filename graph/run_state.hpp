@@ -56,6 +56,8 @@ class RunState {
   [[nodiscard]] bool start(std::shared_ptr<RunState> self) noexcept;
   // Before start(): makes the run several passes (run_n / run_until; see pass_ended).
   void set_repeat(std::unique_ptr<RunRepeat> repeat) noexcept { repeat_ = std::move(repeat); }
+  // What the run's errors call a node (Caller::noun: "node" for a TaskGraph's, "job" for a TaskScope's).
+  void set_noun(const char* noun) noexcept { noun_ = noun; }
 
   // For Run.
   RunStatus wait();
@@ -97,7 +99,8 @@ class RunState {
   void fail_dropped(const char* message) noexcept;
   // A DropPending shutdown began before `node` ran: fails the run with task_dropped naming the node.
   void stop_for_drop_pending(std::uint32_t node) noexcept;
-  // Fails the run with task_dropped(before + the node's name + after).
+  // Fails the run with task_dropped("weft::TaskGraph: " (or "weft::TaskScope: ") + before + the noun + " '" +
+  // the node's name + after).
   void fail_dropped_at(std::uint32_t node, const char* before, const char* after) noexcept;
   void add_skipped(std::uint64_t count) noexcept { skipped_.fetch_add(count, std::memory_order_relaxed); }
   // Items a pipeline stage dropped (Overflow::Drop): counted in the run's statistics under `name`.
@@ -282,6 +285,8 @@ class RunState {
   std::atomic<bool> has_children_{false};
   std::mutex children_lock_;
   std::vector<RunState*> children_;
+  const char* noun_ = "node";  // set_noun
+  [[nodiscard]] bool scope_run() const noexcept { return noun_[0] == 'j'; }
   const std::uint64_t graph_id_;               // for Run::outcome's check of its node (the graph may be gone)
   std::unique_ptr<NodeRecord[]> records_;      // one per node if recording_, else null
   // RunOptions::trace, else the pool's PoolOptions::trace (null: not tracing): held for the run's life; its

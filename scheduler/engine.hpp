@@ -152,10 +152,15 @@ class Engine {
     return state_.load(std::memory_order_acquire) == State::running;  // acquire: pairs with the shutdown stores
   }
   // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
-  // front-ends stop work they run in place at its next boundary (a graph's next node).
+  // front-ends stop work they run in place at its next boundary (a graph's next node). False after a Drain,
+  // even once the pool has stopped: a Drain stops no accepted work.
   [[nodiscard]] bool dropping() const noexcept {
-    return stops_tasks(state_.load(std::memory_order_acquire));  // acquire: pairs with the shutdown stores
+    // acquire: pairs with the shutdown's store, made before the state says dropping.
+    return drop_cause_.load(std::memory_order_acquire) != DropCause::none;
   }
+  // While dropping(): what made the pool drop, for the errors of the work it stops: "Shutdown::DropPending" or
+  // "shutdown_for's deadline".
+  [[nodiscard]] const char* drop_policy() const noexcept;
   // Called by a closure's destructor when the pool drops it unrun and it had nothing left to do (a front-end's
   // helper task whose work others already took): the drop is then not counted as a dropped task.
   static void note_drop_was_empty() noexcept;
@@ -212,6 +217,8 @@ class Engine {
   friend class FiberWorker;
 
   enum class State : std::uint8_t { running, draining, dropping, stopped };
+  // Why a shutdown drops pending work (dropping(), drop_policy()); none under Drain, stopped or not.
+  enum class DropCause : std::uint8_t { none, drop_pending, deadline };
   // A DropPending shutdown (or shutdown_for's deadline) has begun, or the pool has stopped: no pending task
   // starts any more.
   [[nodiscard]] static constexpr bool stops_tasks(State state) noexcept {
@@ -328,7 +335,11 @@ class Engine {
   // Work was published: wakes a parked worker if none is searching (scheduler/parking.hpp).
   void signal_work() noexcept { parking_.notify(); }
   [[nodiscard]] bool idle() const noexcept;
-  void begin_shutdown(State target);
+  // Closes the gate, then raises the state to `target` (raise_state). `cause`: why, if `target` drops.
+  void begin_shutdown(State target, DropCause cause = DropCause::drop_pending);
+  // Raises the state to `target` (never lowers it) and tells whoever sleeps; a state that drops wakes every
+  // suspended task of the pool first noting `cause` (dropping()).
+  void raise_state(State target, DropCause cause) noexcept;
   std::uint64_t finish_shutdown();
   std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
   std::uint64_t drop_slots(TaskDomain::ThreadRef ref) noexcept;
@@ -358,6 +369,7 @@ class Engine {
   EventCount room_available_;  // submitters blocked on max_queued sleep here
 
   alignas(kCacheLine) std::atomic<State> state_{State::running};
+  std::atomic<DropCause> drop_cause_{DropCause::none};  // set once, before the state says dropping
   // External submitters inside enqueue, times two, plus 1 once closed: shutdown closes the gate and waits
   // for the count to drain, so no external submission can slip in after the final drain.
   std::atomic<std::uint64_t> gate_{0};

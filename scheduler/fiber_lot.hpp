@@ -3,7 +3,8 @@
 // that tests/fiber/fiber_lot_model.cpp can check its protocol under Relacy.
 //
 // The protocol, with the words' own wakers (scheduler/wait_word.hpp):
-// - A waiter enters only if its word still holds the value it saw, checked under its bucket's lock.
+// - A waiter enters only if its word still holds the value it saw and its owner does not refuse it (a pool that
+//   drops: take_owned may already have passed), both checked under its bucket's lock.
 // - A waker changes the word first, then calls take(); the lock orders it against a waiter in the same bucket.
 // - `parked` lets take() skip the buckets when nobody is parked (the common case). Its Dekker pairing: the waiter
 //   raises it (seq_cst RMW) and fences before it reads the word; the waker changed the word before it fences and
@@ -46,10 +47,12 @@ class BasicFiberLot {
   BasicFiberLot(const BasicFiberLot&) = delete;
   BasicFiberLot& operator=(const BasicFiberLot&) = delete;
 
-  // Parks `waiter` on `word` unless the word no longer holds `expected`; returns whether it parked. Once it has,
-  // another thread may take it out at any time: the caller must not touch it any more.
-  template <class Word>
-  bool enqueue_if(Word& word, std::uint32_t expected, Waiter& waiter) {
+  // Parks `waiter` on `word` unless the word no longer holds `expected` or refused() holds; returns whether it
+  // parked. Once it has, another thread may take it out at any time: the caller must not touch it any more.
+  // refused(), read under the bucket's lock after the fence, is the owner's "stop parking" (its pool drops): as
+  // for the word, whoever sets it before take_owned either finds the waiter or is seen by refused().
+  template <class Word, class Refused = bool (*)() noexcept>
+  bool enqueue_if(Word& word, std::uint32_t expected, Waiter& waiter, Refused refused = &never_refused) {
     // seq_cst RMW + fence: the waiter's half of the Dekker pairing (see the top of this file).
     parked_.fetch_add(1, std::memory_order_seq_cst);
 #ifndef WEFT_MODEL_MUTANT_LOT_PARK_WITHOUT_FENCE  // defined only by tests/fiber/fiber_lot_model.cpp
@@ -58,7 +61,7 @@ class BasicFiberLot {
     Bucket& bucket = bucket_of(&word);
     const std::lock_guard lock(bucket.lock);
     // acquire: the waker's change of the word, and what it published before, is visible to the resumed task.
-    if (word.load(std::memory_order_acquire) != expected) {
+    if (word.load(std::memory_order_acquire) != expected || refused()) {
       parked_.fetch_sub(1, std::memory_order_relaxed);
       return false;
     }
@@ -99,6 +102,8 @@ class BasicFiberLot {
   [[nodiscard]] std::uint64_t parked() const noexcept { return parked_.load(std::memory_order_relaxed); }
 
  private:
+  static bool never_refused() noexcept { return false; }
+
   // A bucket's lock is held for a few list operations only, never across a switch: a spin lock (a std::mutex cost
   // a ping-pong round 13% more instructions; scheduler/spin_lock.hpp), with the model's mutex under a model checker.
   using Lock = std::conditional_t<std::is_same_v<M, StdMemoryModel>, SpinLock, typename M::mutex>;

@@ -49,12 +49,14 @@ void expire(const Engine& engine, std::chrono::steady_clock::time_point now) noe
   resume_each(lot.take_owned(&engine, now));
 }
 
-// Parks `waiter`'s fiber on `word` unless the word changed; keeps the engine's count of timed waits (raised before
-// it enters, since a taker may lower it at once).
+// Parks `waiter`'s fiber on `word` unless the word changed or its pool drops; keeps the engine's count of timed
+// waits (raised before it enters, since a taker may lower it at once). A pool that drops wakes all its fibers
+// once (Engine::raise_state); a fiber that checked its wait's condition before that and parks after would never
+// be woken, and the shutdown's join would wait for it forever: so entering looks at the pool under the lock.
 bool enter(std::atomic<std::uint32_t>& word, std::uint32_t expected, Lot::Waiter& waiter, Engine& engine) noexcept {
   const bool timed = waiter.timed();
   if (timed) engine.add_timed_parked(1);
-  if (lot.enqueue_if(word, expected, waiter)) return true;
+  if (lot.enqueue_if(word, expected, waiter, [&engine]() noexcept { return engine.dropping(); })) return true;
   if (timed) engine.add_timed_parked(-1);
   return false;
 }

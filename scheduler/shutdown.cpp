@@ -57,7 +57,7 @@ void Engine::refuse_on_own_worker(const char* what) const {
 
 bool Engine::inside_own_task() const noexcept { return current_worker() || RunningFrame::inside(*this); }
 
-void Engine::begin_shutdown(State target) {
+void Engine::begin_shutdown(State target, DropCause cause) {
   // After this, every external submitter either saw the closed bit or is counted in the gate (acq_rel), or
   // has its slot's `entering` flag up (the Dekker pairing in enqueue_general: seq_cst, or asymmetric).
   gate_.fetch_or(1, std::memory_order_seq_cst);
@@ -74,6 +74,17 @@ void Engine::begin_shutdown(State target) {
     const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);  // see slots_
     while (slot.entering.load(std::memory_order_seq_cst)) std::this_thread::yield();
   }
+  raise_state(target, cause);
+}
+
+void Engine::raise_state(State target, DropCause cause) noexcept {
+  if (stops_tasks(target)) {
+    // The first cause stays (a deadline's drop is not renamed by a later call). release: a thread that reads it
+    // (dropping(), acquire) sees the state it precedes; written before the state, so that whoever sees the
+    // state stop tasks sees a cause.
+    DropCause none = DropCause::none;
+    (void)drop_cause_.compare_exchange_strong(none, cause, std::memory_order_acq_rel);
+  }
   // Never lowers the state (a destructor after a failed shutdown must not turn dropping back into draining).
   State current = state_.load(std::memory_order_acquire);
   while (current < target && !state_.compare_exchange_weak(current, target, std::memory_order_acq_rel)) {
@@ -81,9 +92,16 @@ void Engine::begin_shutdown(State target) {
   parking_.notify_all();
   room_available_.notify_all();
 #if WEFT_FIBERS
-  // Tasks suspended in waits look again: a wait on a primitive (weft::Event) gives up when the pool drops.
-  if (stops_tasks(state_.load(std::memory_order_acquire))) fiber_lot::wake_all_of(*this);
+  // Tasks suspended in waits look again: a wait on a primitive (weft::Event) gives up when the pool drops. One
+  // that suspends after this pass finds dropping() true under its bucket's lock and does not park (see
+  // FiberWorker::park): take_owned's fence and the lot's Dekker pairing order the two.
+  if (dropping()) fiber_lot::wake_all_of(*this);
 #endif
+}
+
+const char* Engine::drop_policy() const noexcept {
+  return drop_cause_.load(std::memory_order_acquire) == DropCause::deadline ? "shutdown_for's deadline"
+                                                                           : "Shutdown::DropPending";
 }
 
 std::uint64_t Engine::finish_shutdown() {
@@ -213,10 +231,9 @@ ShutdownResult Engine::shutdown_for(std::chrono::nanoseconds timeout) {
     (void)idle_changed_.wait_for(key, left);
     drained = idle();
   }
-  if (!drained) {
-    state_.store(State::dropping, std::memory_order_release);
-    parking_.notify_all();
-  }
+  // At the deadline, what is left is dropped as DropPending drops it: pending tasks, and tasks suspended in a
+  // wait (woken here, they end with task_dropped), so that finish_shutdown's join can end.
+  if (!drained) raise_state(State::dropping, DropCause::deadline);
   const std::uint64_t dropped = finish_shutdown();
   return {drained && dropped == 0, dropped};
 }

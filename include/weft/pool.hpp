@@ -259,8 +259,11 @@ class Pool {
   // Stops accepting tasks; Drain runs every accepted one, DropPending drops those not started (running ones
   // finish). Then joins the workers. Returns the number dropped. Idempotent: a second call returns 0.
   std::uint64_t shutdown(Shutdown policy = Shutdown::Drain);
-  // Drains for at most `timeout`, then drops what has not started. A timeout past what the clock can hold
-  // (hours::max(), an infinite floating-point duration) drains without a deadline.
+  // Drains for at most `timeout`, then drops what is left as DropPending does: tasks not started are dropped, and
+  // tasks waiting on an Event, WaitGroup or ConditionVariable (timed or not) wake with weft::task_dropped; then
+  // joins the workers once the tasks running at the deadline have returned. `drained` is false if anything was
+  // left at the deadline. A timeout past what the clock can hold (hours::max(), an infinite floating-point
+  // duration) drains without a deadline.
   ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
   // Any other duration: converted without overflow (the nanoseconds overload saturates the deadline).
   template <class Rep, class Period>

@@ -1,7 +1,8 @@
 // Relacy model test of the fiber lot's protocol (scheduler/fiber_lot.hpp): a waiter that parks on a word is always
 // taken out by a waker that changed the word after the waiter read it, whatever the interleaving; and a waiter
-// leaves the lot exactly once when a wake-up and its deadline race. Nothing is resumed in the model: who took the
-// waiter out is recorded and judged in after().
+// leaves the lot exactly once when a wake-up and its deadline race; and a waiter whose owner starts dropping as it
+// parks either sees the drop or is taken out by it. Nothing is resumed in the model: who took the waiter out is
+// recorded and judged in after().
 // Built three times: as is (must pass) and with each half of the Dekker pairing removed (WEFT_MODEL_MUTANT_LOT_*;
 // must fail).
 #include <array>
@@ -83,10 +84,39 @@ struct WakeAgainstDeadline : rl::test_suite<WakeAgainstDeadline, 3> {
   }
 };
 
+// The owner starts dropping (a flag the waiter's `refused` reads) and takes out all its waiters; a waiter parks
+// unless its word changed or its owner refuses. A parked waiter must be taken: a pool's shutdown wakes its fibers
+// once, and one that parked after that pass without seeing the drop would hold the shutdown forever.
+struct ParkAgainstOwnerDrop : rl::test_suite<ParkAgainstOwnerDrop, 2> {
+  Lot lot;
+  Model::atomic<std::uint32_t> word{0};
+  Model::atomic<bool> dropping{false};
+  Lot::Waiter waiter;
+  int owner = 0;
+  bool parked = false;
+  const Lot::Waiter* taken = nullptr;
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      dropping.store(true, std::memory_order_release);
+      taken = lot.take_owned(&owner);
+    } else {
+      waiter.word = &word;
+      waiter.owner = &owner;
+      parked = lot.enqueue_if(word, 0, waiter, [this] { return dropping.load(std::memory_order_acquire); });
+    }
+  }
+  void after() {
+    RL_ASSERT(!parked || count_in(taken, &waiter) == 1);
+    RL_ASSERT(parked || taken == nullptr);
+  }
+};
+
 }  // namespace
 
 int main() {
   bool ok = weft::model::check_scenario<ParkAgainstWake>("park against wake");
   ok = weft::model::check_scenario<WakeAgainstDeadline>("wake against deadline") && ok;
+  ok = weft::model::check_scenario<ParkAgainstOwnerDrop>("park against the owner's drop") && ok;
   return ok ? 0 : 1;
 }

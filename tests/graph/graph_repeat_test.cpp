@@ -5,8 +5,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/graph/graph_test_support.hpp"
@@ -225,3 +227,47 @@ TEST_CASE("run_until refuses an empty predicate, naming the call") {
 }
 
 }  // namespace
+
+// run_n(pool, SIZE_MAX), then cancel() and wait(), with the wait starting at any moment of the passes: a waiter on
+// an outside thread takes a pass's roots over (help_from_outside) whenever it finds them unclaimed, which may be
+// while the thread that ended the previous pass is still starting the next one. Every round must end: a pass that
+// lost its first roots task to that overlap would hold its last unit forever, and the waiter and the workers
+// would all sleep.
+TEST_CASE("run_n(SIZE_MAX), cancel and wait from outside threads at any moment of the passes always end") {
+  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 600 : 3'000);  // TSan runs each ten times slower
+  std::mt19937_64 random(seed_for("run_n cancel wait"));
+  for (const unsigned workers : {1U, 2U, 4U}) {
+    const Watchdog watchdog(named("run_n + cancel + wait", workers), patience(240));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<std::uint64_t> ran{0};
+    weft::TaskGraph graph;
+    (void)graph.add_node([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // one root: short passes
+    for (std::uint64_t round = 0; round < rounds / 3; ++round) {
+      weft::Run run = graph.run_n(pool, SIZE_MAX);
+      const std::uint64_t mode = random() % 3;
+      const std::uint64_t passes = random() % 64;
+      const std::uint64_t from = ran.load(std::memory_order_relaxed);
+      const auto after_passes = [&] {
+        while (ran.load(std::memory_order_relaxed) - from < passes) std::this_thread::yield();
+      };
+      if (mode == 0) {
+        // This thread: wait a few passes, cancel, wait (which helps with whatever pass is starting).
+        after_passes();
+        run.cancel();
+        CHECK(run.wait() == weft::RunStatus::Cancelled);
+      } else {
+        // Another thread waits from a moment of its own (mode 1: at once, mode 2: after a few passes); this one
+        // cancels after a few passes.
+        std::atomic<bool> cancelled{false};
+        std::thread waiter([&] {
+          if (mode == 2) after_passes();
+          cancelled.store(run.wait() == weft::RunStatus::Cancelled);
+        });
+        after_passes();
+        run.cancel();
+        waiter.join();
+        CHECK(cancelled.load());
+      }
+    }
+  }
+}
