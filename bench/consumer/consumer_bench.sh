@@ -30,8 +30,9 @@ build_option() {
   meson introspect --buildoptions "$1" | /usr/bin/python3 -c \
     'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]][0])' "$2"
 }
-# weft's own build as users get it by default: a static library, linked into each benchmark with LTO. A shared
-# library would keep LTO from inlining weft's code into the benchmark's, and the comparison would mean nothing.
+# weft's own default build: a static library, linked into each benchmark with LTO (the benchmarks' own LTO copy of
+# it: bench/meson.build). A shared library would keep LTO from inlining weft's code into the benchmark's, and the
+# comparison would mean nothing.
 own_library=$(build_option "$own" default_library)
 own_lto=$(build_option "$own" b_lto)
 if [ "$own_library" != static ] || [ "$own_lto" != True ]; then

@@ -42,6 +42,7 @@
 #include "bench/demo/demo_scaling.hpp"
 #include "bench/demo/demo_table.hpp"
 #include "bench/demo/demo_waits.hpp"
+#include "weft/version.hpp"  // WEFT_VERSION_STRING
 
 namespace {
 

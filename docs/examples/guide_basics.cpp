@@ -48,7 +48,7 @@ void futures_inside_tasks() {
   weft::Future<long> total = pool.submit([&pool] {
     weft::Future<long> left = pool.submit([] { return 20L; });
     long right = 22;
-    return left.get() + right;                           // on a worker, get() runs other tasks meanwhile
+    return left.get() + right;                           // meanwhile the worker runs other tasks
   });
   check(total.get() == 42, "a future waited for inside a task");
 }

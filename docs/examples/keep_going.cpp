@@ -40,6 +40,18 @@ const char* state_name(weft::NodeState state) {
   return "?";
 }
 
+// One line of the build's report: what became of the target and, for a skipped one, which failure caused it.
+std::string report_line(const weft::TaskGraph& build, const weft::Run& run, const std::string& name, weft::Node node) {
+  const weft::NodeOutcome outcome = run.outcome(node);
+  std::string line = name + ": " + state_name(outcome.state);
+  if (outcome.failed_ancestor) line += " (because " + build.name(*outcome.failed_ancestor) + " failed)";
+  if (outcome.start && outcome.end) {
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(*outcome.end - *outcome.start);
+    line += ", " + std::to_string(took.count()) + " us";
+  }
+  return line;
+}
+
 }  // namespace
 
 int main() {
@@ -87,13 +99,7 @@ int main() {
   int wrong = first_error == "parser.o: syntax error on line 42" ? 0 : 1;
   for (const auto& [name, node] : targets) {
     const weft::NodeOutcome outcome = run.outcome(node);
-    std::string line = name + ": " + state_name(outcome.state);
-    if (outcome.failed_ancestor) line += " (because " + build.name(*outcome.failed_ancestor) + " failed)";
-    if (outcome.start && outcome.end) {
-      const auto took = std::chrono::duration_cast<std::chrono::microseconds>(*outcome.end - *outcome.start);
-      line += ", " + std::to_string(took.count()) + " us";
-    }
-    std::printf("  %s\n", line.c_str());
+    std::printf("  %s\n", report_line(build, run, name, node).c_str());
     if (expected.at(name) != state_name(outcome.state)) ++wrong;
     if (outcome.state == weft::NodeState::Skipped && outcome.failed_ancestor != parser) ++wrong;
   }

@@ -1,6 +1,7 @@
 // All of weft in one include: every public header (each header under include/weft/ but detail/). For programs
 // that would rather not pick headers; including only the ones used compiles faster. tests/compile checks that
-// this list names every public header.
+// this list names every public header. weft/version.hpp is written by meson when weft is configured (from
+// include/weft/version.hpp.in), into the build tree or the installed include/weft/.
 #pragma once
 
 #include "weft/detail/require_cpp20.hpp"
@@ -24,4 +25,5 @@
 #include "weft/task_graph.hpp"
 #include "weft/task_scope.hpp"
 #include "weft/trace.hpp"
+#include "weft/version.hpp"
 #include "weft/wait_group.hpp"

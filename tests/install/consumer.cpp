@@ -2,7 +2,8 @@
 // compilers other than the one that built the library, and through the CMake package) and against weft as a
 // subproject by subproject_test.sh. It touches the Pool, a Future and a TaskGraph so that the link needs code
 // from each part of the library, and exits non-zero if any result is wrong. It includes <weft/weft.hpp>, all of
-// weft, so that every public header compiles in each of those builds (warnings as errors).
+// weft, so that every public header compiles in each of those builds (warnings as errors), and prints the version
+// that <weft/version.hpp> (included by it) gives, which install_test.sh compares with the project's.
 #include <weft/weft.hpp>
 
 #include <atomic>
@@ -47,6 +48,6 @@ int main() {
   }
 
   pool.wait_idle();
-  std::puts("consumer: ok");
+  std::printf("consumer: ok (weft %s)\n", WEFT_VERSION_STRING);
   return 0;
 }

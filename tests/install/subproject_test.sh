@@ -5,7 +5,9 @@
 # that weft built its library and nothing else: none of its tests or benchmarks.
 #
 #   dependency     `dependency('weft')`, weft a symlink at subprojects/weft: meson falls back to the directory of
-#                  that name, and weft's meson.override_dependency('weft', ...) answers. The default options.
+#                  that name, and weft's meson.override_dependency('weft', ...) answers. The default options, and
+#                  -Dweft:tests=enabled -Dweft:benchmarks=enabled on the command line: weft builds neither as a
+#                  subproject, and the consumer's configure output must carry weft's warning saying so.
 #   fallback       `dependency('weft', fallback: 'weft', default_options: ['fibers=disabled',
 #                  'default_library=static'])`: a static library, fibers disabled.
 #   fallback_pair  `dependency('weft', fallback: ['weft', 'weft_dep'], default_options: ['default_library=shared'])`:
@@ -41,10 +43,13 @@ fail() { echo "$name: FAILED: $*" >&2; exit 1; }
 # What the consumer's meson.build says, and what its build must then show: the kind of weft's library and the
 # value of weft's fibers option.
 setup_options=()
+expect_warnings=()
 case "$style" in
   dependency)
     get_weft="weft_dep = dependency('weft')"
-    expect_library='static library' expect_fibers=auto ;;
+    expect_library='static library' expect_fibers=auto
+    setup_options=(-Dweft:tests=enabled -Dweft:benchmarks=enabled)
+    expect_warnings=("weft: tests=enabled is ignored" "weft: benchmarks=enabled is ignored") ;;
   fallback)
     get_weft="weft_dep = dependency('weft', fallback: 'weft',
   default_options: ['fibers=disabled', 'default_library=static'])"
@@ -105,6 +110,10 @@ sed 's/^/  /' "$app/meson.build"
 build=$app/build
 CXX=$cxx "$meson" setup "$build" "$app" --wrap-mode=nodownload -Dwerror=true -Dwarning_level=3 \
   "${setup_options[@]}" >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; fail "meson setup of the consumer"; }
+for warning in "${expect_warnings[@]}"; do
+  grep -F "WARNING: $warning" "$work/setup.log" \
+    || { cat "$work/setup.log" >&2; fail "meson setup (${setup_options[*]}) did not warn '$warning'"; }
+done
 
 # weft's targets in the consumer's build: its library alone, of the kind asked for; no tests at all (the consumer
 # has none, so any would be weft's); weft's fibers option as asked.
