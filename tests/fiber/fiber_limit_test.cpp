@@ -1,0 +1,91 @@
+// More waiting tasks than PoolOptions::max_fibers: a wait at the bound still suspends, on a stack mapped past the
+// bound for it and unmapped when it ends, and PoolStats counts that overshoot. Before, a wait at the bound ran
+// other tasks on its own stack: waiters queued before the tasks that release them nested on one another until
+// every worker was stuck, and the program hung without a word.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/sanitizers.hpp"
+#include "tests/support/stress.hpp"
+#include "tests/support/watchdog.hpp"
+#include "weft/weft.hpp"
+
+namespace {
+
+using weft::test::patience;
+using weft::test::Watchdog;
+
+struct Scenario {
+  std::size_t waiters;
+  std::size_t max_fibers;
+};
+
+// `waiters` tasks each wait on their own Event, all posted before the `waiters` tasks that signal them. Every
+// waiter is queued ahead of every signaller, so the signallers run only once each waiter has suspended (or been
+// set aside): with a stack per waiter, more than max_fibers stacks are needed at once.
+void waiters_before_signallers(const Scenario& s, unsigned threads) {
+  const std::string what = std::to_string(s.waiters) + " waiters before their signallers, max_fibers = " +
+                           std::to_string(s.max_fibers) + ", " + std::to_string(threads) + " workers";
+  INFO(what);
+  const Watchdog watchdog(what, patience(120));
+  std::vector<std::unique_ptr<weft::Event>> events;
+  events.reserve(s.waiters);
+  for (std::size_t i = 0; i < s.waiters; ++i) events.push_back(std::make_unique<weft::Event>());
+  std::atomic<std::size_t> released{0};
+  weft::Pool pool{weft::PoolOptions{.threads = threads, .max_fibers = s.max_fibers}};
+  for (std::size_t i = 0; i < s.waiters; ++i) {
+    pool.post([&, i] {
+      events[i]->wait();
+      released.fetch_add(1, std::memory_order_relaxed);
+    });
+  }
+  for (std::size_t i = 0; i < s.waiters; ++i) pool.post([&, i] { events[i]->signal(); });
+  pool.wait_idle();
+  CHECK(released.load() == s.waiters);
+  const weft::PoolStats stats = pool.stats();
+  MESSAGE(what << ": peak " << stats.fiber_stacks_peak << " stacks, overshoot " << stats.fiber_overshoot);
+  CHECK(stats.suspended == 0);
+  CHECK(stats.errors == 0);
+  // Past the bound: some waits suspended on stacks beyond max_fibers, counted as they were mapped, and the peak
+  // shows how far (every overshoot stack is unmapped again when its task is done).
+  CHECK(stats.fiber_overshoot > 0);
+  CHECK(stats.fiber_stacks_peak > s.max_fibers);
+  CHECK(stats.fiber_stacks_peak <= s.max_fibers + stats.fiber_overshoot);
+  // Back under the bound once the waits are over (a spare fiber per worker aside, made for a wait that then
+  // found its event signalled).
+  CHECK(stats.fiber_stacks <= s.max_fibers + threads);
+  CHECK(stats.fiber_waits_unsuspended == 0);
+}
+
+TEST_CASE("more waiters than max_fibers, queued before their signallers, all finish and the overshoot is counted") {
+  // The sizes that hung: 20,000 with the default bound, 2,000 with 16, 200 with 2.
+  const Scenario scenarios[] = {
+      {20'000, weft::PoolOptions{}.max_fibers},
+      {2'000, 16},
+      {200, 2},
+  };
+  for (const Scenario& s : scenarios) {
+    for (const unsigned threads : {1u, 2u}) waiters_before_signallers(s, threads);
+  }
+}
+
+TEST_CASE("below max_fibers nothing overshoots") {
+  const Watchdog watchdog("waiters below the bound", patience(60));
+  std::vector<std::unique_ptr<weft::Event>> events;
+  for (int i = 0; i < 50; ++i) events.push_back(std::make_unique<weft::Event>());
+  weft::Pool pool{weft::PoolOptions{.threads = 2, .max_fibers = 100}};
+  for (int i = 0; i < 50; ++i) pool.post([&, i] { events[static_cast<std::size_t>(i)]->wait(); });
+  for (int i = 0; i < 50; ++i) pool.post([&, i] { events[static_cast<std::size_t>(i)]->signal(); });
+  pool.wait_idle();
+  const weft::PoolStats stats = pool.stats();
+  CHECK(stats.fiber_overshoot == 0);
+  CHECK(stats.fiber_stacks_peak <= 100);
+  CHECK(stats.fiber_waits_unsuspended == 0);
+}
+
+}  // namespace
