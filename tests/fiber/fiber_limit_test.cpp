@@ -5,10 +5,18 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/support/sanitizers.hpp"
 #include "tests/support/stress.hpp"
@@ -86,6 +94,57 @@ TEST_CASE("below max_fibers nothing overshoots") {
   CHECK(stats.fiber_overshoot == 0);
   CHECK(stats.fiber_stacks_peak <= 100);
   CHECK(stats.fiber_waits_unsuspended == 0);
+}
+
+// When no stack can be had even past the bound (here the address space is limited with RLIMIT_AS, which the
+// sanitizers' shadow memory cannot live with), a wait falls back to running other tasks on its stack: counted,
+// and said once on stderr, naming max_fibers. Run in a forked child, which reports through its exit code.
+TEST_CASE("a wait that finds no stack at all is counted and reported, naming max_fibers" *
+          doctest::skip(weft::test::kAddressSanitizer || weft::test::kThreadSanitizer)) {
+  int pipe_ends[2];
+  REQUIRE(pipe(pipe_ends) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(pipe_ends[0]);
+    if (dup2(pipe_ends[1], STDERR_FILENO) < 0) _exit(10);
+    alarm(120);  // the child's watchdog
+    weft::Pool pool{weft::PoolOptions{.threads = 1, .fiber_stack_size = 1024 * 1024, .max_fibers = 2}};
+    // Room for the address space in use now and 8 MiB more: a few 1 MiB stacks, then the OS refuses.
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t limit = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (8 << 20);
+    const rlimit rl{limit, limit};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(11);
+    weft::Event go;
+    std::atomic<int> released{0};
+    constexpr int kTasks = 40;
+    for (int i = 0; i < kTasks; ++i) {
+      pool.post([&] {
+        go.wait();
+        released.fetch_add(1);
+      });
+    }
+    while (pool.stats().fiber_waits_unsuspended == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    go.signal();  // the waits that fell back nest on one another, and all end once the event is set
+    pool.wait_idle();
+    const weft::PoolStats stats = pool.stats();
+    _exit(released.load() == kTasks && stats.fiber_waits_unsuspended > 0 ? 0 : 12);
+  }
+  close(pipe_ends[1]);
+  std::string err;
+  char buffer[4096];
+  for (ssize_t got; (got = read(pipe_ends[0], buffer, sizeof buffer)) > 0;) {
+    err.append(buffer, static_cast<std::size_t>(got));
+  }
+  close(pipe_ends[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("child status " << status << "; its stderr:\n" << err);
+  CHECK(WIFEXITED(status));
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(err.find("a waiting task could not suspend") != std::string::npos);
+  CHECK(err.find("PoolOptions::max_fibers = 2") != std::string::npos);
 }
 
 }  // namespace
