@@ -4,6 +4,7 @@
 #include "scheduler/engine.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -11,6 +12,9 @@
 
 #include "scheduler/engine_internal.hpp"
 #include "scheduler/fiber_stack.hpp"
+#if WEFT_FIBERS
+#include "scheduler/fiber_overflow.hpp"
+#endif
 #include "src/os_thread.hpp"
 #include "src/process_barrier.hpp"
 
@@ -93,9 +97,11 @@ Engine::Engine(PoolOptions options)
   }
   if (options_.pinning == Pinning::OnePerCpu) options_.cpus = allowed;
 
-  if (options_.fiber_stack_size < kMinFiberStackSize || options_.fiber_stack_size > kMaxFiberStackSize)
+  if (options_.fiber_stack_size < PoolOptions::min_fiber_stack_size ||
+      options_.fiber_stack_size > kMaxFiberStackSize)
     invalid("fiber_stack_size = " + std::to_string(options_.fiber_stack_size) + ": must be in " +
-            std::to_string(kMinFiberStackSize) + ".." + std::to_string(kMaxFiberStackSize) + " bytes");
+            std::to_string(PoolOptions::min_fiber_stack_size) + ".." + std::to_string(kMaxFiberStackSize) +
+            " bytes");
   if (options_.max_fibers < 1 || options_.max_fibers > kMaxFiberStacks)
     invalid("max_fibers = " + std::to_string(options_.max_fibers) + ": must be in 1.." +
             std::to_string(kMaxFiberStacks));
@@ -117,6 +123,7 @@ Engine::Engine(PoolOptions options)
       fiber_workers_.push_back(std::make_unique<FiberWorker>(*this, *fiber_stacks_));
       worker->fibers = fiber_workers_.back().get();
     }
+    install_fiber_overflow_report();  // again if someone replaced the handler since the last pool started
   }
 #endif
 
@@ -141,6 +148,8 @@ Engine::Engine(PoolOptions options)
         started_changed_.notify_all();
 #if WEFT_FIBERS
         if (self.fibers != nullptr) {
+          // An overflow of a fiber's stack is reported, naming this worker (scheduler/fiber_overflow.hpp).
+          const FiberOverflowScope overflow(options_.name.c_str(), self.index, fiber_stacks_->guard_size());
           self.fibers->run(self);
         } else {
           worker_main(self);
@@ -250,9 +259,28 @@ PoolStats Engine::stats() const {
     const FiberStackStats stacks = fiber_stacks_->stats();
     out.fiber_stacks = stacks.live;
     out.fiber_stacks_peak = stacks.peak;
+    out.fiber_overshoot = stacks.overshoot;
   }
 #endif
+  out.fiber_waits_unsuspended = waits_unsuspended_.load(std::memory_order_relaxed);
   return out;
+}
+
+void Engine::note_unsuspended_wait() noexcept {
+  waits_unsuspended_.fetch_add(1, std::memory_order_relaxed);
+  // relaxed: only which caller writes the message is decided here; it orders nothing else.
+  if (unsuspended_told_.exchange(true, std::memory_order_relaxed)) return;
+  std::size_t live = 0;
+#if WEFT_FIBERS
+  if (fiber_stacks_ != nullptr) live = fiber_stacks_->stats().live;
+#endif
+  std::fprintf(stderr,
+               "weft: pool '%s': a waiting task could not suspend: %zu fiber stacks exist (PoolOptions::max_fibers "
+               "= %zu, exceeded as needed up to %zu, or until the OS refuses the memory). It waits by running other "
+               "tasks on its own stack instead, which never ends if the tasks that would release it are queued "
+               "behind other such waits. Let fewer tasks wait at once, or use fewer or smaller fiber stacks "
+               "(PoolOptions::fiber_stack_size). PoolStats::fiber_waits_unsuspended counts these waits.\n",
+               options_.name.c_str(), live, options_.max_fibers, kMaxFiberStacks);
 }
 
 void Engine::report_error(std::exception_ptr error) noexcept {

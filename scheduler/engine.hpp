@@ -212,6 +212,10 @@ class Engine {
   // The pool's fiber stacks (null if it does not use fibers), for statistics and tests.
   [[nodiscard]] const FiberStackPool* fiber_stacks() const noexcept { return fiber_stacks_.get(); }
 #endif
+  // A wait that would have suspended found no stack even past max_fibers (FiberWorker::ready_to_suspend): counted
+  // (PoolStats::fiber_waits_unsuspended), and the first one of the pool says on stderr what it means and what to
+  // change, since such a wait runs other tasks on its stack and may never end.
+  void note_unsuspended_wait() noexcept;
 
  private:
   friend class FiberWorker;
@@ -389,6 +393,8 @@ class Engine {
   ResumedQueue resumed_;
   std::atomic<std::int64_t> suspended_tasks_{0};
   std::atomic<std::int64_t> timed_parked_{0};
+  std::atomic<std::uint64_t> waits_unsuspended_{0};  // PoolStats::fiber_waits_unsuspended; relaxed: a count
+  std::atomic<bool> unsuspended_told_{false};  // the message of note_unsuspended_wait was written
 #if WEFT_FIBERS
   std::unique_ptr<FiberStackPool> fiber_stacks_;
   std::vector<std::unique_ptr<FiberWorker>> fiber_workers_;

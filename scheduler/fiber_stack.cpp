@@ -5,18 +5,11 @@
 #include <string>
 #include <utility>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
+#include "src/stack_memory.hpp"
 #include "weft/errors.hpp"
 
 namespace weft::sched {
 namespace {
-
-[[nodiscard]] std::size_t page_size() noexcept {
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return page > 0 ? static_cast<std::size_t>(page) : 4096;
-}
 
 [[noreturn]] void invalid(const std::string& what) {
   throw invalid_option("weft::sched::FiberStackOptions::" + what);
@@ -30,6 +23,10 @@ namespace {
   if (options.max_stacks < 1 || options.max_stacks > kMaxFiberStacks) {
     invalid("max_stacks = " + std::to_string(options.max_stacks) + ": must be in [1, " +
             std::to_string(kMaxFiberStacks) + "] (each stack is two memory mappings)");
+  }
+  if (options.ceiling < options.max_stacks || options.ceiling > kMaxFiberStacks) {
+    invalid("ceiling = " + std::to_string(options.ceiling) + ": must be in [max_stacks = " +
+            std::to_string(options.max_stacks) + ", " + std::to_string(kMaxFiberStacks) + "]");
   }
   if (options.keep_free > options.max_stacks) {
     invalid("keep_free = " + std::to_string(options.keep_free) + ": must be at most max_stacks = " +
@@ -52,7 +49,7 @@ std::size_t FiberStack::guard_size() const noexcept { return pool_->guard_size()
 
 FiberStackPool::FiberStackPool(FiberStackOptions options)
     : options_(checked(options)),
-      page_(page_size()),
+      page_(os::page_size()),
       stack_size_((options.stack_size + page_ - 1) / page_ * page_) {}
 
 FiberStackPool::~FiberStackPool() {
@@ -72,24 +69,8 @@ void* FiberStackPool::bottom_of(FreeLink* link) const noexcept {
   return reinterpret_cast<std::byte*>(link) + sizeof(FreeLink) - stack_size_;
 }
 
-void* FiberStackPool::map_one() const noexcept {
-  // MAP_NORESERVE: a stack costs only the pages it touches. MAP_STACK: a hint, and documents the use.
-  void* base = ::mmap(nullptr, page_ + stack_size_, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (base == MAP_FAILED) return nullptr;
-  // The guard is set once here, never again while the stack lives (a reuse costs no system call).
-  if (::mprotect(base, page_, PROT_NONE) != 0) {
-    ::munmap(base, page_ + stack_size_);
-    return nullptr;
-  }
-  return static_cast<std::byte*>(base) + page_;
-}
-
-void FiberStackPool::unmap_one(void* bottom) const noexcept {
-  ::munmap(static_cast<std::byte*>(bottom) - page_, page_ + stack_size_);
-}
-
-FiberStack FiberStackPool::acquire() noexcept {
+FiberStack FiberStackPool::acquire_up_to(std::size_t most) noexcept {
+  bool past_bound = false;
   {
     const std::lock_guard lock(mutex_);
     if (free_list_ != nullptr) {
@@ -98,25 +79,30 @@ FiberStack FiberStackPool::acquire() noexcept {
       --free_;
       return FiberStack(this, bottom_of(link));
     }
-    if (live_ == options_.max_stacks) return FiberStack();
+    if (live_ >= most) return FiberStack();
     // Counted before mapping (outside the lock), so that concurrent acquires never exceed the bound.
+    past_bound = live_ >= options_.max_stacks;
     ++live_;
     if (live_ > peak_) peak_ = live_;
+    note_live();
   }
-  void* bottom = map_one();
+  void* bottom = os::map_guarded_stack(stack_size_, page_);
   const std::lock_guard lock(mutex_);
   if (bottom == nullptr) {
     --live_;
+    note_live();
     return FiberStack();
   }
   ++mapped_;
+  if (past_bound) ++overshoot_;
   return FiberStack(this, bottom);
 }
 
 void FiberStackPool::release(void* bottom) noexcept {
   {
     const std::lock_guard lock(mutex_);
-    if (free_ < options_.keep_free) {
+    // Past the bound (acquire_past_bound) a released stack is never kept: the pool shrinks back to max_stacks.
+    if (free_ < options_.keep_free && live_ <= options_.max_stacks) {
       FreeLink* link = link_of(bottom);
       link->next = free_list_;
       free_list_ = link;
@@ -125,8 +111,9 @@ void FiberStackPool::release(void* bottom) noexcept {
     }
     --live_;
     ++unmapped_;
+    note_live();
   }
-  unmap_one(bottom);
+  os::unmap_guarded_stack(bottom, stack_size_, page_);
 }
 
 void FiberStackPool::trim(std::size_t keep) noexcept {
@@ -142,18 +129,20 @@ void FiberStackPool::trim(std::size_t keep) noexcept {
       --live_;
       ++unmapped_;
     }
+    note_live();
   }
   // Unmapped outside the lock: munmap is a system call, and no other thread can reach these stacks any more.
   while (doomed != nullptr) {
     FreeLink* next = doomed->next;
-    unmap_one(bottom_of(doomed));
+    os::unmap_guarded_stack(bottom_of(doomed), stack_size_, page_);
     doomed = next;
   }
 }
 
 FiberStackStats FiberStackPool::stats() const noexcept {
   const std::lock_guard lock(mutex_);
-  return FiberStackStats{.live = live_, .free = free_, .peak = peak_, .mapped = mapped_, .unmapped = unmapped_};
+  return FiberStackStats{.live = live_, .free = free_, .peak = peak_, .mapped = mapped_, .unmapped = unmapped_,
+                         .overshoot = overshoot_};
 }
 
 }  // namespace weft::sched

@@ -89,8 +89,8 @@ SuspendingWait::Hold::~Hold() {
 
 // --- FiberWorker -------------------------------------------------------------------------------------------------
 
-Fiber FiberWorker::new_loop_fiber() noexcept {
-  FiberStack stack = stacks_.acquire();
+Fiber FiberWorker::new_loop_fiber(bool past_bound) noexcept {
+  FiberStack stack = past_bound ? stacks_.acquire_past_bound() : stacks_.acquire();
   if (!stack) return {};
   try {
     return Fiber(std::move(stack), [&engine = engine_](ThisFiber&) { engine.run_loop_on_fiber(); });
@@ -101,8 +101,12 @@ Fiber FiberWorker::new_loop_fiber() noexcept {
 
 bool FiberWorker::ready_to_suspend() noexcept {
   if (!idle_.empty() || spare_) return true;
-  spare_ = new_loop_fiber();
-  return static_cast<bool>(spare_);
+  // Past max_fibers if need be: a wait that could not suspend would run other tasks on its stack, and waiters
+  // queued before the tasks that release them would nest there until every worker was stuck (a silent hang).
+  spare_ = new_loop_fiber(/*past_bound=*/true);
+  if (spare_) return true;
+  engine_.note_unsuspended_wait();  // at the ceiling, or the OS refused the memory: counted, and said once
+  return false;
 }
 
 void FiberWorker::adopt(Task* resumed) noexcept {
@@ -153,9 +157,10 @@ void FiberWorker::continue_loop() noexcept {
 }
 
 bool FiberWorker::switch_to(Task* resumed) {
-  if (idle_.size() >= kMaxIdle) {
-    // Enough idle fibers here already: this one ends (its loop returns), and the resumed one runs next. So the
-    // stacks a burst of suspensions took go back to the pool once their tasks are done.
+  if (idle_.size() >= kMaxIdle || stacks_.past_bound()) {
+    // Enough idle fibers here already, or the pool has more stacks than max_fibers: this one ends (its loop
+    // returns), and the resumed one runs next. So the stacks a burst of suspensions took go back to the pool
+    // once their tasks are done, and those past the bound are unmapped.
     adopt(resumed);
     return false;
   }

@@ -18,7 +18,10 @@
 // - A wait may not suspend inside a catch block or while an exception unwinds (the C++ runtime keeps those per
 //   thread), inside a RunningFrame (its thread index belongs to the thread), or inside another wait that could
 //   not suspend: those waits run other work on their stack, as a build without fibers does.
-// - When the stack pool is at its bound, a wait that would suspend runs other work instead (never a crash).
+// - At the stack pool's bound (PoolOptions::max_fibers) a wait still suspends, on a stack mapped past the bound
+//   for the loop to go on with (counted: PoolStats::fiber_overshoot; unmapped once the pool is back under it).
+//   Only at the pool's ceiling (kMaxFiberStacks), or when the OS refuses the memory, does it run other work
+//   instead, as a build without fibers does; that is counted and said on stderr once (never a crash).
 #pragma once
 
 #if !defined(WEFT_FIBERS) || !WEFT_FIBERS
@@ -60,7 +63,7 @@ class FiberWorker {
   // Takes the stack for the worker loop's first fiber. Called on the worker's thread before the engine's
   // constructor returns, so that every worker holds its loop's stack before any task can take one to suspend:
   // PoolOptions::max_fibers counts one stack per worker's loop first, whichever thread starts first.
-  void take_loop_stack() noexcept { next_ = new_loop_fiber(); }
+  void take_loop_stack() noexcept { next_ = new_loop_fiber(/*past_bound=*/false); }
   // The worker thread's body, on its own stack, after take_loop_stack(): runs the worker loop on fibers until the
   // loop ends (a shutdown) and no task of the engine is left suspended, then ends its idle fibers. Without a stack
   // for the first fiber the loop runs on the thread's stack, and nothing on this worker suspends.
@@ -73,7 +76,8 @@ class FiberWorker {
   // Most idle loop fibers a worker keeps; more end, and their stacks go back to the pool.
   static constexpr std::size_t kMaxIdle = 4;
   // True if a wait may suspend now: a fiber is ready to continue the loop (an idle one, or a new one on a stack
-  // taken here). False at the stack pool's bound, or when the worker does not run on fibers.
+  // taken here, past the pool's max_fibers if need be: FiberStackPool::acquire_past_bound). False only at the
+  // stack pool's ceiling or when the OS refuses the memory (counted: Engine::note_unsuspended_wait).
   [[nodiscard]] bool ready_to_suspend() noexcept;
   // Suspends the running fiber until wake_word_* on `word`, or `timeout` (nanoseconds::max(): none; the workers'
   // loops resume an expired one, fiber_lot::expire), unless `word` no longer holds `expected` when the lot looks
@@ -87,7 +91,8 @@ class FiberWorker {
   [[nodiscard]] const Engine& engine() const noexcept { return engine_; }
 
  private:
-  [[nodiscard]] Fiber new_loop_fiber() noexcept;
+  // A loop fiber on a new stack (none if there is none to be had); `past_bound`: FiberStackPool::acquire_past_bound.
+  [[nodiscard]] Fiber new_loop_fiber(bool past_bound) noexcept;
   // Makes `resumed` the next fiber to run here (its locals restored just before).
   void adopt(Task* resumed) noexcept;
   // Makes an idle loop fiber (or the spare) the next to run here, after a fiber parked.

@@ -132,13 +132,30 @@ struct PoolOptions {
   // first; a timed wait (wait_for) resumes at its deadline at the latest. Off (or without fibers), such a wait runs
   // other tasks on its own stack until it is done. Waits inside a catch block always wait the second way.
   bool fibers = true;
-  // Usable bytes of each fiber stack (rounded up to whole pages; a guard page below each catches an overflow).
-  // A task runs on a fiber's stack, so this bounds how deep a task's own calls may go. 16 KiB to 1 GiB.
-  std::size_t fiber_stack_size = 256 * 1024;
+  // Usable bytes of each fiber stack (rounded up to whole pages), min_fiber_stack_size to 1 GiB. A task runs on a
+  // fiber's stack, so this bounds how deep a task's own calls may go. The default is what Linux gives a thread
+  // (8 MiB), so code that recursed fine on a thread recurses as deep in a task. It costs address space, not
+  // memory: a stack is reserved without committing it, and only the pages a task touches are used (a few KiB for
+  // most tasks), so 10,000 suspended tasks take about 80 GiB of the 128 TiB of a 64-bit address space and some
+  // 45 MiB of memory. Where address space is limited (ulimit -v, or vm.overcommit_memory = 2, which counts every
+  // reserved byte) choose smaller stacks. An overflow touches the guard page below the stack: the process dies of
+  // SIGSEGV after a message on stderr naming the pool, the worker and this option.
+  std::size_t fiber_stack_size = 8 * 1024 * 1024;
+  // The smallest fiber_stack_size accepted: room for weft's own algorithms (parallel_sort's leaves run std::sort,
+  // whose frames take some 5 KiB each under AddressSanitizer) in every build, sanitizers included.
+  static constexpr std::size_t min_fiber_stack_size = 256 * 1024;
   // Most fiber stacks the pool keeps at once: one per suspended task, plus one per worker. Each worker takes its
   // own before the pool's constructor returns (a bound below `threads` leaves the last workers without fibers).
-  // At the bound, a wait that would suspend runs other tasks on its stack instead. 1 to 30,000 (each stack takes
-  // two of the process's memory mappings; Linux allows 65,530 by default).
+  // 1 to 30,000 (each stack takes two of the process's memory mappings; Linux allows 65,530 by default).
+  // A bound on memory, never on progress: at the bound, a wait that would suspend still suspends, on a stack
+  // mapped past the bound for it (counted in PoolStats::fiber_overshoot, and seen in fiber_stacks_peak), which is
+  // unmapped as soon as its fiber ends, so the pool comes back under the bound by itself. The reason: a wait that
+  // did not suspend would have to run other tasks on its stack, and tasks that wait for work queued behind them
+  // (a thousand tasks waiting on events, posted before the tasks that signal them) would nest there until every
+  // worker was stuck: a silent hang at a threshold the program cannot see. A marl user expects a blocked task to
+  // cost a fiber, never a deadlock; so here, past the bound. Only past 30,000 stacks in the pool, or when the OS
+  // refuses the memory, does a wait run other tasks on its stack instead; each such wait is counted in
+  // PoolStats::fiber_waits_unsuspended and the first is reported on stderr, naming this option.
   std::size_t max_fibers = 10'000;
 };
 
@@ -165,10 +182,19 @@ struct PoolStats {
   // or too short of stack, to run the queued tasks whose start would make room (see max_queued).
   std::uint64_t admitted_over_limit = 0;
   // Fibers (PoolOptions::fibers): tasks suspended in a wait now, fiber stacks mapped now (in use or kept free),
-  // and the most ever mapped at once (at most PoolOptions::max_fibers). All zero without fibers.
+  // and the most ever mapped at once (past PoolOptions::max_fibers if waits needed more: fiber_overshoot). All
+  // zero without fibers.
   std::size_t suspended = 0;
   std::size_t fiber_stacks = 0;
   std::size_t fiber_stacks_peak = 0;
+  // Fiber stacks mapped past PoolOptions::max_fibers, since the pool started: each for a wait that suspended while
+  // max_fibers stacks existed already (see max_fibers). Not zero means the bound was too low for the number of
+  // tasks that waited at once; such stacks are unmapped again as soon as their fibers end.
+  std::uint64_t fiber_overshoot = 0;
+  // Waits that should have suspended but found no fiber stack even past max_fibers (the pool's ceiling of 30,000
+  // stacks reached, or the OS refused the memory): each ran other tasks on its own stack instead, which can
+  // deadlock. The first one is also reported on stderr. Zero in a healthy program.
+  std::uint64_t fiber_waits_unsuspended = 0;
 };
 
 }  // namespace weft

@@ -287,4 +287,70 @@ TEST_CASE("nested: inside pool tasks, inside parallel_for, inside each other") {
   });
 }
 
+// Every algorithm (blocking and TaskScope forms) on a pool whose fibers have the smallest stack PoolOptions
+// accepts, called from inside tasks (so their waits suspend there) and from outside: weft's own algorithms must
+// fit the documented minimum in every build, ASan's included (its frames are several times larger).
+TEST_CASE("every algorithm fits in the smallest fiber stack a pool accepts") {
+  const std::uint64_t seed = seed_for("algorithms smallest stack");
+  std::mt19937_64 random(seed);
+  for (const unsigned workers : {1u, 2u}) {
+    const Watchdog watchdog(named("smallest stack", workers), patience(120));
+    weft::Pool pool{
+        weft::PoolOptions{.threads = workers, .fiber_stack_size = weft::PoolOptions::min_fiber_stack_size}};
+    const std::size_t n = large_size();
+    // Counts what went wrong rather than CHECKing inside tasks: the test framework's own frames are not what is
+    // measured here.
+    std::atomic<int> wrong{0};
+    const auto expect = [&wrong](bool ok) {
+      if (!ok) wrong.fetch_add(1);
+    };
+    const auto run_all = [&pool, &expect, n](std::uint64_t task_seed) {
+      std::mt19937_64 rng(task_seed);
+      auto ints = random_ints(rng, n);
+      auto want = ints;
+      std::sort(want.begin(), want.end());
+      const std::int64_t sum = std::accumulate(ints.begin(), ints.end(), std::int64_t{0});
+      expect(weft::parallel_reduce(pool, ints.begin(), ints.end(), std::int64_t{0}) == sum);
+      expect(weft::parallel_transform_reduce(pool, ints.begin(), ints.end(), std::int64_t{0}, std::plus<>(),
+                                            [](std::int64_t x) { return x; }) == sum);
+      std::vector<std::int64_t> scanned(n);
+      weft::parallel_inclusive_scan(pool, ints.begin(), ints.end(), scanned.begin());
+      expect((n == 0 || scanned.back() == sum));
+      weft::parallel_exclusive_scan(pool, ints.begin(), ints.end(), scanned.begin(), std::int64_t{0});
+      weft::parallel_sort(pool, ints.begin(), ints.end());
+      expect(ints == want);
+      weft::parallel_sort(pool, ints.begin(), ints.end(), std::greater<>());
+      expect(std::equal(ints.begin(), ints.end(), want.rbegin(), want.rend()));
+      const auto words = random_words(rng, 5000);
+      std::deque<std::string> d(words.begin(), words.end());
+      weft::parallel_sort(pool, d.begin(), d.end());
+      expect(std::is_sorted(d.begin(), d.end()));
+      std::atomic<int> calls{0};
+      weft::parallel_invoke(pool, [&] { ++calls; }, [&] { ++calls; }, [&] { ++calls; });
+      expect(calls.load() == 3);
+      std::vector<std::int64_t> doubled(n);
+      weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { doubled[i] = 2 * ints[i]; });
+      expect((n == 0 || doubled.front() == 2 * ints.front()));
+      // The TaskScope forms, as jobs of one graph.
+      weft::TaskScope scope{pool};
+      auto to_sort = random_ints(rng, n);
+      const auto to_read = to_sort;  // read by two jobs while a third sorts the other copy
+      std::vector<std::int64_t> inclusive(n);
+      weft::Job<std::int64_t> total = scope.parallel_reduce(to_read.begin(), to_read.end(), std::int64_t{0});
+      weft::Job<void> inc = scope.parallel_inclusive_scan(to_read.begin(), to_read.end(), inclusive.begin());
+      weft::Job<void> sorted = scope.parallel_sort(to_sort.begin(), to_sort.end());
+      scope.run_and_wait();
+      expect(std::is_sorted(to_sort.begin(), to_sort.end()));
+      expect((n == 0 || inclusive.back() == total.get()));
+      (void)inc;
+      (void)sorted;
+    };
+    run_all(seed);  // from outside
+    for (std::uint64_t t = 0; t < 2 * workers; ++t) pool.post([&, t] { run_all(seed + 1 + t); });  // on fibers
+    pool.wait_idle();
+    CHECK(wrong.load() == 0);
+    CHECK(pool.stats().errors == 0);
+  }
+}
+
 }  // namespace

@@ -87,6 +87,37 @@ TEST_CASE("at the bound acquire returns an empty stack, and a release makes room
   CHECK_FALSE(pool.acquire());
 }
 
+TEST_CASE("acquire_past_bound goes past max_stacks up to the ceiling, counts it, and releases shrink back") {
+  FiberStackPool pool(FiberStackOptions{.stack_size = 16 * 1024, .max_stacks = 2, .ceiling = 5, .keep_free = 2});
+  std::vector<FiberStack> held;
+  for (int i = 0; i < 2; ++i) held.push_back(pool.acquire());
+  CHECK_FALSE(pool.acquire());  // acquire keeps to the bound
+  CHECK_FALSE(pool.past_bound());
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(pool.acquire_past_bound());
+    REQUIRE(held.back());
+  }
+  CHECK_FALSE(pool.acquire_past_bound());  // the ceiling
+  CHECK(pool.past_bound());
+  auto stats = pool.stats();
+  CHECK(stats.live == 5);
+  CHECK(stats.peak == 5);
+  CHECK(stats.overshoot == 3);
+  // Released while past the bound: unmapped, not kept, until the pool is back at max_stacks.
+  held.pop_back();
+  held.pop_back();
+  held.pop_back();
+  stats = pool.stats();
+  CHECK(stats.live == 2);
+  CHECK(stats.free == 0);
+  CHECK(stats.unmapped == 3);
+  CHECK_FALSE(pool.past_bound());
+  held.pop_back();  // within the bound again: kept for reuse
+  CHECK(pool.stats().free == 1);
+  CHECK(invalid_message({.max_stacks = 4, .ceiling = 3}) ==
+        "weft::sched::FiberStackOptions::ceiling = 3: must be in [max_stacks = 4, 30000]");
+}
+
 TEST_CASE("releases past keep_free unmap, and trim unmaps the rest") {
   FiberStackPool pool(FiberStackOptions{.stack_size = 16 * 1024, .max_stacks = 10, .keep_free = 2});
   {

@@ -95,7 +95,8 @@ TEST_CASE("10,000 tasks suspended at once on an Event, then released; the stacks
   for (const unsigned workers : {1u, 2u, 4u}) {
     INFO("workers = " << workers);
     const Watchdog watchdog("10,000 suspended", patience(60));
-    weft::Pool pool{weft::PoolOptions{.threads = workers, .fiber_stack_size = 64 * 1024, .max_fibers = bound}};
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .fiber_stack_size = weft::PoolOptions::min_fiber_stack_size,
+                                      .max_fibers = bound}};
     weft::Event go;
     std::atomic<std::size_t> released{0};
     for (std::size_t i = 0; i < tasks; ++i) {
@@ -119,11 +120,11 @@ TEST_CASE("10,000 tasks suspended at once on an Event, then released; the stacks
   }
 }
 
-TEST_CASE("at the stack pool's bound a wait runs other work instead of suspending") {
+TEST_CASE("at the stack pool's bound a wait still suspends, past the bound, and the pool comes back under it") {
   for (const unsigned workers : {1u, 2u}) {
     INFO("workers = " << workers);
     const Watchdog watchdog("stack bound", patience(60));
-    // Room for each worker's loop and 3 suspended tasks: the other waits fall back, and all still finish.
+    // Room for each worker's loop and 3 suspended tasks: the other waits suspend on stacks past the bound.
     weft::Pool pool{weft::PoolOptions{.threads = workers, .max_fibers = workers + 3}};
     // Every worker holds its loop's stack once the pool is built, whichever thread started last: the tasks
     // below cannot take the stack a late worker needs.
@@ -137,11 +138,15 @@ TEST_CASE("at the stack pool's bound a wait runs other work instead of suspendin
         released.fetch_add(1);
       });
     }
-    CHECK(eventually([&] { return pool.stats().suspended == 3; }, patience(10)));
+    CHECK(eventually([&] { return pool.stats().suspended == kTasks; }, patience(10)));
     go.signal();
     pool.wait_idle();
     CHECK(released.load() == kTasks);
-    CHECK(pool.stats().fiber_stacks_peak <= workers + 3);
+    const weft::PoolStats stats = pool.stats();
+    CHECK(stats.fiber_stacks_peak >= static_cast<std::size_t>(kTasks) + workers);
+    CHECK(stats.fiber_overshoot >= stats.fiber_stacks_peak - (workers + 3));
+    CHECK(stats.fiber_waits_unsuspended == 0);
+    CHECK(stats.fiber_stacks <= 2 * workers + 3);  // back under the bound (a spare per worker aside)
   }
 }
 
