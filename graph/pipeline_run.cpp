@@ -10,6 +10,7 @@
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
 #include "scheduler/pool_access.hpp"
+#include "scheduler/task_locals.hpp"
 #include "weft/errors.hpp"
 #include "weft/detail/cycle_clock.hpp"
 #include "weft/pool.hpp"
@@ -292,7 +293,12 @@ class Run::Task {
   }
   void operator()() noexcept {
     Run* run = std::exchange(run_, nullptr);
+    // The stages' bodies run inside the scope's run, as the pipeline's job does: a wait for that run from one of
+    // them (TaskScope::wait, Run::wait) could never end and must be refused with would_deadlock, not suspend the
+    // carrier (and the item it holds) for good.
+    void* const outer = sched::exchange_task_local(kCurrentRunSlot, &run->run_state_);
     run->carry(step_);
+    (void)sched::exchange_task_local(kCurrentRunSlot, outer);
     run->task_ended();
   }
 

@@ -29,11 +29,16 @@
 
 namespace weft::sched::primitive_word {
 
+using weft::detail::kEventMaxWaits;
+using weft::detail::kEventReleases;
+using weft::detail::kEventReleaseUnit;
+using weft::detail::kEventWaits;
+using weft::detail::kEventWaitUnit;
 using weft::detail::kWordValue;
 using weft::detail::kWordWaiters;
 
-// An Event's value: set or not.
-inline constexpr std::uint32_t kEventSet = 1;
+// An Event's set bit (Mode::Auto keeps counts above it).
+inline constexpr std::uint32_t kEventSet = weft::detail::kEventSetBit;
 
 // The order of the RMW that makes a waiter's value ready (see the file comment).
 #ifdef WEFT_MODEL_MUTANT_RELAXED_RELEASE  // defined only by the model: the notifiers publish nothing
@@ -106,7 +111,7 @@ template <class Parking, class Word>
   return true;
 }
 
-// --- Event: the value is kEventSet or 0 -----------------------------------------------------------------------
+// --- Event, Mode::Manual (and the model's flag): the value is kEventSet or 0 ----------------------------------
 
 // Sets the event, clearing kWordWaiters, and wakes the waiters.
 template <class Parking, class Word>
@@ -116,7 +121,8 @@ void event_set(Word& word) noexcept {
   wake_if_announced<Parking>(word, before);
 }
 
-// Takes the signal of an Auto event: true if it was set (it is clear now).
+// Takes the signal of a flag event: true if it was set (it is clear now). (weft::Event's Mode::Auto counts its
+// waits instead: see below.)
 template <class Word>
 [[nodiscard]] bool event_take(Word& word) noexcept {
   std::uint32_t seen = word.load(std::memory_order_relaxed);
@@ -128,10 +134,92 @@ template <class Word>
   return true;
 }
 
-// Clears the event; announced waiters stay announced.
+// Clears the event (either mode: an Auto event's releases due stay with their waits); announced waiters stay
+// announced.
 template <class Word>
 void event_clear(Word& word) noexcept {
   word.fetch_and(~kEventSet, std::memory_order_relaxed);
+}
+
+// --- Event, Mode::Auto: kEventSet, the releases due (kEventReleases) and the unreleased waits (kEventWaits) -----
+//
+// A signal releases one wait in progress not released yet, if there is one: it moves one count from the unreleased
+// waits to the releases due (the release goes to whichever counted wait takes it first; counts, not identities,
+// are what the word keeps). Else it sets the event (kEventSet; again: no change). A wait starting takes kEventSet
+// if it is set, else counts itself unreleased and takes a release later. So kEventSet is only ever set with no
+// unreleased wait, and a signal is never lost while a wait in progress has not been released.
+
+[[nodiscard]] constexpr std::uint32_t auto_releases(std::uint32_t value) noexcept {
+  return (value & kEventReleases) / kEventReleaseUnit;
+}
+[[nodiscard]] constexpr std::uint32_t auto_unreleased(std::uint32_t value) noexcept {
+  return (value & kEventWaits) / kEventWaitUnit;
+}
+
+// Releases one wait in progress (waking the waiters), or sets the event.
+template <class Parking, class Word>
+void auto_signal(Word& word) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  std::uint32_t next = 0;
+  do {
+    // With nobody to release, set (or leave set): still an RMW with release, in the word's release sequence, so
+    // the wait that takes kEventSet sees what this signaller did before, as with a signal of its own.
+    next = auto_unreleased(seen) != 0 ? (seen & ~kWordWaiters) - kEventWaitUnit + kEventReleaseUnit
+                                      : seen | kEventSet;
+  } while (!word.compare_exchange_weak(seen, next, kPublish, std::memory_order_relaxed));
+  if (auto_unreleased(seen) != 0) wake_if_announced<Parking>(word, seen);
+}
+
+// What a wait found as it started: it took kEventSet, it counts as an unreleased wait now, or kEventMaxWaits
+// waits are counted already (nothing changed).
+enum class AutoJoin : std::uint8_t { taken, waiting, full };
+
+template <class Word>
+[[nodiscard]] AutoJoin auto_join(Word& word) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  std::uint32_t next = 0;
+  do {
+    if ((seen & kEventSet) != 0) {
+      next = seen & ~kEventSet;
+    } else if (auto_unreleased(seen) + auto_releases(seen) >= kEventMaxWaits) {
+      return AutoJoin::full;
+    } else {
+      next = seen + kEventWaitUnit;
+    }
+    // acquire: pairs with auto_signal's release when it takes the signal.
+  } while (!word.compare_exchange_weak(seen, next, std::memory_order_acquire, std::memory_order_relaxed));
+  return (seen & kEventSet) != 0 ? AutoJoin::taken : AutoJoin::waiting;
+}
+
+// A counted wait takes a release due: true if there was one (the wait is uncounted then).
+template <class Word>
+[[nodiscard]] bool auto_take(Word& word) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  do {
+    if (auto_releases(seen) == 0) return false;
+    // acquire: pairs with auto_signal's release.
+  } while (!word.compare_exchange_weak(seen, seen - kEventReleaseUnit, std::memory_order_acquire,
+                                       std::memory_order_relaxed));
+  return true;
+}
+
+// A counted wait leaves without having taken a release: as an unreleased one if any is counted (false returned).
+// Else every wait counted has been released, this one too: on a time-out (`dropped` false) it takes its release
+// (true: the wait consumed a signal); a dropped task's wait leaves it as the event's set state.
+template <class Word>
+[[nodiscard]] bool auto_leave(Word& word, bool dropped) noexcept {
+  std::uint32_t seen = word.load(std::memory_order_relaxed);
+  std::uint32_t next = 0;
+  do {
+    if (auto_unreleased(seen) != 0) {
+      next = seen - kEventWaitUnit;
+    } else {
+      next = seen - kEventReleaseUnit;
+      if (dropped) next |= kEventSet;
+    }
+    // acquire: pairs with auto_signal's release when it takes one.
+  } while (!word.compare_exchange_weak(seen, next, std::memory_order_acquire, std::memory_order_relaxed));
+  return auto_unreleased(seen) == 0 && !dropped;
 }
 
 // --- ConditionVariable: the value is a generation, counted modulo 2^31 --------------------------------------

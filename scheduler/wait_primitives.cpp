@@ -69,24 +69,58 @@ bool wait_or_drop(Ready ready, std::atomic<std::uint32_t>& w, ReadyAt ready_at, 
 
 // --- Event -------------------------------------------------------------------------------------------------------
 
-bool Event::try_take() noexcept {
-  if (mode_ == Mode::Manual) return (state_.load(std::memory_order_acquire) & word::kEventSet) != 0;
-  return word::event_take(state_);
+void Event::signal() noexcept {
+  if (mode_ == Mode::Manual) {
+    word::event_set<WordParking>(state_);
+  } else {
+    word::auto_signal<WordParking>(state_);
+  }
 }
-
-void Event::signal() noexcept { word::event_set<WordParking>(state_); }
 
 void Event::clear() noexcept { word::event_clear(state_); }
 
 bool Event::wait_until(Clock::time_point deadline) {
-  // An Auto event's signal is taken once: the predicate remembers that it took it, as wait_until may ask again.
+  if (mode_ == Mode::Auto) return wait_until_auto(deadline);
+  return wait_or_drop([this] { return (state_.load(std::memory_order_acquire) & word::kEventSet) != 0; }, state_,
+                      [](std::uint32_t value) { return (value & word::kEventSet) != 0; }, deadline,
+                      "weft::Event::wait");
+}
+
+bool Event::wait_until_auto(Clock::time_point deadline) {
+  switch (word::auto_join(state_)) {
+    case word::AutoJoin::taken:
+      return true;
+    case word::AutoJoin::full:
+      throw std::length_error("weft::Event::wait: " + std::to_string(detail::kEventMaxWaits) +
+                              " waits are in progress on this Mode::Auto event already, the most it counts");
+    case word::AutoJoin::waiting:
+      break;
+  }
+  // Counted among the waits now: every way out uncounts it. The predicate remembers that it took a release, as
+  // wait_until may ask again.
   bool taken = false;
-  return wait_or_drop(
-      [&] {
-        if (!taken) taken = try_take();
-        return taken;
-      },
-      state_, [](std::uint32_t value) { return (value & word::kEventSet) != 0; }, deadline, "weft::Event::wait");
+  try {
+    if (wait_or_drop(
+            [&] {
+              if (!taken) taken = word::auto_take(state_);
+              return taken;
+            },
+            state_, [](std::uint32_t value) { return word::auto_releases(value) != 0; }, deadline,
+            "weft::Event::wait")) {
+      return true;
+    }
+    // The time ran out: if every wait counted was released, this one was too, and it takes its release.
+    return word::auto_leave(state_, false);
+  } catch (...) {
+    // A dropped task (or any other way out by exception) consumes no signal: one it took goes back, one due to
+    // it stays with the event.
+    if (taken) {
+      word::auto_signal<WordParking>(state_);
+    } else {
+      (void)word::auto_leave(state_, true);
+    }
+    throw;
+  }
 }
 
 void Event::wait() { (void)wait_until(Clock::time_point::max()); }

@@ -113,6 +113,61 @@ class ConditionBodyAdapter {
 
 template <class R>
 concept BranchIndex = std::integral<R> && !std::same_as<std::remove_cv_t<R>, bool>;
+
+// Whether a node body that takes the token index takes it as std::size_t (by value or reference), not as int or
+// another type the token would silently convert to. Checked where the parameter types can be read: a function
+// (pointer), or a class with one operator() that is not a template (a lambda). A generic lambda is not checked.
+template <class... A>
+struct token_params_ok : std::true_type {};
+template <class A>
+struct token_params_ok<A>
+    : std::bool_constant<std::is_same_v<A, Subflow&> || std::is_same_v<std::remove_cvref_t<A>, std::size_t>> {};
+template <class S, class A>
+struct token_params_ok<S, A> : std::bool_constant<std::is_same_v<std::remove_cvref_t<A>, std::size_t>> {};
+template <class Signature>
+struct signature_token_ok : std::true_type {};
+template <class R, class... A>
+struct signature_token_ok<R(A...)> : token_params_ok<A...> {};
+template <class R, class... A>
+struct signature_token_ok<R(A...) noexcept> : token_params_ok<A...> {};
+template <class M>
+struct call_signature {};
+template <class R, class C, class... A>
+struct call_signature<R (C::*)(A...)> { using type = R(A...); };
+template <class R, class C, class... A>
+struct call_signature<R (C::*)(A...) const> { using type = R(A...); };
+template <class R, class C, class... A>
+struct call_signature<R (C::*)(A...) noexcept> { using type = R(A...); };
+template <class R, class C, class... A>
+struct call_signature<R (C::*)(A...) const noexcept> { using type = R(A...); };
+template <class F>
+[[nodiscard]] consteval bool takes_token_as_size_t() {
+  using D = std::decay_t<F>;
+  if constexpr (std::is_pointer_v<D> && std::is_function_v<std::remove_pointer_t<D>>) {
+    return signature_token_ok<std::remove_pointer_t<D>>::value;
+  } else if constexpr (requires { &D::operator(); }) {
+    if constexpr (requires { typename call_signature<decltype(&D::operator())>::type; }) {
+      return signature_token_ok<typename call_signature<decltype(&D::operator())>::type>::value;
+    } else {
+      return true;
+    }
+  } else {
+    return true;
+  }
+}
+
+// Whether a condition's callable returns bool (callable with nothing, or with Subflow&).
+template <class F>
+[[nodiscard]] consteval bool condition_returns_bool() {
+  using D = std::decay_t<F>;
+  if constexpr (std::is_invocable_v<D&>) {
+    return std::is_same_v<std::remove_cv_t<std::invoke_result_t<D&>>, bool>;
+  } else if constexpr (std::is_invocable_v<D&, Subflow&>) {
+    return std::is_same_v<std::remove_cv_t<std::invoke_result_t<D&, Subflow&>>, bool>;
+  } else {
+    return false;
+  }
+}
 }  // namespace detail
 
 // A callable a condition node can run: it takes nothing or the execution's Subflow&, and returns an integer
@@ -125,7 +180,8 @@ concept ConditionCallable =
      detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&, Subflow&>>);
 
 // A callable a node can run: it takes nothing, the token index (std::size_t), the execution's Subflow&, or both
-// (Subflow&, std::size_t). Its result, if any, is discarded (TaskScope keeps results).
+// (Subflow&, std::size_t). Its result, if any, is discarded (TaskScope keeps results). add_node refuses a body
+// that takes the token as another type (int, unsigned, ...) with a static_assert: write std::size_t.
 template <class F>
 concept NodeCallable =
     std::invocable<std::decay_t<F>&> || std::invocable<std::decay_t<F>&, std::size_t> ||
@@ -357,6 +413,10 @@ class TaskGraph {
   template <class F>
     requires NodeCallable<F>
   Node add_node(F&& f, NodeOptions options = {}) {
+    static_assert(detail::takes_token_as_size_t<F>(),
+                  "weft::TaskGraph::add_node: a body that takes the token index must take it as std::size_t: write "
+                  "[](std::size_t token) { ... } (or (weft::Subflow&, std::size_t)), not int or another type the "
+                  "token would convert to");
     // A callable that can be empty (a std::function, a function pointer) is refused now, not when it runs.
     detail::require_callable(f, "weft::TaskGraph::add_node");
     return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
@@ -405,8 +465,15 @@ class TaskGraph {
   //   g.add_edges(again, {body, done});  // 0: loop back to body, 1: on to done
   //   g.run(pool).wait();                // body ran 10 times
   template <class F>
-    requires ConditionCallable<F>
   Node add_condition(F&& f, NodeOptions options = {}) {
+    // Refused with what to write instead, not a failed concept's "no operand of the disjunction is satisfied".
+    static_assert(std::is_invocable_v<std::decay_t<F>&> || std::is_invocable_v<std::decay_t<F>&, Subflow&>,
+                  "weft::TaskGraph::add_condition: f must take nothing, or weft::Subflow&");
+    static_assert(!detail::condition_returns_bool<F>(),
+                  "weft::TaskGraph::add_condition: f must return an integer index, not bool (false and true would "
+                  "silently pick the first and the second successor): return 0 or 1");
+    static_assert(ConditionCallable<F>,
+                  "weft::TaskGraph::add_condition: f must return an integer index, the successor to start");
     detail::require_callable(f, "weft::TaskGraph::add_condition");
     return add_condition_body(
         detail::NodeBody(detail::ConditionBodyAdapter<std::decay_t<F>>(std::forward<F>(f))), std::move(options));

@@ -424,7 +424,9 @@ class TaskScope {
   // Example: scope.run_and_wait({.on_error = weft::ErrorPolicy::KeepGoing});
   void run(RunOptions options);
   // Waits for the run and rethrows its first exception (again on every call); else says how it ended.
-  // Throws std::logic_error before run().
+  // Throws std::logic_error before run(), and weft::would_deadlock from inside the run (one of its jobs, a
+  // subflow child of one, a pipeline's source, stage or sink): the run could not end while it waits. A refused
+  // wait changes nothing: the scope keeps running, and its jobs' get() still says so.
   RunStatus wait();
   // run() then wait().
   RunStatus run_and_wait() {

@@ -11,6 +11,7 @@
 #include <ranges>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/pipeline/pipeline_test_support.hpp"
 
@@ -217,6 +218,51 @@ TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report 
     INFO("rounds where they differ: " << mismatched << " of " << rounds << ", e.g. " << example);
     CHECK(mismatched == 0);
   }
+}
+
+
+TEST_CASE("a stage that calls its own scope's wait() gets would_deadlock; catching it, the run still completes") {
+  // The refused wait must leave the run as it found it: every item still reaches the sink, exactly once.
+  constexpr std::uint64_t kItems = 100;
+  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 20 : 100);
+  for_each_mode_and_worker_count([&](unsigned workers) {
+    const Watchdog watchdog(named("a stage waiting for its own scope", workers), patience(120));
+    Pool pool(PoolOptions{.threads = workers});
+    for (std::uint64_t round = 0; round < rounds; ++round) {
+      INFO("round " << round);
+      TaskScope scope{pool};
+      std::atomic<std::uint64_t> refused{0};
+      std::atomic<std::uint64_t> other_errors{0};
+      // The scope counts as running once run() returned (before, wait() says it was not run): the source
+      // starts then.
+      std::atomic<bool> run_returned{false};
+      auto numbers = scope.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+        while (!run_returned.load()) std::this_thread::yield();
+        if (next == kItems) return std::nullopt;
+        return next++;
+      });
+      auto staged = scope.stage(numbers, [&](std::uint64_t x) {
+        try {
+          (void)scope.wait();
+        } catch (const would_deadlock&) {
+          refused.fetch_add(1, std::memory_order_relaxed);
+        } catch (...) {
+          other_errors.fetch_add(1, std::memory_order_relaxed);
+        }
+        return x;
+      });
+      std::vector<std::atomic<std::uint8_t>> seen(kItems);
+      (void)scope.sink(staged, [&](std::uint64_t x) { seen[x].fetch_add(1, std::memory_order_relaxed); });
+      scope.run();
+      run_returned.store(true);
+      CHECK(scope.wait() == RunStatus::Completed);
+      CHECK(refused.load() == kItems);
+      CHECK(other_errors.load() == 0);
+      std::uint64_t once = 0;
+      for (const auto& count : seen) once += count.load() == 1 ? 1 : 0;
+      CHECK(once == kItems);
+    }
+  });
 }
 
 }  // namespace

@@ -293,6 +293,41 @@ TEST_CASE("run() and wait() errors name TaskScope's calls: an affinity, a shut-d
                        doctest::Contains("weft::parallel_for: the pool is shut down"), weft::pool_closed);
 }
 
+TEST_CASE("a wait refused from one of the scope's jobs leaves the scope running: a pending job's get() says so") {
+  const Watchdog watchdog("refused wait leaves the scope running", patience(30));
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::TaskScope scope{pool};
+  std::atomic<bool> run_returned{false};
+  std::atomic<bool> release{false};
+  auto pending = scope.submit([&] {
+    while (!release.load()) std::this_thread::yield();
+    return 7;
+  }, weft::NodeOptions{.name = "pending"});
+  std::string refused;
+  std::string pending_says;
+  (void)scope.submit([&] {
+    while (!run_returned.load()) std::this_thread::yield();  // the scope is marked running once run() returns
+    try {
+      (void)scope.wait();
+    } catch (const weft::would_deadlock& e) {
+      refused = e.what();
+    }
+    try {
+      (void)pending.get();
+    } catch (const std::exception& e) {  // std::logic_error: still running; job_cancelled: "did not run"
+      pending_says = e.what();
+    }
+    release.store(true);
+  });
+  scope.run();
+  run_returned.store(true);
+  CHECK(scope.wait() == weft::RunStatus::Completed);
+  CHECK(refused.find("the run cannot end while it waits") != std::string::npos);
+  CHECK(pending_says ==
+        "weft::Job::get: job 'pending' has not finished: its scope is still running (call TaskScope::wait() first)");
+  CHECK(pending.get() == 7);
+}
+
 TEST_CASE("AnyJob::get names AnyJob, not Job") {
   weft::Pool pool{weft::PoolOptions{.threads = 1}};
   weft::TaskScope scope{pool};

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -342,6 +343,64 @@ TEST_CASE("pause and resume: events that start while paused are not kept") {
   g.run(pool).wait();
   pool.wait_idle();
   CHECK(read(*trace, false).named("node", "while recording").size() == 2);
+}
+
+TEST_CASE("pause and resume from another thread between batches of tasks: exactly the recorded batches kept") {
+  // Another thread toggles the trace between batches of pool tasks, handing over with the test thread, so every
+  // task of a batch starts after the toggle before it: a batch posted while recording is kept whole, one posted
+  // while paused not at all. One task started while recording and ended after a pause() is kept too. (Toggling
+  // freely instead keeps whatever the switch said as each task started: a burst of short tasks that runs while
+  // the toggling thread waits for a CPU in its paused state keeps none, which is no loss.)
+  const Watchdog watchdog("pause and resume from another thread", patience(120));
+  auto trace = std::make_shared<Trace>();
+  Pool pool(PoolOptions{.threads = 2, .trace = trace});
+  constexpr int kBatches = 20;
+  constexpr int kBatch = 1'000;
+  std::atomic<int> asked{0};  // toggles asked for (the test thread), and done (the toggler), in turn
+  std::atomic<int> done{0};
+  std::thread toggler([&] {
+    for (int t = 1; t <= kBatches; ++t) {
+      while (asked.load(std::memory_order_acquire) < t) std::this_thread::yield();
+      if (t % 2 == 1) {
+        trace->pause();
+      } else {
+        trace->resume();
+      }
+      done.store(t, std::memory_order_release);
+    }
+  });
+  const std::size_t before = read(*trace, false).named("pool", "task").size();
+  // A task that starts while recording and ends after the first pause(): kept.
+  std::atomic<bool> started{false};
+  std::atomic<bool> paused{false};
+  pool.post([&] {
+    started.store(true);
+    while (!paused.load()) std::this_thread::yield();
+  });
+  while (!started.load()) std::this_thread::yield();
+  int kept_batches = 0;
+  for (int t = 1; t <= kBatches; ++t) {
+    asked.store(t, std::memory_order_release);
+    while (done.load(std::memory_order_acquire) < t) std::this_thread::yield();
+    paused.store(true);
+    const bool recording = t % 2 == 0;
+    CHECK(trace->recording() == recording);
+    kept_batches += recording ? 1 : 0;
+    for (int i = 0; i < kBatch; ++i) pool.post([] { busy_work(20); });
+    pool.wait_idle();
+  }
+  toggler.join();
+  // A task's event is appended just after the task counts as finished: wait until the last ones are in.
+  const std::size_t expected = before + 1 + static_cast<std::size_t>(kept_batches) * kBatch;
+  while (read(*trace, false).named("pool", "task").size() < expected) std::this_thread::yield();
+  const ReadTrace read_back = read(*trace, false);
+  const std::vector<Event> tasks = read_back.named("pool", "task");
+  CHECK(tasks.size() == expected);
+  for (const Event& e : tasks) {
+    CHECK(e.ph == "X");
+    CHECK(e.dur >= 0);
+    CHECK(read_back.thread_names.count(e.tid) == 1);
+  }
 }
 
 TEST_CASE("max_events bounds what is kept; the rest is counted as dropped") {

@@ -200,11 +200,14 @@ inline RunStatus TaskScope::wait() {
     return RunStatus::Completed;
   }
   // Marks the scope finished even when wait() rethrows a job's exception: the run is over either way. Under
-  // KeepGoing it first notes, for each skipped job, the failed job it depends on (Job::get names it).
+  // KeepGoing it first notes, for each skipped job, the failed job it depends on (Job::get names it). A wait
+  // that ended before the run did (refused with would_deadlock from one of the scope's own jobs or pipeline
+  // stages) leaves the scope running: its jobs' get() must not report them cancelled while they still run.
   struct Finish {
     TaskScope& scope;
     ~Finish() {
-      if (scope.keep_going_ && scope.run_.done()) scope.note_skipped_jobs();
+      if (!scope.run_.done()) return;
+      if (scope.keep_going_) scope.note_skipped_jobs();
       scope.mark(detail::ScopePhase::finished);
     }
   } finish{*this};
