@@ -255,6 +255,8 @@ struct NodeOutcome {
 //   its nodes, or a subflow child of one), where it could never return, it throws weft::would_deadlock.
 // - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::Cancelled.
 // - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
+// - A Run may outlive its pool: the pool's destruction (a Drain shutdown) lets the run finish first, and a
+//   finished run's wait(), done(), stats(), outcome(s), assignment and destructor no longer touch the pool.
 // - outcome(node), outcomes(): what became of each node (NodeOutcome), once the run is over (done()), if the
 //   run recorded outcomes (RunOptions). Before the end, or if the run did not record them, they throw
 //   std::logic_error saying so; a node of another graph throws weft::invalid_graph. They stay valid after the
