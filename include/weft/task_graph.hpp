@@ -446,6 +446,10 @@ class TaskGraph {
   // once more than there are passes, the last call being the one that returns true; it is never called
   // concurrently with a pass nor with itself, on the thread that ends a pass (a pool worker) or, the first
   // time, on the caller's. If it throws, the run fails with that exception. Stops early like run_n.
+  // It must not wait for the pool to be idle or shut it down (pool.wait_idle(), pool.shutdown(Shutdown::Drain),
+  // shutdown_for): it runs as the end of a pass, which the pool counts as work in flight (a pool task, or the
+  // in-place run of an outside waiter that took the roots over), so such a wait would wait for itself: it throws
+  // weft::would_deadlock where the pool can tell (on a worker, inside a task), and may otherwise never return.
   //
   // Example:
   //   int passes = 0;
