@@ -181,6 +181,11 @@ bool RunState::claim_roots() noexcept {
 void RunState::help_from_outside() noexcept {
   const auto roots = static_cast<std::uint32_t>(roots_count_);
   if (roots == 0) return;
+  // Roots already claimed (a worker's roots task, an earlier waiter, a refused or dropped roots task; always so
+  // once the run is over): the claim below would fail, so the pool is not touched at all. A finished Run may
+  // outlive its pool, and its wait(), destructor and assignment come here. acquire: pairs with post_roots'
+  // release store of false for a later pass; a stale true only skips help the roots task gives anyway.
+  if (roots_claimed_.load(std::memory_order_acquire)) return;
   // Counted as an inline run of the pool from before the claim to after the last node it runs here, so that a
   // Drain shutdown (and wait_idle) waits for the nodes this thread runs in place: they are work of a run the pool
   // accepted, whose roots task counts as pending until it has run (after this claim, which it then loses) or been

@@ -331,9 +331,18 @@ void Run::task_ended() noexcept {
 }
 
 void Run::task_dropped() noexcept {
-  fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
-                                    "' was not run: the pool refused it (shut down, or out of memory) or dropped "
-                                    "it (Shutdown::DropPending)"));
+  // Named by the policy in force: a pool that drops (DropPending or shutdown_for's deadline) may have dropped
+  // the task; one that does not only refused it.
+  const sched::Engine& engine = PoolAccess::engine(run_state_.pool());
+  if (engine.dropping()) {
+    fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
+                                      "' was not run: the pool refused it (shut down, or out of memory) or "
+                                      "dropped it (",
+                                      engine.drop_policy(), ")"));
+  } else {
+    fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
+                                      "' was not run: the pool refused it (shut down, or out of memory)"));
+  }
   task_ended();
 }
 

@@ -61,7 +61,11 @@ class BasicFiberLot {
     Bucket& bucket = bucket_of(&word);
     const std::lock_guard lock(bucket.lock);
     // acquire: the waker's change of the word, and what it published before, is visible to the resumed task.
+#ifndef WEFT_MODEL_MUTANT_LOT_PARK_IGNORES_REFUSAL  // defined only by tests/fiber/fiber_lot_model.cpp
     if (word.load(std::memory_order_acquire) != expected || refused()) {
+#else
+    if (word.load(std::memory_order_acquire) != expected) {
+#endif
       parked_.fetch_sub(1, std::memory_order_relaxed);
       return false;
     }
@@ -86,7 +90,10 @@ class BasicFiberLot {
   // Takes out the waiters of `owner` whose deadline is not after `not_after` (Clock::time_point::max(): all of
   // them, timed or not), as a list linked by `next`.
   [[nodiscard]] Waiter* take_owned(const void* owner, Clock::time_point not_after = Clock::time_point::max()) {
-    M::thread_fence(std::memory_order_seq_cst);  // as in take(): the caller changed what waiters test
+    // seq_cst fence, as in take(): the caller changed what waiters test (the word's owner drops).
+#ifndef WEFT_MODEL_MUTANT_LOT_OWNED_WITHOUT_FENCE  // defined only by tests/fiber/fiber_lot_model.cpp
+    M::thread_fence(std::memory_order_seq_cst);
+#endif
     if (parked_.load(std::memory_order_relaxed) == 0) return nullptr;
     Waiter* taken = nullptr;
     for (Bucket& bucket : buckets_) {

@@ -79,9 +79,10 @@ void Engine::begin_shutdown(State target, DropCause cause) {
 
 void Engine::raise_state(State target, DropCause cause) noexcept {
   if (stops_tasks(target)) {
-    // The first cause stays (a deadline's drop is not renamed by a later call). release: a thread that reads it
-    // (dropping(), acquire) sees the state it precedes; written before the state, so that whoever sees the
-    // state stop tasks sees a cause.
+    // The first cause stays (a deadline's drop is not renamed by a later call). Written before the state, whose
+    // CAS below is a release: a thread that reads the raised state (acquire) sees this cause too, so whoever
+    // sees the state stop tasks finds a cause. (Reading the cause, as dropping() does, says nothing of the
+    // state: it may still be the lower one.)
     DropCause none = DropCause::none;
     (void)drop_cause_.compare_exchange_strong(none, cause, std::memory_order_acq_rel);
   }
@@ -94,7 +95,8 @@ void Engine::raise_state(State target, DropCause cause) noexcept {
 #if WEFT_FIBERS
   // Tasks suspended in waits look again: a wait on a primitive (weft::Event) gives up when the pool drops. One
   // that suspends after this pass finds dropping() true under its bucket's lock and does not park (see
-  // FiberWorker::park): take_owned's fence and the lot's Dekker pairing order the two.
+  // fiber_lot::enter in scheduler/fiber_worker.cpp): take_owned's fence and the lot's Dekker pairing order the
+  // two.
   if (dropping()) fiber_lot::wake_all_of(*this);
 #endif
 }

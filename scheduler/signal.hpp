@@ -38,8 +38,13 @@ class Signal {
   // Sleeps for at most `slice` unless ready() holds once announced (then returns at once).
   template <class Ready>
   void sleep(Ready& ready, std::chrono::nanoseconds slice) noexcept {
-    // seq_cst: the announcement half of the handshake in notify().
+    // seq_cst RMW + seq_cst fence: the announcement half of the handshake in notify(). The fence, not the RMW
+    // alone, orders the announcement before ready()'s loads (acquire or relaxed): without it the C++ model (and
+    // RCpc hardware: ARMv8.3 LDAPR, POWER) lets ready() read the condition from before the change while the
+    // notifier, past its fence, reads sleepers_ == 0, and both miss: a lost wake-up. With the two fences one of
+    // them is first in the single total order, and the other side reads what the first one's thread wrote.
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    StdMemoryModel::thread_fence(std::memory_order_seq_cst);
     const std::uint32_t seen = epoch_.load(std::memory_order_acquire);
     if (!ready()) park_word(epoch_, seen, slice);
     sleepers_.fetch_sub(1, std::memory_order_relaxed);

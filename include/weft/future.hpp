@@ -158,7 +158,11 @@ class [[nodiscard]] Future {
       case detail::FutureStateBase::has_exception:
         std::rethrow_exception(holder.state->take_error());
       case detail::FutureStateBase::dropped:
-        throw task_dropped("weft::Future::get: the task was dropped by a DropPending shutdown before it started");
+        // Worded for both policies that drop (Shutdown::DropPending, shutdown_for's deadline): the result does
+        // not know its pool.
+        throw task_dropped(
+            "weft::Future::get: the task was dropped before it started by a shutdown that drops pending work "
+            "(Shutdown::DropPending or shutdown_for's deadline)");
       default:
         return holder.state->take_value();
     }

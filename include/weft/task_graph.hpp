@@ -311,6 +311,8 @@ struct NodeOutcome {
 //   its nodes, or a subflow child of one), where it could never return, it throws weft::would_deadlock.
 // - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::Cancelled.
 // - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
+// - A Run may outlive its pool: the pool's destruction (a Drain shutdown) lets the run finish first, and a
+//   finished run's wait(), done(), stats(), outcome(s), assignment and destructor no longer touch the pool.
 // - outcome(node), outcomes(): what became of each node (NodeOutcome), once the run is over (done()), if the
 //   run recorded outcomes (RunOptions). Before the end, or if the run did not record them, they throw
 //   std::logic_error saying so; a node of another graph throws weft::invalid_graph. They stay valid after the
@@ -511,6 +513,10 @@ class TaskGraph {
   // once more than there are passes, the last call being the one that returns true; it is never called
   // concurrently with a pass nor with itself, on the thread that ends a pass (a pool worker) or, the first
   // time, on the caller's. If it throws, the run fails with that exception. Stops early like run_n.
+  // It must not wait for the pool to be idle or shut it down (pool.wait_idle(), pool.shutdown(Shutdown::Drain),
+  // shutdown_for): it runs as the end of a pass, which the pool counts as work in flight (a pool task, or the
+  // in-place run of an outside waiter that took the roots over), so such a wait would wait for itself: it throws
+  // weft::would_deadlock where the pool can tell (on a worker, inside a task), and may otherwise never return.
   //
   // Example:
   //   int passes = 0;

@@ -3,8 +3,10 @@
 // leaves the lot exactly once when a wake-up and its deadline race; and a waiter whose owner starts dropping as it
 // parks either sees the drop or is taken out by it. Nothing is resumed in the model: who took the waiter out is
 // recorded and judged in after().
-// Built three times: as is (must pass) and with each half of the Dekker pairing removed (WEFT_MODEL_MUTANT_LOT_*;
-// must fail).
+// Built five times: as is (must pass), and with a planted bug (WEFT_MODEL_MUTANT_LOT_*; must fail): either half of
+// the waiter/waker Dekker pairing removed (PARK_WITHOUT_FENCE, WAKE_WITHOUT_FENCE), the owner's half of the drop
+// pairing removed (OWNED_WITHOUT_FENCE), or a waiter that parks without asking refused() (PARK_IGNORES_REFUSAL).
+// The last two only "park against the owner's drop" catches.
 #include <array>
 #include <chrono>
 #include <cstdint>

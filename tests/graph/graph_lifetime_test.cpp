@@ -132,6 +132,39 @@ TEST_CASE("a Run destroyed without wait() waits for the run; an unwaited excepti
   });
 }
 
+TEST_CASE("a finished Run outlives its pool: wait, destruction and assignment touch no freed pool") {
+  // A handle may be kept past its pool (the pool's destruction drains the run first); waiting on it afterwards,
+  // destroying it or assigning over it must not reach the pool's engine, which is gone (ASan: heap-use-after-free).
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("run outlives pool", workers), patience(30));
+    std::atomic<std::size_t> ran{0};
+    weft::TaskGraph g;
+    build_chain_fan(g, ran, 3, 4);
+    weft::TaskGraph n_times;
+    (void)n_times.add_node([&ran] { ran.fetch_add(1); });
+    weft::Run waited;
+    weft::Run destroyed;
+    weft::Run assigned;
+    {
+      weft::Pool pool{weft::PoolOptions{.threads = workers}};
+      waited = g.run(pool);
+      destroyed = n_times.run_n(pool, 3);
+      weft::TaskGraph other;
+      (void)other.add_node([&ran] { ran.fetch_add(1); });
+      assigned = other.run(pool);
+      CHECK(assigned.wait() == weft::RunStatus::Completed);
+    }  // the pool's destruction lets every accepted run finish
+    CHECK(waited.done());
+    CHECK(waited.wait() == weft::RunStatus::Completed);
+    CHECK(waited.wait() == weft::RunStatus::Completed);
+    CHECK(waited.stats().skipped == 0);
+    CHECK(destroyed.done());
+    { weft::Run gone = std::move(destroyed); }  // NOLINT: destroyed on purpose
+    assigned = weft::Run{};
+    CHECK(ran.load() == 3 + 4 + 1 + 3 + 1);
+  });
+}
+
 TEST_CASE("a run waited on from a pool task and from inside a node (nested waits on a worker)") {
   for_each_graph_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("nested run", workers), patience(60));

@@ -60,6 +60,34 @@ TEST_CASE("a DropPending shutdown stops a never-ending pipeline at its next item
       }
       CHECK(Counted::alive.load() == 0);
     });
+    // shutdown_for's deadline drops as DropPending does; the error names the deadline, never DropPending.
+    for_each_scope_worker_count([](unsigned workers) {
+      const Watchdog watchdog("pipeline shutdown_for deadline", patience(60));
+      {
+        Pool pool(PoolOptions{.threads = workers});
+        std::atomic<std::uint64_t> consumed{0};
+        std::uint64_t next = 0;
+        {
+          TaskScope scope{pool};
+          auto items = scope.source([&]() -> std::optional<Counted> { return Counted(next++); });
+          auto passed = scope.stage(items, [](Counted c) { return c; }, {.concurrency = 2});
+          (void)scope.sink(passed, [&](Counted) { consumed.fetch_add(1); });
+          scope.run();
+          while (consumed.load() < 100) std::this_thread::yield();
+          CHECK_FALSE(pool.shutdown_for(std::chrono::milliseconds(1)).drained);
+          try {
+            (void)scope.wait();
+            FAIL("the run should have failed with task_dropped");
+          } catch (const task_dropped& e) {
+            const std::string message = e.what();
+            INFO("error: " << message);
+            CHECK(message.find("shutdown_for's deadline") != std::string::npos);
+            CHECK(message.find("DropPending") == std::string::npos);
+          }
+        }
+      }
+      CHECK(Counted::alive.load() == 0);
+    });
     detail::pipeline::test_mode.store(was);
   }
 }

@@ -110,6 +110,7 @@ TEST_CASE("shutdown_for drops what has not started at the deadline, and drains w
       Probes probes;
       hold_workers_until_dropping(pool, probes);  // busy until the deadline turns draining into dropping
       for (std::uint64_t i = 0; i < kTasks; ++i) pool.post([&runs, i] { runs.ran(i); });
+      weft::Future<int> future = pool.submit([] { return 1; });
       const auto before = std::chrono::steady_clock::now();
       const weft::ShutdownResult result = pool.shutdown_for(20ms);
       CHECK(std::chrono::steady_clock::now() - before >= 20ms);
@@ -117,8 +118,18 @@ TEST_CASE("shutdown_for drops what has not started at the deadline, and drains w
       const auto s = runs.summary();
       CHECK(s.once == 0);
       CHECK(s.repeated == 0);
-      CHECK(result.dropped == kTasks + probes.accepted.load() - probes.ran.load());
+      CHECK(result.dropped == kTasks + 1 + probes.accepted.load() - probes.ran.load());
       CHECK(pool.stats().dropped == result.dropped);
+      // The deadline dropped it: its error does not say a DropPending shutdown did.
+      std::string message;
+      try {
+        (void)future.get();
+      } catch (const weft::task_dropped& e) {
+        message = e.what();
+      }
+      INFO("error: " << message);
+      CHECK(message.find("drops pending work") != std::string::npos);
+      CHECK(message.find("by a DropPending shutdown") == std::string::npos);
     }
     {
       RunCounts runs(kTasks);
