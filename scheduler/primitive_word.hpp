@@ -18,7 +18,8 @@
 //   to the same release sequence (a WaitGroup's earlier done() calls).
 //
 // Templates on the word and on `Parking` (static park(word, expected, slice) and wake_all(word)), so that the
-// Relacy model in tests/wait/primitive_word_model.cpp checks this text (planted bugs: WEFT_MODEL_MUTANT_*).
+// Relacy models in tests/wait/primitive_word_model.cpp and (Event's Mode::Auto) tests/wait/event_auto_model.cpp
+// check this text (planted bugs: WEFT_MODEL_MUTANT_*).
 #pragma once
 
 #include <atomic>
@@ -166,6 +167,9 @@ void auto_signal(Word& word) noexcept {
     // the wait that takes kEventSet sees what this signaller did before, as with a signal of its own.
     next = auto_unreleased(seen) != 0 ? (seen & ~kWordWaiters) - kEventWaitUnit + kEventReleaseUnit
                                       : seen | kEventSet;
+#ifdef WEFT_MODEL_MUTANT_SIGNAL_KEEPS_UNRELEASED  // defined only by the model: the released wait stays counted
+    if (auto_unreleased(seen) != 0) next += kEventWaitUnit;
+#endif
   } while (!word.compare_exchange_weak(seen, next, kPublish, std::memory_order_relaxed));
   if (auto_unreleased(seen) != 0) wake_if_announced<Parking>(word, seen);
 }
@@ -215,11 +219,17 @@ template <class Word>
       next = seen - kEventWaitUnit;
     } else {
       next = seen - kEventReleaseUnit;
+#ifndef WEFT_MODEL_MUTANT_DROP_LOSES_RELEASE  // defined only by the model: a dropped wait eats its release
       if (dropped) next |= kEventSet;
+#endif
     }
     // acquire: pairs with auto_signal's release when it takes one.
   } while (!word.compare_exchange_weak(seen, next, std::memory_order_acquire, std::memory_order_relaxed));
+#ifdef WEFT_MODEL_MUTANT_TIMEOUT_LOSES_RELEASE  // defined only by the model: a time-out drops the release due
+  return false;
+#else
   return auto_unreleased(seen) == 0 && !dropped;
+#endif
 }
 
 // --- ConditionVariable: the value is a generation, counted modulo 2^31 --------------------------------------
