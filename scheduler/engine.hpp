@@ -313,6 +313,14 @@ class Engine {
   [[nodiscard]] SubmitStatus admit(Worker*& self, weft::detail::Admission admission,
                                    std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] bool closed_to(const Worker* self) const noexcept;
+  // The gate is closed, yet an outside thread may pass it: it runs this pool's work in place (a RunningFrame:
+  // an outside waiter running a run's nodes, or a task a waiter claimed), which the pool accepted and a Drain
+  // lets finish, and the pool does not stop tasks yet (see enqueue_general and await_submitters).
+  [[nodiscard]] bool admits_own_work_while_closed() const noexcept;
+  // After the state was raised to one that stops tasks: waits until no outside submitter is inside the gate
+  // (its count and the slots' `entering` flags), so that a push admitted before the raise is in its queue
+  // before the drops that follow look there.
+  void await_submitters() const noexcept;
   void release_queued_slot() noexcept;
   void route(Worker* self, TaskDomain::ThreadRef ref, Task* task);
   // A task counted as submitted could not be queued (allocation failed): account for it, and destroy it if it

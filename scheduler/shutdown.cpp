@@ -87,11 +87,13 @@ void Engine::raise_state(State target, DropCause cause) noexcept {
     (void)drop_cause_.compare_exchange_strong(none, cause, std::memory_order_acq_rel);
   }
   // Never lowers the state (a destructor after a failed shutdown must not turn dropping back into draining).
+  // seq_cst: the raise is the first half of await_submitters' Dekker pairing (admits_own_work_while_closed).
   State current = state_.load(std::memory_order_acquire);
-  while (current < target && !state_.compare_exchange_weak(current, target, std::memory_order_acq_rel)) {
+  while (current < target && !state_.compare_exchange_weak(current, target, std::memory_order_seq_cst)) {
   }
   parking_.notify_all();
-  room_available_.notify_all();
+  room_available_.notify_all();  // before the wait below: a submitter blocked on a full queue looks again
+  if (stops_tasks(target)) await_submitters();
 #if WEFT_FIBERS
   // Tasks suspended in waits look again: a wait on a primitive (weft::Event) gives up when the pool drops. One
   // that suspends after this pass finds dropping() true under its bucket's lock and does not park (see
@@ -99,6 +101,19 @@ void Engine::raise_state(State target, DropCause cause) noexcept {
   // two.
   if (dropping()) fiber_lot::wake_all_of(*this);
 #endif
+}
+
+void Engine::await_submitters() const noexcept {
+  // The heavy barrier stands for the fence of the slot submitters' side too (see enqueue_general).
+  if (asymmetric_gate_) os::process_barrier();
+  while (gate_.load(std::memory_order_seq_cst) >= 2) std::this_thread::yield();
+  // seq_cst: the other half of the Dekker pairing; acquire of the submitter's release on leaving, so its push is
+  // visible to the drops. acquire on the count: see slots_.
+  const unsigned slots = slot_count_.load(std::memory_order_seq_cst);
+  for (unsigned i = 0; i < slots; ++i) {
+    const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);  // see slots_
+    while (slot.entering.load(std::memory_order_seq_cst)) std::this_thread::yield();
+  }
 }
 
 const char* Engine::drop_policy() const noexcept {
@@ -116,9 +131,12 @@ std::uint64_t Engine::finish_shutdown() {
     // here, before joining: their futures report task_dropped, so those waits end and the workers can exit.
     count += drop_pending_while_running(ref);
   }
-  state_.store(State::stopped, std::memory_order_release);
+  // seq_cst, then await_submitters: an outside thread the closed gate admitted (admits_own_work_while_closed)
+  // has its push in place before the final drops below, or sees the pool stopped and is refused.
+  state_.store(State::stopped, std::memory_order_seq_cst);
   parking_.notify_all();
   room_available_.notify_all();
+  await_submitters();
   for (auto& worker : workers_) {
     if (worker->thread.joinable()) worker->thread.join();
   }

@@ -65,10 +65,12 @@ SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options
       slot->entering.store(true, std::memory_order_seq_cst);
     }
     pass.entering = &slot->entering;
-    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0) return SubmitStatus::Closed;
+    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed())
+      return SubmitStatus::Closed;
   } else {
-    // acq_rel: pairs with the fetch_or in begin_shutdown; seeing the closed bit means shutdown has begun.
-    if ((gate_.fetch_add(2, std::memory_order_acq_rel) & 1) != 0) {
+    // seq_cst: pairs with the fetch_or in begin_shutdown (seeing the closed bit means shutdown has begun), and
+    // is the submitter's half of the Dekker pairing with await_submitters when the closed gate admits it.
+    if ((gate_.fetch_add(2, std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed()) {
       gate_.fetch_sub(2, std::memory_order_release);
       return SubmitStatus::Closed;
     }
@@ -224,7 +226,17 @@ bool Engine::closed_to(const Worker* self) const noexcept {
     const State state = state_.load(std::memory_order_acquire);
     return stops_tasks(state);
   }
-  return (gate_.load(std::memory_order_acquire) & 1) != 0;
+  return (gate_.load(std::memory_order_acquire) & 1) != 0 && !admits_own_work_while_closed();
+}
+
+bool Engine::admits_own_work_while_closed() const noexcept {
+  // Work an outside thread runs in place for the pool (RunningFrame) is counted unfinished while it runs (an
+  // inline run, or a task of the thread's slot), so a Drain's wait_idle cannot end before it, and the tasks it
+  // posts are part of runs the pool accepted: admitted as a worker's are, until the pool stops tasks. seq_cst:
+  // the caller's flag store (or gate RMW) came first; await_submitters, after the raise of the state, reads
+  // the flags (Dekker): either this load sees the raised state and refuses, or the raise waits for the push.
+  // Under the asymmetric gate the caller's side has a compiler barrier and await_submitters the heavy one.
+  return !stops_tasks(state_.load(std::memory_order_seq_cst)) && RunningFrame::inside(*this);
 }
 
 SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,

@@ -256,8 +256,10 @@ class Pool {
   // Blocks until every accepted task has finished (tasks they post meanwhile included).
   void wait_idle();
 
-  // Stops accepting tasks; Drain runs every accepted one, DropPending drops those not started (running ones
-  // finish). Then joins the workers. Returns the number dropped. Idempotent: a second call returns 0.
+  // Stops accepting tasks from outside the pool; Drain runs every accepted one, DropPending drops those not
+  // started (running ones finish). Then joins the workers. Returns the number dropped. Idempotent: a second call
+  // returns 0. Under Drain the pool's own tasks may still post, wherever they run (a worker, or a thread running
+  // one itself while it waits for it), since what they post belongs to accepted work.
   std::uint64_t shutdown(Shutdown policy = Shutdown::Drain);
   // Drains for at most `timeout`, then drops what is left as DropPending does: tasks not started are dropped, and
   // tasks waiting on an Event, WaitGroup or ConditionVariable (timed or not) wake with weft::task_dropped; then
