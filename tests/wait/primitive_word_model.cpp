@@ -21,6 +21,7 @@
 #include "tests/model/relacy_check.hpp"
 
 #include "scheduler/primitive_word.hpp"
+#include "tests/wait/futex_model.hpp"
 
 namespace {
 
@@ -29,26 +30,10 @@ using Word = Model::atomic<std::uint32_t>;
 namespace word = weft::sched::primitive_word;
 using weft::detail::kWordValue;
 
-// The kernel's side of the futex: one bucket for every word.
-struct Kernel {
-  rl::mutex lock;
-  rl::condition_variable sleepers;
-};
-// The running scenario's kernel (each scenario's constructor sets it; Relacy runs one iteration at a time).
-Kernel* kernel = nullptr;
-
-struct ModelParking {
-  static void park(Word& w, std::uint32_t expected, std::chrono::nanoseconds /*slice: the model never times out*/) {
-    kernel->lock.lock($);
-    if (w.load(std::memory_order_relaxed) == expected) kernel->sleepers.wait(kernel->lock, $);
-    kernel->lock.unlock($);
-  }
-  static void wake_all(Word& /*w: its address only, as the futex*/) {
-    kernel->lock.lock($);
-    kernel->sleepers.notify_all($);
-    kernel->lock.unlock($);
-  }
-};
+using weft::model::ModelParking;
+// The running scenario's kernel (tests/wait/futex_model.hpp).
+using Kernel = weft::model::FutexKernel;
+Kernel*& kernel = weft::model::futex_kernel;
 
 // A primitive: its word, on the heap so that a waiter can free it.
 struct Primitive {
