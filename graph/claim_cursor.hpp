@@ -14,11 +14,11 @@
 #include <atomic>
 #include <cstdint>
 
-#include "scheduler/cache_line.hpp"
+#include "scheduler/atomics/cache_line.hpp"
 
 namespace weft::graph {
 
-class alignas(sched::kCacheLine) ClaimCursor {
+class alignas(atomics::kCacheLine) ClaimCursor {
  public:
   // Starts the range [first, end) with no task queued. Called by the one thread that starts the range, before it
   // posts the range's first task (the post publishes these stores to whoever runs that task).

@@ -65,7 +65,7 @@ void GraphImpl::lay_out(const char* call) {
 }
 
 void GraphImpl::make_limiters(std::vector<CompiledNode>& compiled,
-                              std::vector<std::unique_ptr<graph::Limiter>>& limiters,
+                              std::vector<std::unique_ptr<inbox::Limiter>>& limiters,
                               std::vector<std::uint32_t>& limited_nodes, std::uint64_t& max_affinity_plus_one,
                               const char* call) const {
   const std::size_t n = bodies_.size();
@@ -75,11 +75,11 @@ void GraphImpl::make_limiters(std::vector<CompiledNode>& compiled,
     if (options.affinity)
       max_affinity_plus_one = std::max(max_affinity_plus_one, std::uint64_t{*options.affinity} + 1);
     if (options.tokens > 1) {
-      std::unique_ptr<graph::Limiter> limiter;
+      std::unique_ptr<inbox::Limiter> limiter;
       try {
-        limiter = std::make_unique<graph::Limiter>(options);
+        limiter = std::make_unique<inbox::Limiter>(options);
       } catch (const std::bad_alloc&) {
-        const std::size_t slots = graph::Limiter::inbox_slots(options);
+        const std::size_t slots = inbox::Limiter::inbox_slots(options);
         std::string message = call;
         message += ": out of memory allocating the inbox of node '";
         message += name(static_cast<std::uint32_t>(i));
@@ -265,7 +265,7 @@ void GraphImpl::lay_out_unchecked(const char* call) {
   }
 
   // Options (only nodes that have some): limiters for multi-token nodes; who may run in place.
-  std::vector<std::unique_ptr<graph::Limiter>> limiters;
+  std::vector<std::unique_ptr<inbox::Limiter>> limiters;
   std::vector<std::uint32_t> limited_nodes;
   std::uint64_t max_affinity_plus_one = 0;
   make_limiters(compiled, limiters, limited_nodes, max_affinity_plus_one, call);

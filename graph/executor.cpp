@@ -11,9 +11,9 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "graph/token_flow.hpp"
-#include "scheduler/pool_access.hpp"
-#include "scheduler/task_locals.hpp"
+#include "graph/inbox/token_flow.hpp"
+#include "scheduler/engine/pool_access.hpp"
+#include "scheduler/engine/task_locals.hpp"
 #include "weft/errors.hpp"
 
 namespace weft::detail {
@@ -42,9 +42,9 @@ class GraphTask {
 
 }  // namespace
 
-RunState* RunState::current() noexcept { return static_cast<RunState*>(sched::task_local(kCurrentRunSlot)); }
+RunState* RunState::current() noexcept { return static_cast<RunState*>(engine::task_local(kCurrentRunSlot)); }
 
-// What a multi-token node's token flow (graph/token_flow.hpp) does to the run: post executors, run tokens, count
+// What a multi-token node's token flow (graph/inbox/token_flow.hpp) does to the run: post executors, run tokens, count
 // what is skipped or dropped, fail on a full inbox under Overflow::Fail, finish the node after its last token.
 class RunState::NodeTokens {
  public:
@@ -65,7 +65,7 @@ class RunState::NodeTokens {
     run_.dropped_.fetch_add(1, std::memory_order_relaxed);
   }
   void inbox_full() noexcept {
-    graph::Limiter& limiter = run_.graph_.limiter(limiter_index_);
+    inbox::Limiter& limiter = run_.graph_.limiter(limiter_index_);
     try {
       std::string message = "weft::TaskGraph: node '";
       message += run_.graph_.name(node_);
@@ -130,7 +130,7 @@ void RunState::post_roots() noexcept {
 
 void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
   // Marks the thread as inside this run once per task, not per node: an in-place chain is one task.
-  void* const outer = sched::exchange_task_local(kCurrentRunSlot, this);
+  void* const outer = engine::exchange_task_local(kCurrentRunSlot, this);
   switch (kind) {
     case GraphTaskKind::node:
       if (graph_.node(index).has_semaphores) [[unlikely]] {
@@ -140,7 +140,7 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
       }
       break;
     case GraphTaskKind::activation: {
-      static_assert(graph::TokenRun<NodeTokens>);
+      static_assert(inbox::TokenRun<NodeTokens>);
       const std::uint32_t limiter_index = graph_.node(index).limiter;
       // KeepGoing: a node after a failure is skipped whole, its inbox untouched; its successors learn of it.
       if (keep_going_ && skip_for_failed_ancestor(index, graph_.limiter(limiter_index).tokens)) [[unlikely]] {
@@ -148,12 +148,12 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
         break;
       }
       NodeTokens tokens(*this, limiter_index);
-      graph::start_activation(graph_.limiter(limiter_index), tokens);
+      inbox::start_activation(graph_.limiter(limiter_index), tokens);
       break;
     }
     case GraphTaskKind::executor: {
       NodeTokens tokens(*this, index);
-      graph::run_executor(graph_.limiter(index), tokens);
+      inbox::run_executor(graph_.limiter(index), tokens);
       break;
     }
     case GraphTaskKind::roots:
@@ -162,14 +162,14 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
       // waiter took the roots over, this task claims beside it.
       if (index == 0 && claim_roots()) finish_unit();
       // An outside waiter may run this task from its own slot (help_from_own_slot): it then claims as one.
-      run_roots(sched::Engine::this_thread_worker() == nullptr);
+      run_roots(engine::Engine::this_thread_worker() == nullptr);
       break;
     case GraphTaskKind::members:
       graph_.group_cursor(index).task_started();
-      run_members(index, sched::Engine::this_thread_worker() == nullptr);
+      run_members(index, engine::Engine::this_thread_worker() == nullptr);
       break;
   }
-  (void)sched::exchange_task_local(kCurrentRunSlot, outer);
+  (void)engine::exchange_task_local(kCurrentRunSlot, outer);
   finish_unit();
 }
 
@@ -191,15 +191,15 @@ void RunState::help_from_outside() noexcept {
   // accepted, whose roots task counts as pending until it has run (after this claim, which it then loses) or been
   // dropped. seq_cst RMW, before the claim's acq_rel exchange, as Engine::run_inline counts before its claim: an
   // idle() that reads the roots task finished (finished before submitted) reads this start too.
-  sched::Engine& engine = PoolAccess::engine(pool_);
+  engine::Engine& engine = PoolAccess::engine(pool_);
   weft::detail::InlineRunCounter& inline_runs = engine.inline_runs();
   inline_runs.started.fetch_add(1, std::memory_order_seq_cst);
   if (claim_roots()) {
-    void* const outer = sched::exchange_task_local(kCurrentRunSlot, this);
+    void* const outer = engine::exchange_task_local(kCurrentRunSlot, this);
     // As one task of the pool: inside its hooks, and marked so that the pool's waits refuse to wait from here.
     // Refused (false) if the thread can have no slot in the pool: the roots task runs them all then.
     (void)engine.run_here(Priority::Normal, [this] { run_roots(true); });
-    (void)sched::exchange_task_local(kCurrentRunSlot, outer);
+    (void)engine::exchange_task_local(kCurrentRunSlot, outer);
     finish_unit();  // the roots' unit, which the claim handed to this thread; *this may be gone after it
   }
   // release: idle() reads finished with acquire, and then everything the nodes run here did.
@@ -209,7 +209,7 @@ void RunState::help_from_outside() noexcept {
 
 void RunState::run_roots(bool outside) noexcept {
   graph::ClaimCursor& cursor = graph_.roots_cursor();
-  const sched::Engine& engine = PoolAccess::engine(pool_);
+  const engine::Engine& engine = PoolAccess::engine(pool_);
   const unsigned threads = engine.size();
   for (bool first = true;; first = false) {
     cursor.keep_one_queued([this] { post(GraphTaskKind::roots, 1, nullptr); });
@@ -241,7 +241,7 @@ void RunState::run_node(std::uint32_t node) noexcept {
 
 template <bool kSpecial>
 void RunState::run_node_as(std::uint32_t node) noexcept {
-  const sched::Engine& engine = PoolAccess::engine(pool_);
+  const engine::Engine& engine = PoolAccess::engine(pool_);
   while (node != kNoIndex) {
     // Without special_: no recording, and no node is a condition (execute_as<false> returns kNoBranch).
     const std::size_t branch = kSpecial ? execute(node, 0) : execute_as<false>(node, 0);
@@ -392,7 +392,7 @@ void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcep
 
 void RunState::run_members(std::uint32_t index, bool outside) noexcept {
   graph::ClaimCursor& cursor = graph_.group_cursor(index);
-  const sched::Engine& engine = PoolAccess::engine(pool_);
+  const engine::Engine& engine = PoolAccess::engine(pool_);
   const unsigned threads = engine.size();
   for (;;) {
     cursor.keep_one_queued([this, index] { post(GraphTaskKind::members, index, nullptr); });
@@ -466,7 +466,7 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
     }
     if (lost == 0) {
       // Not user work: the pool's count of dropped tasks leaves it out.
-      sched::Engine::note_drop_was_empty();
+      engine::Engine::note_drop_was_empty();
       finish_unit();
       return;
     }
@@ -492,7 +492,7 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
     case GraphTaskKind::executor: {
       // Tokens this executor would have run: count them, so that nothing is lost without a trace.
       NodeTokens tokens(*this, index);
-      graph::drain_lost_executor(graph_.limiter(index), tokens);
+      inbox::drain_lost_executor(graph_.limiter(index), tokens);
       break;
     }
   }
@@ -651,7 +651,7 @@ void RunState::pass_ended() noexcept {
   // A loop, not a recursion: a pass with nothing to run (no roots) ends inside post_roots' caller at once.
   for (;;) {
     for (std::size_t i = 0; i < graph_.limiter_count(); ++i) {
-      graph::Limiter& limiter = graph_.limiter(static_cast<std::uint32_t>(i));
+      inbox::Limiter& limiter = graph_.limiter(static_cast<std::uint32_t>(i));
       const std::uint64_t dropped = limiter.dropped.load(std::memory_order_relaxed);
       if (dropped == 0) continue;
       // Added up over the passes of run_n / run_until; the limiter counts from zero again for the next one.

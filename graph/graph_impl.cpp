@@ -9,7 +9,7 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "scheduler/stack_guard.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 #include "weft/semaphore.hpp"
@@ -212,8 +212,8 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const 
     throw_option(caller, node, "overflow", std::to_string(static_cast<unsigned>(options.overflow)),
                  "not a weft::Overflow (Block, Drop or Fail)");
   // An inbox that can overflow holds exactly `capacity` tokens, allocated at compile time; any other takes a
-  // few thousand slots at most, whatever its capacity (graph/limiter.hpp).
-  if (graph::Limiter::may_overflow(options) && options.capacity > kMaxInboxCapacity) {
+  // few thousand slots at most, whatever its capacity (graph/inbox/limiter.hpp).
+  if (inbox::Limiter::may_overflow(options) && options.capacity > kMaxInboxCapacity) {
     std::string rule = "at most weft::kMaxInboxCapacity = " + std::to_string(kMaxInboxCapacity);
     rule += options.overflow == Overflow::Drop ? " under Overflow::Drop" : " under Overflow::Fail";
     rule += " when tokens (" + std::to_string(options.tokens) + ") exceed it: such an inbox holds that many";
@@ -333,7 +333,7 @@ Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, s
                      const RunOptions& options) {
   // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
   // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
-  sched::require_stack(caller.call);
+  fiber::require_stack(caller.call);
   // acq_rel: claims the graph; pairs with run_ended()'s release, so this run sees everything the last one did.
   if (running_.exchange(true, std::memory_order_acq_rel))
     throw graph_busy(std::string(caller.call) + ": a run of this graph is in flight; wait for it to end first");

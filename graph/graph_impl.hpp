@@ -13,7 +13,7 @@
 
 #include "graph/chunked_vector.hpp"
 #include "graph/claim_cursor.hpp"
-#include "graph/limiter.hpp"
+#include "graph/inbox/limiter.hpp"
 #include "weft/node_options.hpp"
 #include "weft/task_graph.hpp"
 
@@ -140,7 +140,7 @@ class GraphImpl {
     const std::uint32_t at = options_index_[index];
     return at == kNoIndex ? kDefaultOptions : options_[at];
   }
-  [[nodiscard]] graph::Limiter& limiter(std::uint32_t limiter_index) noexcept { return *limiters_[limiter_index]; }
+  [[nodiscard]] inbox::Limiter& limiter(std::uint32_t limiter_index) noexcept { return *limiters_[limiter_index]; }
   [[nodiscard]] std::size_t limiter_count() const noexcept { return limiters_.size(); }
   [[nodiscard]] std::uint32_t limited_node(std::uint32_t limiter_index) const noexcept {
     return limited_nodes_[limiter_index];
@@ -197,7 +197,7 @@ class GraphImpl {
   void lay_out_unchecked(const char* call);
   // The limiters of the nodes with tokens > 1. Throws weft::out_of_memory naming `call` and the node whose
   // inbox could not be allocated.
-  void make_limiters(std::vector<CompiledNode>& compiled, std::vector<std::unique_ptr<graph::Limiter>>& limiters,
+  void make_limiters(std::vector<CompiledNode>& compiled, std::vector<std::unique_ptr<inbox::Limiter>>& limiters,
                      std::vector<std::uint32_t>& limited_nodes, std::uint64_t& max_affinity_plus_one,
                      const char* call) const;
   // The semaphore tables of the nodes that have NodeOptions::semaphores; such nodes never run in place.
@@ -229,7 +229,7 @@ class GraphImpl {
   std::unique_ptr<std::atomic<std::uint32_t>[]> join_;
   std::unique_ptr<graph::ClaimCursor[]> group_cursors_;  // one per join group
   graph::ClaimCursor roots_cursor_;
-  std::vector<std::unique_ptr<graph::Limiter>> limiters_;
+  std::vector<std::unique_ptr<inbox::Limiter>> limiters_;
   std::vector<std::uint32_t> limited_nodes_;  // limiter index -> node index
   std::vector<std::uint32_t> roots_;
   std::vector<SemaphoreNode> semaphore_nodes_;

@@ -8,7 +8,7 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "scheduler/stack_guard.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/errors.hpp"
 #include "weft/task_graph.hpp"
@@ -43,7 +43,7 @@ RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
   }
   if (recording_) records_ = std::make_unique<NodeRecord[]>(graph.size());
   trace_ = trace_for(pool, options);
-  tracer_ = TraceAccess::impl(trace_);
+  tracer_ = tracing::TraceAccess::impl(trace_);
   if (tracer_ != nullptr) {
     trace_run_ = tracer_->next_run();
     trace_names_ = std::make_unique<std::uint32_t[]>(graph.size());
@@ -64,28 +64,28 @@ RunStatus RunState::wait() {
   if (current() == this)
     throw would_deadlock(
         "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
-  if (!done()) sched::require_stack("weft::Run::wait (or TaskScope::wait)");
+  if (!done()) fiber::require_stack("weft::Run::wait (or TaskScope::wait)");
   help_as_outside_waiter();
-  (void)wait_until(graph::Clock::time_point::max());
+  (void)wait_until(sync::Clock::time_point::max());
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
   return cancelled() ? RunStatus::Cancelled : RunStatus::Completed;
 }
 
 void RunState::help_as_outside_waiter() noexcept {
-  if (sched::Engine::this_thread_worker() != nullptr) return;  // a worker waits through wait_on_worker
+  if (engine::Engine::this_thread_worker() != nullptr) return;  // a worker waits through wait_on_worker
   help_from_outside();
   (void)help_from_own_slot([this] { return done(); });
 }
 
-bool RunState::wait_until(graph::Clock::time_point deadline) {
-  return graph::wait_until([this] { return done(); }, done_signal_, deadline);
+bool RunState::wait_until(sync::Clock::time_point deadline) {
+  return sync::wait_until([this] { return done(); }, done_signal_, deadline);
 }
 
 void RunState::wait_quietly() noexcept {
   if (is_caller_inside()) return;  // a node (or subflow child) of this very run: waiting could never end
   try {
     help_as_outside_waiter();
-    (void)wait_until(graph::Clock::time_point::max());
+    (void)wait_until(sync::Clock::time_point::max());
   } catch (...) {
     // Waiting itself does not throw; nothing to report from a destructor anyway.
   }
@@ -235,7 +235,7 @@ RunStatus Run::wait() {
 
 bool Run::wait_for_ns(std::chrono::nanoseconds timeout) {
   require_valid("wait_for");
-  if (!state_->done()) sched::require_stack("weft::Run::wait_for");
+  if (!state_->done()) fiber::require_stack("weft::Run::wait_for");
   return state_->wait_until(detail::deadline_after(timeout));  // saturates one short of max() ("no deadline")
 }
 

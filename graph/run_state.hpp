@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "graph/graph_impl.hpp"
-#include "graph/wait.hpp"
-#include "scheduler/cache_line.hpp"
-#include "scheduler/pool_access.hpp"
+#include "scheduler/sync/signal.hpp"
+#include "scheduler/atomics/cache_line.hpp"
+#include "scheduler/engine/pool_access.hpp"
 #include "weft/pool.hpp"
 #include "weft/task_graph.hpp"
 
@@ -61,7 +61,7 @@ class RunState {
 
   // For Run.
   RunStatus wait();
-  bool wait_until(graph::Clock::time_point deadline);
+  bool wait_until(sync::Clock::time_point deadline);
   void cancel() noexcept;
   [[nodiscard]] bool done() const noexcept { return done_.load(std::memory_order_acquire); }
   [[nodiscard]] RunStats stats() const;
@@ -108,7 +108,7 @@ class RunState {
   [[nodiscard]] bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   [[nodiscard]] Pool& pool() const noexcept { return pool_; }
   // Subflow joiners sleep here; a subflow whose last child finished notifies it.
-  [[nodiscard]] graph::Signal& subflow_signal() noexcept { return subflow_signal_; }
+  [[nodiscard]] sync::Signal& subflow_signal() noexcept { return subflow_signal_; }
   // A unit of work of this run (a queued or running task) begins / ends; the run ends when none is left.
   // add_unit may only be called by a holder of a unit (so the count cannot reach zero meanwhile).
   void add_unit() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
@@ -128,7 +128,7 @@ class RunState {
   // from here could never end.
   [[nodiscard]] bool is_caller_inside() const noexcept;
   // The trace this run records into (RunOptions::trace, else the pool's), or null; and the run's number in it.
-  [[nodiscard]] TraceImpl* tracer() const noexcept { return tracer_; }
+  [[nodiscard]] tracing::TraceImpl* tracer() const noexcept { return tracer_; }
   [[nodiscard]] std::uint32_t trace_run() const noexcept { return trace_run_; }
 
  private:
@@ -147,7 +147,7 @@ class RunState {
   void wake_parked_on_cancel() noexcept;
   // add_unit for a thread that may not hold one: false if the run has already ended.
   [[nodiscard]] bool try_add_unit() noexcept;
-  // A multi-token node's side of this run, as its token flow (graph/token_flow.hpp) asks for it.
+  // A multi-token node's side of this run, as its token flow (graph/inbox/token_flow.hpp) asks for it.
   class NodeTokens;
   // Runs one execution of `node` (skips it if cancelled), joining its subflow. Returns the branch a condition
   // node picked (kNoBranch for other nodes, and for a skipped or failed execution).
@@ -225,7 +225,7 @@ class RunState {
   [[nodiscard]] bool skip_for_failed_ancestor(std::uint32_t node, std::uint64_t executions) noexcept;
   // Tracing: a node's execution that started at `from` (TraceImpl::now) ended now.
   void trace_node(std::uint32_t node, std::int64_t from) const noexcept {
-    tracer_->complete(TraceCategory::node, trace_names_[node], from, node, trace_run_);
+    tracer_->complete(tracing::TraceCategory::node, trace_names_[node], from, node, trace_run_);
   }
   void started(std::uint32_t node) noexcept;  // an execution of it starts its body now
   void ended(std::uint32_t node) noexcept;    // one ended now (children joined)
@@ -242,11 +242,11 @@ class RunState {
   // each side of pending_, not by alignas: an over-aligned RunState would be allocated through the aligned new,
   // which glibc serves with memalign. callgrind, one-node graph run and waited for: allocating and freeing the
   // state that way took ~900 instructions of the run's ~2,000.
-  [[maybe_unused]] std::byte line_before_pending_[sched::kCacheLine];
+  [[maybe_unused]] std::byte line_before_pending_[atomics::kCacheLine];
   // Units of work not finished: each queued or running pool task of this run, plus the starter while it posts
   // the roots. The run is over when it reaches zero: then no task of the run touches the graph any more.
   std::atomic<std::uint64_t> pending_{1};
-  [[maybe_unused]] std::byte line_after_pending_[sched::kCacheLine];
+  [[maybe_unused]] std::byte line_after_pending_[atomics::kCacheLine];
   std::atomic<bool> cancelled_{false};  // read by every node before it runs; written once, if ever
   // RunOptions: records kept (outcomes, times or KeepGoing asked for them), KeepGoing, times. Read by every
   // execution beside cancelled_, on its cache line.
@@ -258,8 +258,8 @@ class RunState {
   // nodes in the graph. Else run_node takes the plain instantiation, which tests none of them per node.
   const bool special_;
   std::atomic<bool> done_{false};
-  graph::Signal done_signal_;
-  graph::Signal subflow_signal_;
+  sync::Signal done_signal_;
+  sync::Signal subflow_signal_;
 
   std::atomic<bool> has_error_{false};
   std::exception_ptr first_error_;  // written once by whoever set has_error_; read after done_
@@ -292,7 +292,7 @@ class RunState {
   // RunOptions::trace, else the pool's PoolOptions::trace (null: not tracing): held for the run's life; its
   // recorder; this run's number in it; and each node's name interned in it (null if not tracing).
   std::shared_ptr<Trace> trace_;
-  TraceImpl* tracer_ = nullptr;
+  tracing::TraceImpl* tracer_ = nullptr;
   std::uint32_t trace_run_ = 0;
   std::unique_ptr<std::uint32_t[]> trace_names_;
   std::mutex stage_drops_lock_;
@@ -302,7 +302,7 @@ class RunState {
 // See line_before_pending_: a run's state must come from the plain operator new.
 static_assert(alignof(RunState) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__, "RunState would need the aligned operator new");
 
-// The scheduler's task-local slots (scheduler/task_locals.hpp) that graph code uses: they follow a task that
+// The scheduler's task-local slots (scheduler/engine/task_locals.hpp) that graph code uses: they follow a task that
 // suspends on a fiber and resumes on another worker.
 inline constexpr unsigned kCurrentRunSlot = 0;    // the RunState whose task runs here (executor.cpp)
 inline constexpr unsigned kCurrentChildSlot = 1;  // the Subflow child running here (subflow.cpp)
@@ -316,11 +316,11 @@ inline thread_local unsigned outside_help_depth = 0;
 template <class Ready>
 bool RunState::help_from_own_slot(Ready ready) noexcept {
   if (ready()) return true;
-  if (sched::Engine::this_thread_worker() != nullptr) return false;
+  if (engine::Engine::this_thread_worker() != nullptr) return false;
   unsigned& depth = run_state_detail::outside_help_depth;
   if (depth >= kMaxHelpDepth) return false;
   ++depth;
-  sched::Engine& engine = PoolAccess::engine(pool_);
+  engine::Engine& engine = PoolAccess::engine(pool_);
   // Only while a worker is idle: when every worker is busy, a helping caller would be one thread more than
   // there are cores for compute-bound nodes (a parallel_for slows by some 7%; docs/perf-log.md); it then
   // sleeps, and the workers steal what is left in its slot.

@@ -8,21 +8,21 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "graph/wait.hpp"
-#include "scheduler/pool_access.hpp"
-#include "scheduler/stack_guard.hpp"
-#include "scheduler/task_locals.hpp"
+#include "scheduler/sync/signal.hpp"
+#include "scheduler/engine/pool_access.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
+#include "scheduler/engine/task_locals.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
 namespace weft {
 
-bool Subflow::on_owner_stack() const noexcept { return owner_stack_ == sched::current_stack_id(); }
+bool Subflow::on_owner_stack() const noexcept { return owner_stack_ == fiber::current_stack_id(); }
 
 void Subflow::spawn_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept) {
-  if (sched::stack_low()) [[unlikely]] {
+  if (fiber::stack_low()) [[unlikely]] {
     destroy(child);
-    sched::stack_guard_detail::throw_too_deep("weft::Subflow::spawn");
+    fiber::stack_guard_detail::throw_too_deep("weft::Subflow::spawn");
   }
   // Counted before the child can run. Not a unit of the run: the node execution this Subflow descends from holds
   // one, and cannot end before the child (see children_).
@@ -49,15 +49,15 @@ void Subflow::spawn_child(detail::SelfTask* child, void (*destroy)(detail::SelfT
 namespace {
 // The Subflow child running on the calling thread (a task-local slot: it follows a child that suspends on a
 // fiber to the worker where it resumes).
-Subflow* current_child() noexcept { return static_cast<Subflow*>(sched::task_local(detail::kCurrentChildSlot)); }
+Subflow* current_child() noexcept { return static_cast<Subflow*>(engine::task_local(detail::kCurrentChildSlot)); }
 }  // namespace
 
 Subflow* Subflow::exchange_current(Subflow* next) noexcept {
-  return static_cast<Subflow*>(sched::exchange_task_local(detail::kCurrentChildSlot, next));
+  return static_cast<Subflow*>(engine::exchange_task_local(detail::kCurrentChildSlot, next));
 }
 
 Subflow* Subflow::enter_body() noexcept {
-  owner_stack_ = sched::current_stack_id();
+  owner_stack_ = fiber::current_stack_id();
   return exchange_current(this);
 }
 
@@ -108,7 +108,7 @@ void Subflow::join() {
   // Nothing to wait for (every child ran already, most often nested in an inner join of the same Subflow): no
   // wait, and nothing to reset (only a wait announces a sleeper, and it resets the count before it returns).
   if (!has_unfinished()) return;
-  sched::require_stack("weft::Subflow::join");
+  fiber::require_stack("weft::Subflow::join");
   join_children();
 }
 
@@ -135,7 +135,7 @@ void Subflow::join_children() noexcept {
   // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there
   // are cores, which slows a compute-bound parallel_for (docs/perf-log.md).
   JoinSleeper sleeper{*this};
-  graph::wait_until([this] { return !has_unfinished(); }, sleeper);
+  sync::wait_until([this] { return !has_unfinished(); }, sleeper);
   // No child is left to touch the count (the last one's decrement was its final access): clear the announcement,
   // whose unit that child owns now.
   children_.reset();

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "scheduler/stack_guard.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
 #include "weft/subflow.hpp"
 
 namespace weft::detail {
@@ -15,7 +15,7 @@ namespace weft::detail {
 struct SubflowAccess {
   // Guaranteed copy elision: the Subflow is built in the caller's frame and never moves.
   [[nodiscard]] static Subflow make_root(RunState& run, Priority priority, std::uint32_t node) noexcept {
-    return Subflow(run, nullptr, priority, node, sched::current_stack_id());
+    return Subflow(run, nullptr, priority, node, fiber::current_stack_id());
   }
   // The run whose subflow child this thread is running (innermost), or null: its Run::wait() would wait for
   // that very child.

@@ -1,7 +1,7 @@
 // The OS boundary for memory faults: a process-wide SIGSEGV handler that asks a filter whether it knows the fault
 // (and lets it say what happened) before the process dies, and per-thread alternate signal stacks for it to run on
 // when the fault is a stack overflow (the faulting stack has no room left for the handler).
-// Internal to weft; the fiber workers (scheduler/fiber_worker.cpp) are its user.
+// Internal to weft; the fiber workers (scheduler/engine/fiber_worker.cpp) are its user.
 #pragma once
 
 #include <cstddef>

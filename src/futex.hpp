@@ -1,5 +1,5 @@
 // The OS boundary for sleeping: a thread blocks on a 32-bit word until another thread wakes it.
-// Internal to weft; the scheduler's parking (scheduler/event_count.hpp) is its only user.
+// Internal to weft; the scheduler's parking (scheduler/engine/event_count.hpp) is its only user.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,6 @@
 // The OS boundary for asymmetric fences: a full memory barrier run on every running thread of this process at
 // once, so that a frequent path elsewhere can make do with a compiler barrier. Internal to weft; its users are
-// the scheduler's parking (scheduler/parking.hpp), the engine's idle count and its outside slots' shutdown gate.
+// the scheduler's parking (scheduler/engine/parking.hpp), the engine's idle count and its outside slots' shutdown gate.
 //
 // The pairing (Linux membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED): a thread A that runs
 //   store x; compiler barrier; load y

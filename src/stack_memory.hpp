@@ -1,5 +1,5 @@
 // The OS boundary for stacks made by hand: address space reserved for a stack, with an inaccessible guard below it.
-// Internal to weft; the fiber stacks (scheduler/fiber_stack.hpp) and the alternate signal stacks
+// Internal to weft; the fiber stacks (scheduler/fiber/fiber_stack.hpp) and the alternate signal stacks
 // (src/fault_handler.hpp) are its users.
 #pragma once
 

@@ -18,8 +18,8 @@
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_table.hpp"
 #include "bench/demo/demo_waits.hpp"
-#include "scheduler/hazard_pointers.hpp"
-#include "scheduler/ms_queue.hpp"
+#include "scheduler/lockfree/hazard_pointers.hpp"
+#include "scheduler/lockfree/ms_queue.hpp"
 #include "weft/small_function.hpp"
 
 namespace weft::demo {
@@ -107,8 +107,8 @@ inline void add_mpmc_row(const Settings& s, bool weft_side, std::vector<Row>& ro
   if (!weft_side) return;
   using Item = void*;
   static int dummy = 0;
-  sched::HazardPointerDomain<> domain;
-  sched::MSQueue<Item, sched::HazardPointerDomain<>> weft_queue{domain};
+  lockfree::HazardPointerDomain<> domain;
+  lockfree::MSQueue<Item, lockfree::HazardPointerDomain<>> weft_queue{domain};
   boost::lockfree::queue<Item> boost_queue(1024);
   const double ns_per_op = 1e9 / static_cast<double>(2 * kQueuePairs * kQueueThreads);
   const auto check = [](std::size_t popped, const char* which) {

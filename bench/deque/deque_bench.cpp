@@ -12,7 +12,7 @@
 #include <benchmark/benchmark.h>
 #include <boost/lockfree/stack.hpp>
 
-#include "scheduler/chase_lev_deque.hpp"
+#include "scheduler/lockfree/chase_lev_deque.hpp"
 
 namespace {
 
@@ -20,13 +20,13 @@ using Item = std::uintptr_t;
 constexpr int batch = 32;  // items pushed, then taken, per iteration: the deque stays small, as a scheduler's does
 
 // The variant the deque compiles to under TSan (no standalone fences), measured for comparison.
-struct FenceFreeModel : weft::sched::StdMemoryModel {
+struct FenceFreeModel : weft::atomics::StdMemoryModel {
   static constexpr bool fences_invisible = true;
 };
 
 template <class Model>
 struct WeftDequeOf {
-  weft::sched::ChaseLevDeque<Item, Model> deque{1024};
+  weft::lockfree::ChaseLevDeque<Item, Model> deque{1024};
   void push(Item item) { deque.push(item); }
   bool pop(Item& item) {
     const auto got = deque.pop();
@@ -39,7 +39,7 @@ struct WeftDequeOf {
     return got.stolen();
   }
 };
-using WeftDeque = WeftDequeOf<weft::sched::StdMemoryModel>;
+using WeftDeque = WeftDequeOf<weft::atomics::StdMemoryModel>;
 using WeftDequeFenceFree = WeftDequeOf<FenceFreeModel>;
 
 struct MutexDeque {

@@ -1,4 +1,4 @@
-// Fiber costs: a switch round trip (resume + suspend) through weft::sched::Fiber against Boost.Context's bare
+// Fiber costs: a switch round trip (resume + suspend) through weft::fiber::Fiber against Boost.Context's bare
 // `fiber` resume round trip, the floor (the issue's goal: at most 2x the floor; LTO build, where resume() is
 // inlined into the resuming loop); a stack from the
 // FiberStackPool (acquire + release) against protected_fixedsize_stack (allocate + deallocate: an mmap and an
@@ -13,16 +13,16 @@
 #include <cstdint>
 #include <utility>
 
-#include "scheduler/fiber.hpp"
-#include "scheduler/fiber_stack.hpp"
+#include "scheduler/fiber/fiber.hpp"
+#include "scheduler/fiber/fiber_stack.hpp"
 
 namespace {
 
 namespace ctx = boost::context;
-using weft::sched::Fiber;
-using weft::sched::FiberStackOptions;
-using weft::sched::FiberStackPool;
-using weft::sched::ThisFiber;
+using weft::fiber::Fiber;
+using weft::fiber::FiberStackOptions;
+using weft::fiber::FiberStackPool;
+using weft::fiber::ThisFiber;
 
 constexpr std::size_t kStackSize = 64 * 1024;
 
@@ -111,7 +111,7 @@ BENCHMARK(weft_fiber_round_trip_hook)->Name("switch_round_trip/weft_fiber_suspen
 void pool_stack_acquire_release(benchmark::State& state) {
   FiberStackPool pool(bench_stacks());
   for (auto _ : state) {
-    weft::sched::FiberStack stack = pool.acquire();
+    weft::fiber::FiberStack stack = pool.acquire();
     benchmark::DoNotOptimize(stack.bottom());
   }
   state.SetItemsProcessed(state.iterations());

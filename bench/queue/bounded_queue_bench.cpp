@@ -12,14 +12,14 @@
 #include <cstdint>
 #include <optional>
 
-#include "graph/bounded_queue.hpp"
+#include "graph/inbox/bounded_queue.hpp"
 
 namespace {
 
 using Item = std::uint64_t;
 constexpr std::size_t kCapacity = 1024;
 
-using WeftQueue = weft::graph::BoundedQueue<Item>;
+using WeftQueue = weft::inbox::BoundedQueue<Item>;
 using BoostQueue = boost::lockfree::queue<Item, boost::lockfree::fixed_sized<true>>;
 
 bool push(WeftQueue& q, Item v) { return q.try_push(v); }

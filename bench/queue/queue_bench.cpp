@@ -8,9 +8,9 @@
 #include <mutex>
 #include <optional>
 
-#include "scheduler/hazard_pointers.hpp"
-#include "scheduler/ms_queue.hpp"
-#include "scheduler/qsbr.hpp"
+#include "scheduler/lockfree/hazard_pointers.hpp"
+#include "scheduler/lockfree/ms_queue.hpp"
+#include "scheduler/lockfree/qsbr.hpp"
 
 namespace {
 
@@ -19,7 +19,7 @@ using Item = void*;
 template <class Domain>
 struct WeftQueue {
   Domain domain;
-  weft::sched::MSQueue<Item, Domain> queue{domain};
+  weft::lockfree::MSQueue<Item, Domain> queue{domain};
 };
 
 template <class Domain>
@@ -82,8 +82,8 @@ void mutex_push_pop(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(weft_push_pop<weft::sched::HazardPointerDomain<>>)->Name("msqueue_hp")->Threads(1)->Threads(2)->UseRealTime();
-BENCHMARK(weft_push_pop<weft::sched::QsbrDomain<>>)->Name("msqueue_qsbr")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(weft_push_pop<weft::lockfree::HazardPointerDomain<>>)->Name("msqueue_hp")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(weft_push_pop<weft::lockfree::QsbrDomain<>>)->Name("msqueue_qsbr")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(boost_push_pop)->Name("boost_lockfree_queue")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(mutex_push_pop)->Name("mutex_deque")->Threads(1)->Threads(2)->UseRealTime();
 

@@ -31,13 +31,13 @@ class Subflow;  // weft/subflow.hpp
 // PoolOptions::fibers lets a waiting task suspend. False: every wait on a worker runs other tasks meanwhile.
 [[nodiscard]] bool fibers_available() noexcept;
 
-namespace sched {
-class Engine;  // scheduler/engine.hpp: the pool's workers, queues and parking
+namespace engine {
+class Engine;  // scheduler/engine/engine.hpp: the pool's workers, queues and parking
 }
 namespace detail {
 // How a submission waits for room when PoolOptions::max_queued tasks are queued.
 enum class Admission : std::uint8_t { block, try_once, until };
-struct PoolAccess;  // scheduler/pool_access.hpp: internal entry points for weft's own front-ends
+struct PoolAccess;  // scheduler/engine/pool_access.hpp: internal entry points for weft's own front-ends
 struct PoolRunHere;  // weft/detail/for_splitter.hpp: parallel_for's inline start
 // Pool::submit of a callable taking Subflow&: defined by weft/task_scope.hpp (the graph layer), which gives it
 // a run to belong to; the scheduler itself knows no graphs.
@@ -340,7 +340,7 @@ class Pool {
     if (status == SubmitStatus::Closed) [[unlikely]] throw_closed(what);
   }
   [[noreturn]] static void throw_closed(const char* what);
-  // post_bulk's errors (scheduler/pool_bulk.cpp): element `index` of `count` is empty (nothing was posted);
+  // post_bulk's errors (scheduler/engine/pool_bulk.cpp): element `index` of `count` is empty (nothing was posted);
   // the pool closed after `accepted` of `count` tasks were accepted.
   [[noreturn]] static void throw_bulk_empty(std::size_t index, std::size_t count);
   [[noreturn]] static void throw_bulk_closed(std::size_t accepted, std::size_t count);
@@ -386,7 +386,7 @@ class Pool {
     return {status, std::move(future)};
   }
 
-  std::unique_ptr<sched::Engine> engine_;
+  std::unique_ptr<engine::Engine> engine_;
   detail::InlineRunCounter* inline_runs_;  // the engine's (inline_runs()); set once by the constructor
 };
 

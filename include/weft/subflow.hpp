@@ -193,7 +193,7 @@ class Subflow {
   Subflow* parent_;
   Priority priority_;  // the node's: every child and grandchild is posted with it
   std::uint32_t node_;  // the node (index) whose execution this is: a child's exception is that node's failure
-  // The stack the owning execution runs on (sched::current_stack_id()); 0 until it is known, which sends every
+  // The stack the owning execution runs on (fiber::current_stack_id()); 0 until it is known, which sends every
   // count through the shared field.
   std::uintptr_t owner_stack_ = 0;
   // Children spawned and not finished (weft/detail/child_count.hpp). A child touches no run-wide counter: its

@@ -11,10 +11,10 @@
 
 namespace weft {
 
-namespace detail {
+namespace tracing {  // scheduler/tracing/: the recorder behind a Trace
 class TraceImpl;
 struct TraceAccess;
-}  // namespace detail
+}  // namespace tracing
 
 // How much a Trace keeps.
 struct TraceOptions {
@@ -84,8 +84,8 @@ class Trace {
   void save(const std::string& path) const;
 
  private:
-  friend struct detail::TraceAccess;
-  std::unique_ptr<detail::TraceImpl> impl_;
+  friend struct tracing::TraceAccess;
+  std::unique_ptr<tracing::TraceImpl> impl_;
 };
 
 }  // namespace weft

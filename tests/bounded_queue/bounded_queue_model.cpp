@@ -1,4 +1,4 @@
-// Relacy model test of BoundedQueue (graph/bounded_queue.hpp) at capacity 1 and 2 with 2-3 threads. Every
+// Relacy model test of BoundedQueue (graph/inbox/bounded_queue.hpp) at capacity 1 and 2 with 2-3 threads. Every
 // explored execution is checked for data races on the items (and on each slot's storage across laps), for
 // exactly-once delivery of every accepted item, FIFO order per producer at each consumer, never more than
 // `capacity` items constructed in the ring at any moment, and an exact capacity after the run.
@@ -19,7 +19,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 
-#include "graph/bounded_queue.hpp"
+#include "graph/inbox/bounded_queue.hpp"
 
 namespace {
 
@@ -68,7 +68,7 @@ struct Item {
   RelacyVar<int> value;
 };
 
-using Queue = weft::graph::BoundedQueue<Item, weft::model::RelacyMemoryModel>;
+using Queue = weft::inbox::BoundedQueue<Item, weft::model::RelacyMemoryModel>;
 
 // Scripts: 'p' = try_push the thread's next item, 'c' = try_pop. Items are 10 * (thread + 1) + sequence.
 template <int Capacity, int Threads>

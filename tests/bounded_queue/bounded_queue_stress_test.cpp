@@ -13,13 +13,13 @@
 #include <thread>
 #include <vector>
 
-#include "graph/bounded_queue.hpp"
+#include "graph/inbox/bounded_queue.hpp"
 #include "tests/bounded_queue/bounded_queue_test_support.hpp"
 #include "tests/support/stress.hpp"
 
 namespace {
 
-using weft::graph::BoundedQueue;
+using weft::inbox::BoundedQueue;
 using weft::test::Counted;
 
 constexpr int kSeqBits = 40;

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "graph/bounded_queue.hpp"
-#include "scheduler/cache_line.hpp"
+#include "graph/inbox/bounded_queue.hpp"
+#include "scheduler/atomics/cache_line.hpp"
 #include "tests/bounded_queue/bounded_queue_test_support.hpp"
 #include "tests/support/counting_new.hpp"
 #include "tests/support/stress.hpp"
@@ -20,7 +20,7 @@
 
 namespace {
 
-using weft::graph::BoundedQueue;
+using weft::inbox::BoundedQueue;
 using weft::test::Counted;
 
 // Fills to capacity, checks the next push is refused, drains in order; several laps so that every slot is
@@ -164,8 +164,8 @@ TEST_CASE("no allocation after construction") {
 
 TEST_CASE("head and tail sit on separate cache lines") {
   // The whole object is line-aligned and spans the read-only line plus one line each for head and tail.
-  CHECK(alignof(BoundedQueue<int>) == weft::sched::kCacheLine);
-  CHECK(sizeof(BoundedQueue<int>) == 3 * weft::sched::kCacheLine);
+  CHECK(alignof(BoundedQueue<int>) == weft::atomics::kCacheLine);
+  CHECK(sizeof(BoundedQueue<int>) == 3 * weft::atomics::kCacheLine);
 }
 
 }  // namespace

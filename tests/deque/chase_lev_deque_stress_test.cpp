@@ -17,13 +17,13 @@
 
 #include <doctest/doctest.h>
 
-#include "scheduler/chase_lev_deque.hpp"
+#include "scheduler/lockfree/chase_lev_deque.hpp"
 #include "tests/support/stress.hpp"
 
 namespace {
 
-using weft::sched::ChaseLevDeque;
-using weft::sched::StealStatus;
+using weft::lockfree::ChaseLevDeque;
+using weft::lockfree::StealStatus;
 using Item = std::uintptr_t;  // item ids 1..n; 0 is the value of an empty slot and never pushed
 
 constexpr std::uint64_t items_per_round = 4096;
@@ -43,7 +43,7 @@ struct Outcome {
 
 template <std::size_t Batch>
 Outcome run(unsigned thief_count, std::uint64_t pushes, std::uint64_t seed) {
-  using Deque = ChaseLevDeque<Item, weft::sched::StdMemoryModel, Batch>;
+  using Deque = ChaseLevDeque<Item, weft::atomics::StdMemoryModel, Batch>;
   Outcome out;
   const std::uint64_t rounds = (pushes + items_per_round - 1) / items_per_round;
   out.pushed = rounds * items_per_round;

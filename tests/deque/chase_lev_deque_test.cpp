@@ -14,23 +14,23 @@
 
 #include <doctest/doctest.h>
 
-#include "scheduler/chase_lev_deque.hpp"
+#include "scheduler/lockfree/chase_lev_deque.hpp"
 #include "tests/support/stress.hpp"
 
 namespace {
 
-using weft::sched::ChaseLevDeque;
-using weft::sched::StealStatus;
+using weft::lockfree::ChaseLevDeque;
+using weft::lockfree::StealStatus;
 using Item = std::uintptr_t;
 
 struct Task {
   int id;
 };
 
-static_assert(weft::sched::DequeItem<Task*>);
-static_assert(weft::sched::DequeItem<std::uintptr_t>);
-static_assert(!weft::sched::DequeItem<std::array<void*, 2>>, "wider than a pointer: would tear");
-static_assert(!weft::sched::DequeItem<std::vector<int>>, "not trivially copyable");
+static_assert(weft::lockfree::DequeItem<Task*>);
+static_assert(weft::lockfree::DequeItem<std::uintptr_t>);
+static_assert(!weft::lockfree::DequeItem<std::array<void*, 2>>, "wider than a pointer: would tear");
+static_assert(!weft::lockfree::DequeItem<std::vector<int>>, "not trivially copyable");
 
 struct OracleOutcome {
   std::uint64_t mismatches = 0;
@@ -46,7 +46,7 @@ template <std::size_t Batch>
 OracleOutcome run_against_oracle(const char* seed_name, std::uint64_t phase) {
   std::mt19937_64 rng(weft::test::seed_for(seed_name));
   const std::uint64_t operations = weft::test::stress_count(1'000'000);
-  ChaseLevDeque<Item, weft::sched::StdMemoryModel, Batch> deque(1 + rng() % 4);
+  ChaseLevDeque<Item, weft::atomics::StdMemoryModel, Batch> deque(1 + rng() % 4);
   std::deque<Item> oracle;
   Item next = 1;
   OracleOutcome out;
@@ -68,7 +68,7 @@ OracleOutcome run_against_oracle(const char* seed_name, std::uint64_t phase) {
     } else {
       std::array<Item, 12> taken{};
       std::size_t asked = 1;
-      weft::sched::BatchStealResult got{};
+      weft::lockfree::BatchStealResult got{};
       if constexpr (Batch == 1) {
         const auto single = deque.steal();
         got = {single.status, single.stolen() ? std::size_t{1} : 0};
@@ -146,7 +146,7 @@ TEST_SUITE("unit") {
   }
 
   TEST_CASE("steal_batch into an empty span takes nothing") {
-    ChaseLevDeque<Item, weft::sched::StdMemoryModel, 8> deque(4);
+    ChaseLevDeque<Item, weft::atomics::StdMemoryModel, 8> deque(4);
     deque.push(1);
     const auto result = deque.steal_batch(std::span<Item>());
     CHECK(result.status == StealStatus::empty);

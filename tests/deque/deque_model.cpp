@@ -26,7 +26,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 
-#include "scheduler/chase_lev_deque.hpp"
+#include "scheduler/lockfree/chase_lev_deque.hpp"
 
 namespace {
 
@@ -38,7 +38,7 @@ struct FenceFreeRelacyModel : weft::model::RelacyMemoryModel {
 };
 
 template <class M, std::size_t Batch>
-using Deque = weft::sched::ChaseLevDeque<Item, M, Batch>;
+using Deque = weft::lockfree::ChaseLevDeque<Item, M, Batch>;
 
 constexpr unsigned max_threads = 3;
 constexpr unsigned max_items = 8;

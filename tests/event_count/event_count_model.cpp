@@ -13,12 +13,12 @@
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
 
-#include "scheduler/event_count.hpp"
+#include "scheduler/engine/event_count.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
-using Events = weft::sched::BasicEventCount<Model>;
+using Events = weft::engine::BasicEventCount<Model>;
 
 // Which protocol the scenarios' counts run (see the file comment); set by main() before each check.
 bool asymmetric_mode = false;

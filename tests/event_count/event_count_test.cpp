@@ -13,11 +13,11 @@
 
 #include <sys/resource.h>
 
-#include "scheduler/event_count.hpp"
+#include "scheduler/engine/event_count.hpp"
 #include "tests/support/stress.hpp"
 
 using namespace std::chrono_literals;
-using weft::sched::EventCount;
+using weft::engine::EventCount;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Relacy model test of the fiber lot's protocol (scheduler/fiber_lot.hpp): a waiter that parks on a word is always
+// Relacy model test of the fiber lot's protocol (scheduler/fiber/fiber_lot.hpp): a waiter that parks on a word is always
 // taken out by a waker that changed the word after the waiter read it, whatever the interleaving; and a waiter
 // leaves the lot exactly once when a wake-up and its deadline race; and a waiter whose owner starts dropping as it
 // parks either sees the drop or is taken out by it. Nothing is resumed in the model: who took the waiter out is
@@ -17,12 +17,12 @@
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
 
-#include "scheduler/fiber_lot.hpp"
+#include "scheduler/fiber/fiber_lot.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
-using Lot = weft::sched::BasicFiberLot<Model>;
+using Lot = weft::fiber::BasicFiberLot<Model>;
 using Clock = std::chrono::steady_clock;
 
 // How many times `waiter` appears in a list the lot handed out.

@@ -1,6 +1,6 @@
 // A fiber that overflows its stack hits the guard page below it: a clean SIGSEGV whose fault address is in the
 // guard, not silent corruption of whatever lies below; a pool's worker says so on stderr before the process dies
-// (scheduler/fiber_overflow.hpp); and the default stack lets a task recurse as deep as a thread's default stack
+// (scheduler/fiber/fiber_overflow.hpp); and the default stack lets a task recurse as deep as a thread's default stack
 // would. Each runs in a forked child, which reports through its exit status and its stderr.
 #include <doctest/doctest.h>
 
@@ -16,15 +16,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "scheduler/fiber.hpp"
+#include "scheduler/fiber/fiber.hpp"
 #include "weft/weft.hpp"
 
 namespace {
 
-using weft::sched::Fiber;
-using weft::sched::FiberStackOptions;
-using weft::sched::FiberStackPool;
-using weft::sched::ThisFiber;
+using weft::fiber::Fiber;
+using weft::fiber::FiberStackOptions;
+using weft::fiber::FiberStackPool;
+using weft::fiber::ThisFiber;
 
 // The child's exit codes.
 constexpr int kGuardHit = 42;      // SIGSEGV with si_addr inside the guard page
@@ -73,8 +73,8 @@ void on_segv(int, siginfo_t* info, void*) {
 
   FiberStackPool pool(FiberStackOptions{.stack_size = 64 * 1024, .max_stacks = 4, .keep_free = 4});
   // Two stacks mapped first, so that memory of this pool lies near the overflowing one.
-  weft::sched::FiberStack neighbour = pool.acquire();
-  weft::sched::FiberStack stack = pool.acquire();
+  weft::fiber::FiberStack neighbour = pool.acquire();
+  weft::fiber::FiberStack stack = pool.acquire();
   if (!neighbour || !stack) _exit(kSetupFailed);
   guard_low = reinterpret_cast<std::uintptr_t>(stack.guard());
   guard_high = guard_low + stack.guard_size();

@@ -1,19 +1,19 @@
 // A deliberate data race between two fibers on two threads: under ThreadSanitizer this test must FAIL (meson
-// registers it with should_fail only in a TSan build). It shows that the switch annotations (scheduler/fiber.cpp)
+// registers it with should_fail only in a TSan build). It shows that the switch annotations (scheduler/fiber/fiber.cpp)
 // leave TSan able to see a real race through fibers: the annotations order each fiber after its resumer, not
 // two fibers on unsynchronised threads.
 #include <doctest/doctest.h>
 
 #include <thread>
 
-#include "scheduler/fiber.hpp"
+#include "scheduler/fiber/fiber.hpp"
 
 namespace {
 
-using weft::sched::Fiber;
-using weft::sched::FiberStackOptions;
-using weft::sched::FiberStackPool;
-using weft::sched::ThisFiber;
+using weft::fiber::Fiber;
+using weft::fiber::FiberStackOptions;
+using weft::fiber::FiberStackPool;
+using weft::fiber::ThisFiber;
 
 int shared_counter = 0;  // plain int, written by both fibers without synchronisation: the race
 

@@ -1,4 +1,4 @@
-// FiberStackPool (scheduler/fiber_stack.hpp): stacks are reused, the bound gives an empty stack instead of a
+// FiberStackPool (scheduler/fiber/fiber_stack.hpp): stacks are reused, the bound gives an empty stack instead of a
 // crash, unused stacks are unmapped past keep_free and by trim(), bad options name the field and value, and
 // under concurrent acquire/release every stack is held by one owner at a time.
 #include <doctest/doctest.h>
@@ -12,15 +12,15 @@
 
 #include <unistd.h>
 
-#include "scheduler/fiber_stack.hpp"
+#include "scheduler/fiber/fiber_stack.hpp"
 #include "tests/fiber/fiber_test_support.hpp"
 #include "weft/errors.hpp"
 
 namespace {
 
-using weft::sched::FiberStack;
-using weft::sched::FiberStackOptions;
-using weft::sched::FiberStackPool;
+using weft::fiber::FiberStack;
+using weft::fiber::FiberStackOptions;
+using weft::fiber::FiberStackPool;
 using namespace weft::test;
 
 std::string invalid_message(const FiberStackOptions& options) {
@@ -115,7 +115,7 @@ TEST_CASE("acquire_past_bound goes past max_stacks up to the ceiling, counts it,
   held.pop_back();  // within the bound again: kept for reuse
   CHECK(pool.stats().free == 1);
   CHECK(invalid_message({.max_stacks = 4, .ceiling = 3}) ==
-        "weft::sched::FiberStackOptions::ceiling = 3: must be in [max_stacks = 4, 30000]");
+        "weft::fiber::FiberStackOptions::ceiling = 3: must be in [max_stacks = 4, 30000]");
 }
 
 TEST_CASE("releases past keep_free unmap, and trim unmaps the rest") {
@@ -146,15 +146,15 @@ TEST_CASE("releases past keep_free unmap, and trim unmaps the rest") {
 
 TEST_CASE("bad options are refused, naming the field and the value") {
   CHECK(invalid_message({.stack_size = 0}) ==
-        "weft::sched::FiberStackOptions::stack_size = 0 bytes: must be in [16384, 1073741824]");
+        "weft::fiber::FiberStackOptions::stack_size = 0 bytes: must be in [16384, 1073741824]");
   CHECK(invalid_message({.stack_size = 16383}).find("stack_size = 16383 bytes") != std::string::npos);
   CHECK(invalid_message({.stack_size = (std::size_t{1} << 30) + 1}).find("stack_size = 1073741825 bytes") !=
         std::string::npos);
   CHECK(invalid_message({.max_stacks = 0}) ==
-        "weft::sched::FiberStackOptions::max_stacks = 0: must be in [1, 30000] (each stack is two memory mappings)");
+        "weft::fiber::FiberStackOptions::max_stacks = 0: must be in [1, 30000] (each stack is two memory mappings)");
   CHECK(invalid_message({.max_stacks = 30'001}).find("max_stacks = 30001") != std::string::npos);
   CHECK(invalid_message({.max_stacks = 4, .keep_free = 5}) ==
-        "weft::sched::FiberStackOptions::keep_free = 5: must be at most max_stacks = 4");
+        "weft::fiber::FiberStackOptions::keep_free = 5: must be at most max_stacks = 4");
   // The limits themselves are accepted.
   CHECK(invalid_message({.stack_size = 16 * 1024, .max_stacks = 1, .keep_free = 1}) == "(no exception)");
 }

@@ -1,4 +1,4 @@
-// Fiber (scheduler/fiber.hpp): switches, exceptions crossing them, unwinding a destroyed fiber, the
+// Fiber (scheduler/fiber/fiber.hpp): switches, exceptions crossing them, unwinding a destroyed fiber, the
 // save-then-publish hook, and migration between threads. Clean under ASan and TSan is part of the test: the
 // sanitizer builds run these same cases.
 #include <doctest/doctest.h>
@@ -15,16 +15,16 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler/fiber.hpp"
-#include "scheduler/stack_guard.hpp"
+#include "scheduler/fiber/fiber.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
 #include "tests/fiber/fiber_test_support.hpp"
 
 namespace {
 
-using weft::sched::Fiber;
-using weft::sched::FiberStackOptions;
-using weft::sched::FiberStackPool;
-using weft::sched::ThisFiber;
+using weft::fiber::Fiber;
+using weft::fiber::FiberStackOptions;
+using weft::fiber::FiberStackPool;
+using weft::fiber::ThisFiber;
 using namespace weft::test;
 
 FiberStackOptions small_stacks(std::size_t max_stacks = 8) {
@@ -42,14 +42,14 @@ struct Tally {
 
 TEST_CASE("a fiber runs on its own stack, suspends, and resumes where it left off") {
   FiberStackPool pool(small_stacks());
-  weft::sched::FiberStack stack = pool.acquire();
+  weft::fiber::FiberStack stack = pool.acquire();
   REQUIRE(stack);
   const auto low = reinterpret_cast<std::uintptr_t>(stack.bottom());
   const auto high = reinterpret_cast<std::uintptr_t>(stack.top());
   std::vector<int> trace;
   bool on_own_stack = false;
   Fiber fiber(std::move(stack), [&](ThisFiber& self) {
-    const std::uintptr_t sp = weft::sched::stack_pointer();
+    const std::uintptr_t sp = weft::fiber::stack_pointer();
     on_own_stack = sp > low && sp < high;
     for (int i = 0; i < 3; ++i) {
       trace.push_back(i);
@@ -181,16 +181,16 @@ TEST_CASE("a fiber never resumed is destroyed without running its body, and its 
 
 TEST_CASE("an empty stack or an oversized body is refused, naming the fiber") {
   FiberStackPool pool(FiberStackOptions{.stack_size = 16 * 1024, .max_stacks = 1, .keep_free = 1});
-  weft::sched::FiberStack held = pool.acquire();
+  weft::fiber::FiberStack held = pool.acquire();
   REQUIRE(held);
   // At the bound: acquire gives nothing, and building a fiber on nothing is refused with the fallback named.
   CHECK_THROWS_WITH_AS(Fiber(pool.acquire(), [](ThisFiber&) {}),
-                       "weft::sched::Fiber: no stack (FiberStackPool::acquire() returned none at its bound: fall "
+                       "weft::fiber::Fiber: no stack (FiberStackPool::acquire() returned none at its bound: fall "
                        "back to waiting without a fiber)",
                        std::invalid_argument);
   std::array<char, 4096> big{};
   CHECK_THROWS_WITH_AS(Fiber(std::move(held), [big](ThisFiber&) { static_cast<void>(big); }),
-                       "weft::sched::Fiber: a body of 4096 bytes is more than 1/8 of the 16384-byte stack it would "
+                       "weft::fiber::Fiber: a body of 4096 bytes is more than 1/8 of the 16384-byte stack it would "
                        "live on",
                        std::invalid_argument);
   CHECK(pool.stats().free == 1);  // the refused stack went back

@@ -1,4 +1,4 @@
-// Waits that suspend on fibers (scheduler/fiber_worker.hpp): a task that waits on a worker suspends, the worker
+// Waits that suspend on fibers (scheduler/engine/fiber_worker.hpp): a task that waits on a worker suspends, the worker
 // runs other tasks, and the task resumes (on any worker) as soon as what it waits for is done. Each case also
 // runs with fibers off where the property should hold both ways.
 #include <doctest/doctest.h>

@@ -30,7 +30,7 @@ void await_queued(Model::atomic<int>& queued) {
 // What a joiner did: returned having seen every child finished, or would sleep.
 enum class Joined { Returned, WouldSleep };
 
-// The join as graph::wait_until runs it: look; announce; look again (the sleep's own check); else sleep.
+// The join as sync::wait_until runs it: look; announce; look again (the sleep's own check); else sleep.
 Joined join(Count& count) {
   if (!count.unfinished()) return Joined::Returned;
   if (!count.announce()) return Joined::Returned;

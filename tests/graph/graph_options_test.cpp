@@ -300,7 +300,7 @@ TEST_CASE("Overflow::Fail cancels the run with inbox_full naming the node; witho
 }
 
 TEST_CASE("an inbox given fewer slots than its capacity only parks: every token runs once, none dropped") {
-  // Capacity 2^40 and 20,000 tokens: the inbox takes 4096 slots (graph/limiter.hpp), and the producer parks
+  // Capacity 2^40 and 20,000 tokens: the inbox takes 4096 slots (graph/inbox/limiter.hpp), and the producer parks
   // past them whatever `overflow` says, since an inbox that holds a whole activation can never overflow.
   const Watchdog watchdog("inbox smaller than its capacity", patience(120));
   weft::Pool pool{weft::PoolOptions{.threads = 2}};

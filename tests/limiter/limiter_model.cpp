@@ -1,5 +1,5 @@
-// Relacy model test of a multi-token node's execution slots (graph/execution_slots.hpp) together with its inbox
-// (graph/bounded_queue.hpp): a producer that pushes a token and finds every slot taken relies on a leaving
+// Relacy model test of a multi-token node's execution slots (graph/inbox/execution_slots.hpp) together with its inbox
+// (graph/inbox/bounded_queue.hpp): a producer that pushes a token and finds every slot taken relies on a leaving
 // executor to see that token. The property: when everything has stopped, no token is left in the inbox unless
 // some producer claimed a slot (and so would start an executor for it), and the slots never exceed the limit.
 // Built three times: as is (must pass) and with either fence removed (WEFT_MODEL_MUTANT_*; must fail).
@@ -9,14 +9,14 @@
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
 
-#include "graph/bounded_queue.hpp"
-#include "graph/execution_slots.hpp"
+#include "graph/inbox/bounded_queue.hpp"
+#include "graph/inbox/execution_slots.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
-using Inbox = weft::graph::BoundedQueue<int, Model>;
-using Slots = weft::graph::BasicExecutionSlots<Model>;
+using Inbox = weft::inbox::BoundedQueue<int, Model>;
+using Slots = weft::inbox::BasicExecutionSlots<Model>;
 
 // An executor already holding a slot: runs tokens until the inbox is empty and it may leave. The model bounds
 // its rounds (a token whose publication is still in flight keeps it looping), so it may stop still holding its

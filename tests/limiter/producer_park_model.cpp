@@ -1,5 +1,5 @@
-// Relacy model test of a multi-token node's producer parking (graph/producer_park.hpp) together with its inbox
-// (graph/bounded_queue.hpp): a producer that finds the inbox full parks its position and leaves, and the next
+// Relacy model test of a multi-token node's producer parking (graph/inbox/producer_park.hpp) together with its inbox
+// (graph/inbox/bounded_queue.hpp): a producer that finds the inbox full parks its position and leaves, and the next
 // pop takes its role over. The properties: every token is pushed exactly once, and when everything has
 // stopped, tokens not pushed yet are held by a parked producer that a queued token will wake; room that park()
 // reports is the slot the retried push takes. Built four times: as is (must pass); with either fence removed
@@ -11,14 +11,14 @@
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
 
-#include "graph/bounded_queue.hpp"
-#include "graph/producer_park.hpp"
+#include "graph/inbox/bounded_queue.hpp"
+#include "graph/inbox/producer_park.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
-using Inbox = weft::graph::BoundedQueue<int, Model>;
-using Park = weft::graph::BasicProducerPark<Model>;
+using Inbox = weft::inbox::BoundedQueue<int, Model>;
+using Park = weft::inbox::BasicProducerPark<Model>;
 
 constexpr int kTokens = 3;
 
@@ -30,7 +30,7 @@ struct State {
   Model::var<int> pushes[kTokens];
 };
 
-// The producer's loop as graph/token_flow.hpp runs it under Overflow::Block.
+// The producer's loop as graph/inbox/token_flow.hpp runs it under Overflow::Block.
 void produce(State& s, std::uint64_t token) {
   bool room_seen = false;
   while (token < kTokens) {

@@ -1,4 +1,4 @@
-// A multi-token node's token flow (graph/token_flow.hpp) on real threads, outside any graph or Pool: an inbox,
+// A multi-token node's token flow (graph/inbox/token_flow.hpp) on real threads, outside any graph or Pool: an inbox,
 // its execution slots and its producer's park, with several executors popping at once. Thousands of random
 // activations (capacity, concurrency, overflow, tokens, workers; some cancelled part-way, some with executor
 // tasks lost as a shut-down pool loses them), each counted: every token ran at most once, and ran, was dropped
@@ -23,15 +23,15 @@
 #include <thread>
 #include <vector>
 
-#include "graph/limiter.hpp"
-#include "graph/token_flow.hpp"
+#include "graph/inbox/limiter.hpp"
+#include "graph/inbox/token_flow.hpp"
 #include "tests/bounded_queue/bounded_queue_test_support.hpp"
 #include "tests/support/stress.hpp"
 #include "weft/node_options.hpp"
 
 namespace {
 
-using weft::graph::Limiter;
+using weft::inbox::Limiter;
 
 // The test's scheduler: threads that run posted tasks, taken from either end of one locked deque at random so
 // that executors start in varied orders. The flow under test never waits; only this harness does.
@@ -128,7 +128,7 @@ struct Case {
   }
 };
 
-// One node's side of a run, as the flow asks for it (graph::TokenRun), counting everything it is told.
+// One node's side of a run, as the flow asks for it (inbox::TokenRun), counting everything it is told.
 class CountingRun {
  public:
   CountingRun(Limiter& limiter, Workers& workers, const Case& c, std::uint64_t seed)
@@ -150,9 +150,9 @@ class CountingRun {
         // As RunState::task_dropped does: fail the run first, then drain what the executor would have run.
         lost_.fetch_add(1, std::memory_order_relaxed);
         cancelled_.store(true, std::memory_order_seq_cst);
-        weft::graph::drain_lost_executor(limiter_, *this);
+        weft::inbox::drain_lost_executor(limiter_, *this);
       } else {
-        weft::graph::run_executor(limiter_, *this);
+        weft::inbox::run_executor(limiter_, *this);
       }
     });
   }
@@ -256,7 +256,7 @@ class CountingRun {
   std::atomic<unsigned> max_in_flight_{0};
 };
 
-static_assert(weft::graph::TokenRun<CountingRun>);
+static_assert(weft::inbox::TokenRun<CountingRun>);
 
 Case random_case(std::mt19937_64& rng, bool with_failures) {
   constexpr std::size_t kCapacities[] = {1, 2, 3, 7, 64, weft::kUnbounded};
@@ -301,7 +301,7 @@ void run_cases(const char* name, bool with_failures, std::uint64_t activations) 
     for (int again = 0; again < 3 && done < total; ++again, ++done) {
       CountingRun run(limiter, workers, c, case_seed + static_cast<std::uint64_t>(again));
       limiter.dropped.store(0);
-      workers.post([&] { weft::graph::start_activation(limiter, run); });
+      workers.post([&] { weft::inbox::start_activation(limiter, run); });
       workers.wait_idle();
       run.check();
     }

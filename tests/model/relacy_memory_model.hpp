@@ -1,4 +1,4 @@
-// Relacy adapter for scheduler/memory_model.hpp: the same structure text, every atomic access and every
+// Relacy adapter for scheduler/atomics/memory_model.hpp: the same structure text, every atomic access and every
 // shared plain access checked by Relacy's simulated weak memory model. Each operation reports the caller's
 // source line (std::source_location), so Relacy's history points into the structure, not into this file.
 //

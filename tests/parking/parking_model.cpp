@@ -1,4 +1,4 @@
-// Relacy model test of the workers' parking protocol (scheduler/parking.hpp): whatever the interleaving,
+// Relacy model test of the workers' parking protocol (scheduler/engine/parking.hpp): whatever the interleaving,
 // work that is still queued at the end is never left with every worker asleep on a current key.
 // A worker "sleeps" by recording the key it would sleep on; after() judges whether a notify came after it
 // (sleep with no time left reports that). Workers that run a task for long are modelled as threads that take
@@ -17,12 +17,12 @@
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
 
-#include "scheduler/parking.hpp"
+#include "scheduler/engine/parking.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
-using Parking = weft::sched::BasicParking<Model>;
+using Parking = weft::engine::BasicParking<Model>;
 
 // Which protocol the scenarios' Parking runs (see the file comment); set by main() before each check.
 bool asymmetric_mode = true;

@@ -1,4 +1,4 @@
-// The workers' parking protocol (scheduler/parking.hpp) on real threads, with the asymmetric barriers (the
+// The workers' parking protocol (scheduler/engine/parking.hpp) on real threads, with the asymmetric barriers (the
 // default where the OS offers them) and with plain fences: no published item is ever left with every consumer
 // asleep. The producer publishes with a plain store, as a worker's push publishes its deque's bottom, and then
 // waits for the item to be taken: a lost wake-up stops all progress, and the watchdog fails the test instead of
@@ -17,14 +17,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "scheduler/cpu_relax.hpp"
-#include "scheduler/parking.hpp"
+#include "scheduler/atomics/cpu_relax.hpp"
+#include "scheduler/engine/parking.hpp"
 #include "src/process_barrier.hpp"
 #include "tests/support/stress.hpp"
 #include "tests/support/watchdog.hpp"
 
 using namespace std::chrono_literals;
-using weft::sched::Parking;
+using weft::engine::Parking;
 
 namespace {
 
@@ -80,10 +80,10 @@ bool run(bool asymmetric, std::uint64_t items, unsigned consumers) {
   {
     const weft::test::Watchdog watchdog(std::string("parking with ") + mode, 120s);
     for (std::uint64_t i = 0; i < items; ++i) {
-      for (int spins = pause(random); spins > 0; --spins) weft::sched::cpu_relax();
+      for (int spins = pause(random); spins > 0; --spins) weft::atomics::cpu_relax();
       published.store(i + 1, std::memory_order_release);  // a plain store, as a deque's push
       parking.notify();
-      while (taken.load(std::memory_order_acquire) <= i) weft::sched::cpu_relax();
+      while (taken.load(std::memory_order_acquire) <= i) weft::atomics::cpu_relax();
     }
   }
   stop.store(true, std::memory_order_release);

@@ -12,7 +12,7 @@
 #include <chrono>
 #include <ranges>
 
-#include "graph/pipeline_run.hpp"
+#include "graph/pipeline/pipeline_run.hpp"
 #include "tests/pipeline/pipeline_test_support.hpp"
 #include "tests/scope/scope_test_support.hpp"
 #include "weft/task_scope.hpp"

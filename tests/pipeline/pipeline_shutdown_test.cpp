@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "graph/pipeline_run.hpp"
+#include "graph/pipeline/pipeline_run.hpp"
 #include "tests/scope/scope_test_support.hpp"
 #include "weft/task_scope.hpp"
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-#include "graph/pipeline_run.hpp"
+#include "graph/pipeline/pipeline_run.hpp"
 #include "tests/scope/scope_test_support.hpp"
 #include "weft/stream.hpp"
 #include "weft/task_scope.hpp"
@@ -26,7 +26,7 @@ namespace weft::test {
 
 using detail::pipeline::TestMode;
 
-// How a run carries its items (graph/pipeline_run.hpp): automatic (cheap items run solo on the thread holding
+// How a run carries its items (graph/pipeline/pipeline_run.hpp): automatic (cheap items run solo on the thread holding
 // the source's turn, slow ones are handed off), shared forced (hand-offs, inboxes and rings even for cheap
 // items), solo forced (the source's turn is never handed off; a pipeline without a fan-out stage stays solo).
 inline constexpr std::array<TestMode, 3> kModes = {TestMode::automatic, TestMode::shared, TestMode::solo};
@@ -179,7 +179,7 @@ inline void random_spin(std::uint64_t seed, std::uint64_t item, unsigned max_rou
 
 // The documented bound on the items alive in one segment of a pipeline (the stages consuming the items of the
 // source, or of one fan-out stage): the sum over those stages of capacity + min(concurrency, workers + 1),
-// plus 1 for the source in the first segment. See weft::StageOptions and graph/pipeline_run.cpp.
+// plus 1 for the source in the first segment. See weft::StageOptions and graph/pipeline/pipeline_run.cpp.
 [[nodiscard]] inline std::int64_t segment_bound(std::initializer_list<StageOptions> consumers, unsigned workers,
                                                 bool has_source) {
   std::int64_t bound = has_source ? 1 : 0;

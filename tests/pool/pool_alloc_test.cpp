@@ -86,7 +86,7 @@ TEST_CASE("submit + get in the steady state does not allocate (beyond cache warm
     count_allocations(false);
     const std::uint64_t allocations = allocations_counted();
     MESSAGE("allocations for " << 2 * kSubmits << " submit + get: " << allocations);
-    // Future states come from a per-thread cache (scheduler/future_alloc.cpp), freed mostly by the thread
+    // Future states come from a per-thread cache (scheduler/engine/future_alloc.cpp), freed mostly by the thread
     // that waited, so they recycle on the spot. A state or task block released on another thread (a worker
     // that stole the task) sits in that thread's cache until it spills, as in the post test above: the same
     // bound, two size classes per thread (task blocks, future states). Zero in most runs.

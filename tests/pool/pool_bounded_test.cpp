@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "scheduler/engine.hpp"
+#include "scheduler/engine/engine.hpp"
 #include "tests/pool/pool_test_support.hpp"
 
 namespace {

@@ -18,16 +18,16 @@
 
 #include <unistd.h>
 
-#include "scheduler/future_alloc.hpp"
-#include "scheduler/node_pool.hpp"
-#include "scheduler/pool_access.hpp"
+#include "scheduler/engine/future_alloc.hpp"
+#include "scheduler/lockfree/node_pool.hpp"
+#include "scheduler/engine/pool_access.hpp"
 #include "tests/pool/pool_test_support.hpp"
 
 namespace {
 
 using namespace weft::test;
-using TaskDomain = weft::sched::TaskDomain;
-using Cache = weft::sched::NodeCache<weft::sched::StdMemoryModel>;
+using TaskDomain = weft::engine::TaskDomain;
+using Cache = weft::lockfree::NodeCache<weft::atomics::StdMemoryModel>;
 
 constexpr unsigned kThreads = 4;  // new outside threads per round
 constexpr int kRounds = kThreadSanitizer ? 6 : 12;

@@ -1,4 +1,4 @@
-// Outside threads' slots (scheduler/outside_slot.hpp): exactly-once delivery when the submitting threads come
+// Outside threads' slots (scheduler/engine/outside_slot.hpp): exactly-once delivery when the submitting threads come
 // and go (tasks left in the slot of a thread that exited, slots adopted by new threads, more threads than
 // slots), when the pool dies before the thread that used it, under a DropPending shutdown, and when workers
 // take a slot's tasks in batches.

@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "scheduler/engine.hpp"
+#include "scheduler/engine/engine.hpp"
 #include "tests/pool/pool_test_support.hpp"
 
 namespace {
@@ -68,7 +68,7 @@ TEST_CASE("recursive fib by submit + get on the workers") {
       // add another n. With fibers a waiting task suspends instead, and moves: a thread's count means nothing.
       if (!fibers) {
         MESSAGE("fib frames nested on one worker: at most " << max_nesting.load());
-        CHECK(max_nesting.load() <= (weft::sched::Engine::kMaxWaitDepth + 1) * (n + 1));
+        CHECK(max_nesting.load() <= (weft::engine::Engine::kMaxWaitDepth + 1) * (n + 1));
       }
     }
   });
@@ -141,7 +141,7 @@ TEST_CASE("a waiting worker stops taking unrelated work beyond Engine::kMaxWaitD
   // child can neither run inline nor soon. A helper that ran any task while waiting would start outer task
   // after outer task on the same stack (20,000 deep: a stack overflow); the engine must stop at the bound.
   static constexpr std::uint64_t kOuter = 20000;
-  static constexpr unsigned kBound = weft::sched::Engine::kMaxWaitDepth + 1;  // waits nest kMaxWaitDepth deep
+  static constexpr unsigned kBound = weft::engine::Engine::kMaxWaitDepth + 1;  // waits nest kMaxWaitDepth deep
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("bounded nested waits", workers), patience(60));
     // Without fibers: the bound is about waits that run other tasks on their stack (with fibers the outer tasks

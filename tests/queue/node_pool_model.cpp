@@ -1,4 +1,4 @@
-// Relacy model test of NodePool's shared stack of batches (scheduler/node_pool.hpp): lock-free pushes, takes
+// Relacy model test of NodePool's shared stack of batches (scheduler/lockfree/node_pool.hpp): lock-free pushes, takes
 // serialised by a mutex. Every interleaving explored is checked for a block held by two threads at once (the
 // ABA of an unserialised pop hands a batch out twice), for a block lost or duplicated on the stack, and for a
 // data race on the blocks' contents (a hand-over without the push's release).
@@ -13,13 +13,13 @@
 
 #include "tests/model/relacy_check.hpp"
 
-#include "scheduler/node_pool.hpp"
+#include "scheduler/lockfree/node_pool.hpp"
 
 namespace {
 
 using weft::model::RelacyMemoryModel;
-using weft::sched::FreeBlock;
-using Pool = weft::sched::NodePool<RelacyMemoryModel>;
+using weft::lockfree::FreeBlock;
+using Pool = weft::lockfree::NodePool<RelacyMemoryModel>;
 
 constexpr std::size_t kClass = 0;
 constexpr int kBlocks = 4;

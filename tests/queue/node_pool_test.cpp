@@ -1,4 +1,4 @@
-// NodePool and NodeCache (scheduler/node_pool.hpp): blocks are recycled instead of malloc'd, never handed out
+// NodePool and NodeCache (scheduler/lockfree/node_pool.hpp): blocks are recycled instead of malloc'd, never handed out
 // twice while live, cache-line aligned, and given back whole when a thread's cache drains; a refill takes one
 // batch, so the blocks from the system stay bounded by the peak in use while threads come and go.
 #include <doctest/doctest.h>
@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "scheduler/node_pool.hpp"
+#include "scheduler/lockfree/node_pool.hpp"
 #include "tests/support/stress.hpp"
 
 namespace {
 
-using Pool = weft::sched::NodePool<weft::sched::StdMemoryModel>;
-using Cache = weft::sched::NodeCache<weft::sched::StdMemoryModel>;
+using Pool = weft::lockfree::NodePool<weft::atomics::StdMemoryModel>;
+using Cache = weft::lockfree::NodeCache<weft::atomics::StdMemoryModel>;
 constexpr std::size_t kBlock = 152;  // a Task's size class (192 bytes)
 
 TEST_CASE("a freed block is reused by the next allocation of its class, and pooled blocks are line-aligned") {
@@ -26,7 +26,7 @@ TEST_CASE("a freed block is reused by the next allocation of its class, and pool
   std::vector<void*> first;
   for (int i = 0; i < 1000; ++i) {
     first.push_back(cache.allocate(kBlock, 8));
-    CHECK(reinterpret_cast<std::uintptr_t>(first.back()) % weft::sched::kPoolGranule == 0);
+    CHECK(reinterpret_cast<std::uintptr_t>(first.back()) % weft::lockfree::kPoolGranule == 0);
   }
   CHECK(pool.system_allocations() == 1000);
   for (void* p : first) cache.deallocate(p, kBlock, 8);

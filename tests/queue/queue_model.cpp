@@ -19,15 +19,15 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 
-#include "scheduler/hazard_pointers.hpp"
-#include "scheduler/ms_queue.hpp"
-#include "scheduler/qsbr.hpp"
+#include "scheduler/lockfree/hazard_pointers.hpp"
+#include "scheduler/lockfree/ms_queue.hpp"
+#include "scheduler/lockfree/qsbr.hpp"
 
 namespace {
 
 using weft::model::RelacyMemoryModel;
-using Hp = weft::sched::HazardPointerDomain<RelacyMemoryModel, 2>;
-using Qsbr = weft::sched::QsbrDomain<RelacyMemoryModel>;
+using Hp = weft::lockfree::HazardPointerDomain<RelacyMemoryModel, 2>;
+using Qsbr = weft::lockfree::QsbrDomain<RelacyMemoryModel>;
 
 // The item carries a checked variable, so a racy hand-over of the value itself is reported too.
 struct Item {
@@ -44,7 +44,7 @@ struct QueueScenario : rl::test_suite<QueueScenario<Domain, Threads>, Threads> {
   static constexpr int kMaxOps = 4;
 
   Domain* domain = nullptr;
-  weft::sched::MSQueue<Item, Domain>* queue = nullptr;
+  weft::lockfree::MSQueue<Item, Domain>* queue = nullptr;
   // Registered before the threads start (a simulated thread has no thread_local of its own anyway), so the
   // explored interleavings are the queue's and the reclamation's, not the registry's.
   std::optional<typename Domain::Handle> handles[Threads];
@@ -57,7 +57,7 @@ struct QueueScenario : rl::test_suite<QueueScenario<Domain, Threads>, Threads> {
     } else {
       domain = new Domain({.recycle_nodes = false, .reclaim_threshold = 1});
     }
-    queue = new weft::sched::MSQueue<Item, Domain>(*domain);
+    queue = new weft::lockfree::MSQueue<Item, Domain>(*domain);
     for (auto& h : handles) h.emplace(domain->register_thread());
     for (auto& row : popped) {
       for (int& v : row) v = 0;

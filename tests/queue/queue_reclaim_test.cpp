@@ -12,7 +12,7 @@
 
 namespace {
 
-using weft::sched::MSQueue;
+using weft::lockfree::MSQueue;
 
 TEST_CASE_TEMPLATE("short-lived threads reuse records: memory stays bounded", Domain, weft::test::HpDomain,
                    weft::test::QsbrDomain) {

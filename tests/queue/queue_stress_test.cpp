@@ -16,7 +16,7 @@
 
 namespace {
 
-using weft::sched::MSQueue;
+using weft::lockfree::MSQueue;
 
 constexpr unsigned kProducers = 4;
 constexpr unsigned kConsumers = 4;

@@ -6,14 +6,14 @@
 #include <cstdint>
 #include <utility>
 
-#include "scheduler/hazard_pointers.hpp"
-#include "scheduler/ms_queue.hpp"
-#include "scheduler/qsbr.hpp"
+#include "scheduler/lockfree/hazard_pointers.hpp"
+#include "scheduler/lockfree/ms_queue.hpp"
+#include "scheduler/lockfree/qsbr.hpp"
 
 namespace weft::test {
 
-using HpDomain = sched::HazardPointerDomain<>;
-using QsbrDomain = sched::QsbrDomain<>;
+using HpDomain = lockfree::HazardPointerDomain<>;
+using QsbrDomain = lockfree::QsbrDomain<>;
 
 // Counts constructions and destructions of live objects (moved-from ones included: each is destroyed once).
 struct Counted {

@@ -23,7 +23,7 @@ void operator delete(void* p) noexcept {
   std::free(p);
 }
 void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
-// Pooled node blocks are cache-line aligned (scheduler/node_pool.hpp): they come through these.
+// Pooled node blocks are cache-line aligned (scheduler/lockfree/node_pool.hpp): they come through these.
 void* operator new(std::size_t n, std::align_val_t align) {
   weft::test::AllocationCounter::news.fetch_add(1, std::memory_order_relaxed);
   void* p = nullptr;
@@ -37,7 +37,7 @@ namespace {
 
 using weft::test::AllocationCounter;
 using weft::test::Counted;
-using weft::sched::MSQueue;
+using weft::lockfree::MSQueue;
 
 TEST_CASE_TEMPLATE("MSQueue is FIFO and reports empty", Domain, weft::test::HpDomain, weft::test::QsbrDomain) {
   Domain domain;

@@ -1,4 +1,4 @@
-// The resumed queue (scheduler/resumed_queue.hpp): first in, first out from one producer, and every entry taken
+// The resumed queue (scheduler/engine/resumed_queue.hpp): first in, first out from one producer, and every entry taken
 // exactly once when producers and takers race, entries reused as a suspended task's would be.
 #include <doctest/doctest.h>
 
@@ -7,16 +7,16 @@
 #include <thread>
 #include <vector>
 
-#include "scheduler/resumed_queue.hpp"
+#include "scheduler/engine/resumed_queue.hpp"
 #include "tests/support/sanitizers.hpp"
 #include "tests/support/stress.hpp"
 #include "tests/support/watchdog.hpp"
 
 namespace {
 
-using weft::sched::ResumedEntry;
-using weft::sched::ResumedQueue;
-using weft::sched::Task;
+using weft::engine::ResumedEntry;
+using weft::engine::ResumedQueue;
+using weft::engine::Task;
 
 TEST_CASE("the resumed queue hands entries out in the order they came, and is empty after") {
   ResumedQueue queue;

@@ -1,11 +1,11 @@
-// Relacy model test of weft::Event's Mode::Auto protocol (scheduler/primitive_word.hpp: auto_signal, auto_join,
+// Relacy model test of weft::Event's Mode::Auto protocol (scheduler/sync/word_protocol.hpp: auto_signal, auto_join,
 // auto_take, auto_leave): the word counts the waits in progress not released yet and the releases due to them, so
 // that N signals against M waiting waits release min(N, M), each once; a signal with no wait left to release sets
 // the event (once); a timed-out wait takes its release only if every counted wait was released, so that a signal
 // is never lost nor given twice; a dropped task's wait consumes no signal. Every scenario ends with the word's
 // counts back at zero.
 //
-// The waits are modelled as Event::wait_until_auto (scheduler/wait_primitives.cpp) runs them: join, then take a
+// The waits are modelled as Event::wait_until_auto (scheduler/sync/wait_primitives.cpp) runs them: join, then take a
 // release or sleep on the word (the futex modelled as in primitive_word_model.cpp: one kernel lock under which a
 // park compares the word and sleeps). A timed wait looks once for a release, then times out (the model has no
 // clock: the time-out may fall anywhere the scheduler puts it); a dropped wait looks once, then leaves as the
@@ -26,14 +26,14 @@
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
 
-#include "scheduler/primitive_word.hpp"
+#include "scheduler/sync/word_protocol.hpp"
 #include "tests/wait/futex_model.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
 using Word = Model::atomic<std::uint32_t>;
-namespace word = weft::sched::primitive_word;
+namespace word = weft::sync::word;
 using weft::detail::kWordValue;
 
 using weft::model::ModelParking;

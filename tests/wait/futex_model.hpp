@@ -22,7 +22,7 @@ struct FutexKernel {
 // The running scenario's kernel (each scenario's constructor sets it; Relacy runs one iteration at a time).
 inline FutexKernel* futex_kernel = nullptr;
 
-// The parking policy the word's protocol (scheduler/primitive_word.hpp) is instantiated with in the models.
+// The parking policy the word's protocol (scheduler/sync/word_protocol.hpp) is instantiated with in the models.
 struct ModelParking {
   static void park(FutexWord& w, std::uint32_t expected, std::chrono::nanoseconds /*slice: never times out*/) {
     futex_kernel->lock.lock($);

@@ -1,4 +1,4 @@
-// Relacy model test of the wait primitives' word (scheduler/primitive_word.hpp): no wake-up is lost, what a
+// Relacy model test of the wait primitives' word (scheduler/sync/word_protocol.hpp): no wake-up is lost, what a
 // notifier did before is visible after the wait, and a waiter may free the primitive as soon as its wait returns
 // although the notifier that released it has not returned yet.
 //
@@ -20,14 +20,14 @@
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
 
-#include "scheduler/primitive_word.hpp"
+#include "scheduler/sync/word_protocol.hpp"
 #include "tests/wait/futex_model.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
 using Word = Model::atomic<std::uint32_t>;
-namespace word = weft::sched::primitive_word;
+namespace word = weft::sync::word;
 using weft::detail::kWordValue;
 
 using weft::model::ModelParking;
@@ -41,7 +41,7 @@ struct Primitive {
   Word w;
 };
 
-// Waits as weft::sched::wait_until does off a worker: check with acquire, then sleep on the word, until ready().
+// Waits as weft::sync::wait_until does off a worker: check with acquire, then sleep on the word, until ready().
 template <class Ready, class ReadyAt>
 void wait(Word& w, Ready ready, ReadyAt ready_at) {
   while (!ready()) word::sleep<ModelParking>(w, ready_at, std::chrono::nanoseconds::max());

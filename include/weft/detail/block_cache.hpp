@@ -1,7 +1,7 @@
 // The common case of the memory a Future's state (and a Subflow child) takes: a block from the calling thread's own
 // free list, and back to it. Public only because Pool::submit, Future and Subflow::spawn are templates: written in
 // the user's code, the common case needs no call into the library, which a consumer's build without LTO could not
-// inline. Users never name anything here. The free lists belong to the thread's cache in scheduler/future_alloc.cpp,
+// inline. Users never name anything here. The free lists belong to the thread's cache in scheduler/engine/future_alloc.cpp,
 // which also takes the rarer paths (a list empty or full, the thread's first block, a thread whose cache is gone).
 #pragma once
 
@@ -10,7 +10,7 @@
 
 namespace weft::detail {
 
-// A free block, as a thread's free list and the shared pool behind it (scheduler/node_pool.hpp) link it: `next`
+// A free block, as a thread's free list and the shared pool behind it (scheduler/lockfree/node_pool.hpp) link it: `next`
 // within a list, `ahead` a prefetch hint set when a list goes back to the pool, `next_batch` between the pool's
 // batches.
 struct FreeBlock {
@@ -44,7 +44,7 @@ inline constexpr std::size_t kFreeListCapacity = 128;
 // register at each access, where a shared library's default model may reuse an address computed before the switch.
 extern thread_local constinit FreeList* tls_future_blocks [[gnu::tls_model("initial-exec")]];
 
-// The rare paths (scheduler/future_alloc.cpp): throw std::bad_alloc.
+// The rare paths (scheduler/engine/future_alloc.cpp): throw std::bad_alloc.
 [[nodiscard]] void* allocate_future_state_slow(std::size_t bytes, std::size_t align);
 void deallocate_future_state_slow(void* p, std::size_t bytes, std::size_t align) noexcept;
 

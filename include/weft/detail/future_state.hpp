@@ -23,7 +23,7 @@ class Pool;
 
 namespace weft::detail {
 
-// The pool's count of tasks a waiter ran inline (scheduler/engine.hpp), so that wait_idle and Drain also wait
+// The pool's count of tasks a waiter ran inline (scheduler/engine/engine.hpp), so that wait_idle and Drain also wait
 // for a task that an outside thread is running in Future::get.
 struct InlineRunCounter;
 
@@ -201,7 +201,7 @@ class FutureStateBase : public TaskHeader {
   }
   // Queues `next` (a continuation that now owns its queue reference) on its pool; if the pool refuses it (shut
   // down) or queueing throws, settles it with task_dropped (or the exception) without running it, and goes on
-  // with its own continuation, in a loop (scheduler/future_then.cpp).
+  // with its own continuation, in a loop (scheduler/engine/future_then.cpp).
   static void schedule_continuation(FutureStateBase* next) noexcept;
   void wake_waiters() noexcept;
 
@@ -215,7 +215,7 @@ class FutureStateBase : public TaskHeader {
 
 // Memory for future states (and Subflow children): allocate_future_state and deallocate_future_state
 // (weft/detail/block_cache.hpp), a per-thread cache of recycled blocks in front of a process-wide pool
-// (scheduler/future_alloc.cpp), so that a steady stream of submit + get calls no malloc. Process-wide, not per pool,
+// (scheduler/engine/future_alloc.cpp), so that a steady stream of submit + get calls no malloc. Process-wide, not per pool,
 // because a Future may outlive its pool.
 
 // Blocks until the state is ready. On a worker of a weft pool the worker runs other tasks meanwhile; anywhere,

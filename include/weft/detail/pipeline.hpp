@@ -1,5 +1,5 @@
 // The stages of one TaskScope pipeline: their type-erased bodies (built here, from the user's callables) and
-// the description TaskScope fills in; graph/pipeline_run.cpp runs it.
+// the description TaskScope fills in; graph/pipeline/pipeline_run.cpp runs it.
 #pragma once
 
 #include <concepts>
@@ -258,7 +258,7 @@ class FanOutBody final : public StageBody {
 enum class StageKind : std::uint8_t { source, map, fan_out, sink };
 
 // The description of one pipeline, filled in stage by stage by TaskScope (source, stage, fan_out, sink) and run
-// once, inside the scope job the source made (graph/pipeline_run.cpp). The stages form a chain: each stream
+// once, inside the scope job the source made (graph/pipeline/pipeline_run.cpp). The stages form a chain: each stream
 // feeds exactly one stage.
 class Pipeline {
  public:

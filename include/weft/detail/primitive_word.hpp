@@ -1,6 +1,6 @@
 // The one 32-bit word that holds a weft wait primitive's state (weft::Event, WaitGroup, ConditionVariable): the
 // primitive's value in the low 31 bits, and kWordWaiters, which a waiter sets before it sleeps on the word.
-// Internal: the protocol is in the library (scheduler/primitive_word.hpp).
+// Internal: the protocol is in the library (scheduler/sync/word_protocol.hpp).
 #pragma once
 
 #include <cstdint>

@@ -11,7 +11,7 @@ namespace weft::detail {
 
 // What a queued task is, which says how the scheduler runs it and gives it up.
 enum class TaskKind : std::uint8_t {
-  // The scheduler's own task block (sched::ClosureTask: this header, then a small_function), which the
+  // The scheduler's own task block (engine::ClosureTask: this header, then a small_function), which the
   // scheduler runs and frees.
   closure,
   // A future's state (FutureStateBase), queued as itself: FutureStateBase::finish_queued runs it or reports

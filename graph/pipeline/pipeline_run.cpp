@@ -1,0 +1,742 @@
+// One run of a TaskScope pipeline (see graph/pipeline/pipeline_run.hpp for the invariants).
+#include "graph/pipeline/pipeline_run.hpp"
+
+#include <algorithm>
+#include <new>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "graph/run_state.hpp"
+#include "graph/subflow_access.hpp"
+#include "scheduler/engine/pool_access.hpp"
+#include "scheduler/engine/task_locals.hpp"
+#include "weft/errors.hpp"
+#include "weft/detail/cycle_clock.hpp"
+#include "weft/pool.hpp"
+
+namespace weft::detail::pipeline {
+
+std::atomic<TestMode> test_mode{TestMode::automatic};
+
+void SpinLock::lock() noexcept {
+  unsigned spins = 0;
+  // acquire: pairs with unlock()'s release, so the holder's changes are seen by the next one.
+  while (held_.exchange(true, std::memory_order_acquire)) {
+    while (held_.load(std::memory_order_relaxed)) {
+      if (++spins < 64) {
+        atomics::cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+}
+
+void SlotList::push(Slot* slot) noexcept {
+  slot->next = nullptr;
+  if (tail == nullptr) {
+    head = slot;
+  } else {
+    tail->next = slot;
+  }
+  tail = slot;
+  ++size;
+}
+
+Slot* SlotList::pop() noexcept {
+  Slot* slot = head;
+  if (slot == nullptr) return nullptr;
+  head = slot->next;
+  if (head == nullptr) tail = nullptr;
+  slot->next = nullptr;
+  --size;
+  return slot;
+}
+
+struct alignas(atomics::kCacheLine) Run::StageState {
+  // What carriers read of the stage on every item, set once before any runs.
+  StageBody* body = nullptr;
+  StageKind kind = StageKind::map;
+  bool last = false;
+  Priority priority = Priority::Normal;
+  // The next Order::Input stage of the segment after this one (where a marker from here goes), or kNone.
+  std::uint32_t next_ordered = kNone;
+
+  SpinLock lock;
+  unsigned running = 0;  // bodies running, or items that took a slot and are on their way to run
+  unsigned concurrency = 1;
+  std::size_t capacity = 1;
+  Overflow overflow = Overflow::Block;
+  bool ordered = false;
+  SlotList inbox;                // Order::Any: items waiting for a slot, oldest first
+  SlotList parked;               // Order::Any, Block: items that found the inbox full, holding their producer's slot
+  std::vector<Slot*> ring;       // Order::Input: waiting items and markers, at their number modulo its size
+  std::uint64_t mask = 0;
+  std::uint64_t next_seq = 0;    // Order::Input: the number the stage takes next
+  std::size_t waiting = 0;       // Order::Input: items (not markers) in the ring
+  std::uint64_t dropped = 0;
+  // A fan-out stage: the number of its next element, in its segment's order. relaxed: only the numbers' uniqueness
+  // matters; a serial Order::Input fan-out stage hands them out in its input's order anyway.
+  std::atomic<std::uint64_t> emitted{0};
+};
+
+inline Run::StageState& Run::state(std::uint32_t stage) const noexcept { return states_[stage]; }
+
+struct Run::Segment {
+  std::size_t budget = 0;
+  std::size_t live = 0;          // slots of the segment taken
+  SlotList waiters;              // fan states waiting for a slot of the segment
+  bool source_waiting = false;   // the source is waiting for a slot (segment 0)
+  std::uint32_t producer = 0;    // the source (0) or the fan-out stage whose elements the segment's items are
+};
+
+namespace {
+constexpr std::size_t kChunkSlots = 32;
+
+// A hand-off to another worker costs a spawn, a steal and the item's cache lines moving: a few hundred
+// nanoseconds. An item whose trip through the stages takes less is better carried by the thread that made it.
+constexpr std::uint64_t kHandOffCycles = 2048;
+
+std::size_t round_up(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
+
+// An E whose message is the parts joined; out of memory building it, the bad_alloc instead (a run still fails).
+template <class E, class... Parts>
+std::exception_ptr error_of(const Parts&... parts) noexcept {
+  try {
+    std::string message;
+    ((message += parts), ...);
+    return std::make_exception_ptr(E(message));
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+}  // namespace
+
+Run::Run(Pipeline& pipeline, Subflow& subflow)
+    : pipeline_(pipeline),
+      subflow_(subflow),
+      run_state_(SubflowAccess::run(subflow)),
+      stages_(pipeline.stages()),
+      last_(static_cast<std::uint32_t>(pipeline.stages().size() - 1)) {
+  align_ = std::max(pipeline.slot_align(), alignof(Slot));
+  storage_offset_ = round_up(sizeof(Slot), align_);
+  stride_ = round_up(storage_offset_ + pipeline.slot_size(), align_);
+  const std::size_t workers = subflow.pool().size();
+  const std::size_t n = stages_.size();
+  // segment_in[k]: the segment of the items stage k consumes (the source: 0).
+  std::vector<std::uint32_t> segment_in(n, 0);
+  segment_of_.assign(n, 0);
+  segments_.emplace_back();
+  segments_[0].budget = 1;  // the source's item
+  for (std::uint32_t k = 1; k < n; ++k) {
+    const Pipeline::Stage& stage = stages_[k];
+    segment_in[k] = segment_of_[k - 1];
+    const std::size_t concurrency = std::min<std::size_t>(stage.options.concurrency, workers + 1);
+    segments_[segment_in[k]].budget += stage.options.capacity + concurrency;
+    if (stage.kind == StageKind::fan_out) {
+      solo_allowed_ = false;
+      segments_.emplace_back();
+      segments_.back().producer = k;
+      segment_of_[k] = static_cast<std::uint32_t>(segments_.size() - 1);
+    } else {
+      segment_of_[k] = segment_in[k];
+    }
+  }
+  tracer_ = run_state_.tracer();
+  if (tracer_ != nullptr) {
+    trace_names_.reserve(n);
+    for (std::uint32_t k = 0; k < n; ++k) trace_names_.push_back(tracer_->intern(stages_[k].name));
+  }
+  test_mode_ = test_mode.load(std::memory_order_relaxed);
+  if (test_mode_ == TestMode::shared) solo_allowed_ = false;
+  states_ = std::make_unique<StageState[]>(n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    StageState& state = states_[k];
+    const StageOptions& options = stages_[k].options;
+    state.body = stages_[k].body.get();
+    state.kind = stages_[k].kind;
+    state.last = k == last_;
+    state.priority = options.priority;
+    state.concurrency = options.concurrency;
+    state.capacity = options.capacity;
+    state.overflow = options.overflow;
+    state.ordered = k != 0 && options.order == Order::Input;
+    if (state.ordered) {
+      std::size_t size = 1;
+      while (size < segments_[segment_in[k]].budget) size *= 2;
+      state.ring.assign(size, nullptr);
+      state.mask = size - 1;
+    }
+  }
+  // A marker leaving stage k (an item filtered out there, or dropped on its way into k) goes to the next
+  // Order::Input stage consuming the same segment; a fan-out stage ends the segment.
+  for (std::uint32_t k = 0; k < n; ++k) {
+    for (std::uint32_t j = k + 1; j < n && segment_in[j] == segment_in[k]; ++j) {
+      if (states_[j].ordered) {
+        states_[k].next_ordered = j;
+        break;
+      }
+    }
+  }
+}
+
+Run::~Run() {
+  // Every task has ended: destroy what is left in the slots (a stopped run's items), then the slots.
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    const std::size_t used = c + 1 == chunks_.size() ? chunk_used_ : kChunkSlots;
+    for (std::size_t i = 0; i < used; ++i) {
+      Slot* slot = std::launder(reinterpret_cast<Slot*>(chunks_[c] + i * stride_));
+      destroy_content(slot);
+      slot->~Slot();
+    }
+    ::operator delete(chunks_[c], std::align_val_t(align_));
+  }
+}
+
+std::exception_ptr Run::run(bool& completed) noexcept {
+  carry(Step{Step::Kind::source, 0, nullptr, nullptr});
+  // Once every task ended, none touches this run any more. acquire: pairs with task_ended()'s decrement, so
+  // what the tasks did is seen here. On a worker, the wait runs other tasks (the pipeline's among them).
+  sync::wait_until([this] { return tasks_.load(std::memory_order_acquire) == 0; }, run_state_.subflow_signal());
+  bool all_freed = true;
+  for (const Segment& segment : segments_) all_freed = all_freed && segment.live == 0;
+  completed = !stop_.load(std::memory_order_relaxed) && source_ended_ && all_freed;
+  for (std::uint32_t k = 0; k <= last_; ++k) {
+    if (states_[k].dropped != 0) {
+      SubflowAccess::add_dropped(subflow_, pipeline_.name() + "/" + stages_[k].name, states_[k].dropped);
+    }
+  }
+  if (!error_ && !completed) {
+    // Cancelled (the scope's cancel(), or another job's exception): the sink's job says so by name. Not the
+    // run's exception: it only tells the job's readers.
+    return error_of<weft::job_cancelled>("weft::TaskScope: pipeline '", pipeline_.name(),
+                                         "' was stopped before its end: its scope's run was cancelled, or "
+                                         "another job failed");
+  }
+  return error_;
+}
+
+bool Run::stopping() noexcept {
+  if (stop_.load(std::memory_order_relaxed) || run_state_.cancelled()) return true;
+  if (PoolAccess::engine(run_state_.pool()).dropping()) [[unlikely]] {
+    // A DropPending shutdown began: a pipeline stops at the next item as the pool's queued tasks stop, and the
+    // run fails with task_dropped.
+    const engine::Engine& engine = PoolAccess::engine(run_state_.pool());
+    fail(error_of<weft::task_dropped>("weft::TaskScope: pipeline '", pipeline_.name(),
+                                      "' was stopped before its end: its pool is shutting down and drops pending "
+                                      "work (",
+                                      engine.drop_policy(), ")"));
+    return true;
+  }
+  return false;
+}
+
+bool Run::hand_off_pays() const noexcept {
+  if (test_mode_ != TestMode::automatic) [[unlikely]]
+    return test_mode_ == TestMode::shared;
+  return cycles_per_item_.load(std::memory_order_relaxed) > kHandOffCycles;
+}
+
+void Run::carry(Step step) noexcept {
+  Carrier carrier;
+  carrier.next = step;
+  carrier.has = true;
+  for (;;) {
+    if (!carrier.has) {
+      if (carrier.timed_from != 0) {
+        // The source's last item went as far as it could on this carrier: how long that took decides whether
+        // the next one is handed off (a moving average over the last few items).
+        note_item_time(now_cycles() - std::exchange(carrier.timed_from, 0));
+      }
+      if (!carrier.source_turn) return;
+      carrier.source_turn = false;
+      carrier.next = Step{Step::Kind::source, 0, nullptr, nullptr};
+      carrier.has = true;
+    }
+    carrier.has = false;
+    const Step now = carrier.next;
+    // A stopped run leaves the item where it is: ~Run destroys it.
+    if (stopping()) return;
+    switch (now.kind) {
+      case Step::Kind::source:
+        run_source(carrier, now.slot);
+        break;
+      case Step::Kind::stage:
+        run_stage(carrier, now.slot, now.stage);
+        break;
+      case Step::Kind::fan:
+        run_fan(carrier, now.slot, now.stage, now.fresh);
+        break;
+    }
+  }
+}
+
+void Run::offer(Carrier& carrier, Step step) noexcept {
+  if (!carrier.has) {
+    carrier.next = step;
+    carrier.has = true;
+  } else {
+    spawn(step);
+  }
+}
+
+class Run::Task {
+ public:
+  Task(Run* run, Step step) noexcept : run_(run), step_(step) {}
+  Task(Task&& other) noexcept : run_(std::exchange(other.run_, nullptr)), step_(other.step_) {}
+  Task& operator=(Task&&) = delete;
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  ~Task() {
+    if (run_ != nullptr) run_->task_dropped();
+  }
+  void operator()() noexcept {
+    Run* run = std::exchange(run_, nullptr);
+    // The stages' bodies run inside the scope's run, as the pipeline's job does: a wait for that run from one of
+    // them (TaskScope::wait, Run::wait) could never end and must be refused with would_deadlock, not suspend the
+    // carrier (and the item it holds) for good.
+    void* const outer = engine::exchange_task_local(kCurrentRunSlot, &run->run_state_);
+    run->carry(step_);
+    (void)engine::exchange_task_local(kCurrentRunSlot, outer);
+    run->task_ended();
+  }
+
+ private:
+  Run* run_;
+  Step step_;
+};
+
+void Run::spawn(Step step) noexcept {
+  TaskOptions options{};
+  options.priority = state(step.kind == Step::Kind::source ? 0 : step.stage).priority;
+  // relaxed: counted before the task exists; its end's decrement (acq_rel) is what the owner's wait reads.
+  tasks_.fetch_add(1, std::memory_order_relaxed);
+  // The task is a unit of the run too, so the run (and the signal task_ended() notifies) outlives it.
+  run_state_.add_unit();
+  try {
+    // The run's tag: an outside thread waiting for the scope may run these tasks from its own slot.
+    PoolAccess::post(run_state_.pool(), small_function<void()>(Task(this, step)), options, run_state_.inline_tag());
+  } catch (...) {
+    // pool_closed: the task was destroyed unrun, and task_dropped() already failed the run and uncounted it.
+  }
+}
+
+void Run::task_ended() noexcept {
+  // Once the count is zero, the owner may return and destroy *this before notify() runs: the signal is the
+  // run's, which the task's unit keeps alive until finish_unit(), last.
+  RunState& run = run_state_;
+  if (tasks_.fetch_sub(1, std::memory_order_acq_rel) == 1) run.subflow_signal().notify();
+  run.finish_unit();
+}
+
+void Run::task_dropped() noexcept {
+  // Named by the policy in force: a pool that drops (DropPending or shutdown_for's deadline) may have dropped
+  // the task; one that does not only refused it.
+  const engine::Engine& engine = PoolAccess::engine(run_state_.pool());
+  if (engine.dropping()) {
+    fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
+                                      "' was not run: the pool refused it (shut down, or out of memory) or "
+                                      "dropped it (",
+                                      engine.drop_policy(), ")"));
+  } else {
+    fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
+                                      "' was not run: the pool refused it (shut down, or out of memory)"));
+  }
+  task_ended();
+}
+
+void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
+  // This carrier holds the source's turn: nobody else calls the source until it hands the turn on.
+  for (;;) {
+    if (stopping()) return;
+    if (slot == nullptr) slot = std::exchange(carrier.spare, nullptr);
+    if (slot == nullptr) {
+      slot = acquire(0, nullptr);
+      if (slot == nullptr) return;  // the budget is spent: the next slot freed brings the turn back
+    }
+    if (solo_allowed_ && !hand_off_pays() && alone()) {
+      if (!run_solo(slot)) return;
+      // Items take long enough now for other threads to help: on in the shared mode with the same slot.
+    }
+    if (!call_source(carrier, slot)) return;
+    const bool was_free = !carrier.has;
+    if (deliver(carrier, std::exchange(slot, nullptr), 1, 0)) return;  // parked: it holds the source's turn
+    if (was_free && carrier.has) {
+      // This carrier takes the item on. If items take long enough, another task calls the source meanwhile
+      // (as oneTBB's input filter does); else this carrier keeps the turn and calls it again once free.
+      carrier.timed_from = now_cycles();
+      if (hand_off_pays()) {
+        spawn(Step{Step::Kind::source, 0, nullptr, nullptr});
+      } else {
+        carrier.source_turn = true;
+      }
+      return;
+    }
+    // The item waits in an inbox (or was dropped): call the source again.
+  }
+}
+
+bool Run::call_source(Carrier& carrier, Slot* slot) noexcept {
+  slot->seq = source_seq_++;
+  bool produced = false;
+  const std::int64_t traced_from = trace_from();
+  try {
+    produced = states_[0].body->produce(storage(slot));
+  } catch (...) {
+    fail(std::current_exception());
+    return false;
+  }
+  if (produced) trace_stage(0, slot->seq, traced_from);
+  if (!produced) {
+    source_ended_ = true;
+    free_slot(carrier, slot);
+    return false;
+  }
+  slot->holder = 0;
+  return true;
+}
+
+void Run::note_item_time(std::uint64_t took) noexcept {
+  // A moving average over the last few items (one writer at a time in practice; a lost update only delays it).
+  const std::uint64_t average = cycles_per_item_.load(std::memory_order_relaxed);
+  cycles_per_item_.store(average - average / 8 + took / 8, std::memory_order_relaxed);
+}
+
+bool Run::alone() noexcept {
+  pool_lock_.lock();
+  std::size_t live = 0;
+  for (const Segment& segment : segments_) live += segment.live;
+  pool_lock_.unlock();
+  return live == 1;
+}
+
+bool Run::run_solo(Slot* slot) noexcept {
+  for (;;) {
+    if (stopping()) return false;  // the slot is empty: ~Run only frees it
+    const std::uint64_t started = now_cycles();
+    Carrier none;  // nobody waits for a slot while this runs alone: freeing one hands it to no one
+    if (!call_source(none, slot)) return false;
+    bool produced = true;
+    for (std::uint32_t k = 1; k <= last_; ++k) {
+      slot->holder = kNone;  // process() destroys the input whatever happens
+      const std::int64_t traced_from = trace_from();
+      try {
+        produced = states_[k].body->process(storage(slot));
+      } catch (...) {
+        fail(std::current_exception());
+        return false;
+      }
+      trace_stage(k, slot->seq, traced_from);
+      if (!produced) break;  // filtered out, or consumed by the sink
+      slot->holder = k;
+    }
+    note_item_time(now_cycles() - started);
+    if (hand_off_pays()) break;
+  }
+  // Back to the shared mode: the Order::Input stages take next the number the source gives next (every item
+  // before it went through them here, unseen by their rings).
+  for (std::uint32_t k = 1; k <= last_; ++k) {
+    StageState& s = states_[k];
+    if (!s.ordered) continue;
+    s.lock.lock();
+    s.next_seq = source_seq_;
+    s.lock.unlock();
+  }
+  return true;
+}
+
+void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
+  const StageState& s = state(stage);
+  slot->holder = kNone;  // process() destroys the input whatever happens
+  bool produced = false;
+  const std::int64_t traced_from = trace_from();
+  try {
+    produced = s.body->process(storage(slot));
+  } catch (...) {
+    fail(std::current_exception());
+    return;
+  }
+  trace_stage(stage, slot->seq, traced_from);
+  if (s.kind == StageKind::fan_out) {
+    slot->holder = stage;
+    slot->fan_state = true;
+    run_fan(carrier, slot, stage, nullptr);
+    return;
+  }
+  if (s.last) {
+    // The sink's next waiting item first: an Order::Input sink is usually the pipeline's narrowest stage.
+    release(carrier, stage);
+    free_slot(carrier, slot);
+    return;
+  }
+  if (produced) {
+    slot->holder = stage;
+    if (deliver(carrier, slot, stage + 1, stage)) return;  // parked: it holds this stage's slot
+  } else {
+    slot->marker = true;
+    deliver(carrier, slot, s.next_ordered);
+  }
+  release(carrier, stage);
+}
+
+void Run::run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh) noexcept {
+  const std::uint32_t segment = segment_of_[stage];
+  StageBody& body = *state(stage).body;
+  for (;;) {
+    if (stopping()) return;  // `fresh`, if any, is empty: ~Run only frees it
+    Slot* element = fresh != nullptr ? std::exchange(fresh, nullptr) : acquire(segment, fan);
+    if (element == nullptr) return;  // registered: the next slot freed in the segment resumes this fan state
+    bool got = false;
+    const std::int64_t traced_from = trace_from();
+    try {
+      got = body.next(storage(fan), storage(element));
+    } catch (...) {
+      fail(std::current_exception());
+      return;
+    }
+    if (!got) {
+      body.destroy_state(storage(fan));
+      fan->holder = kNone;
+      fan->fan_state = false;
+      free_slot(carrier, element);
+      free_slot(carrier, fan);
+      release(carrier, stage);
+      return;
+    }
+    element->holder = stage;
+    element->seq = state(stage).emitted.fetch_add(1, std::memory_order_relaxed);
+    trace_stage(stage, element->seq, traced_from);
+    deliver(carrier, element, stage + 1);
+  }
+}
+
+bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer) noexcept {
+  if (stage == kNone) {  // a marker past the last Order::Input stage of its segment
+    free_slot(carrier, slot);
+    return false;
+  }
+  StageState& s = state(stage);
+  if (!s.ordered) {  // markers never come here
+    s.lock.lock();
+    if (s.running < s.concurrency) {
+      ++s.running;
+      s.lock.unlock();
+      offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
+      return false;
+    }
+    if (s.inbox.size >= s.capacity) {
+      if (s.overflow == Overflow::Block && producer != kNone) {
+        slot->held = producer;
+        s.parked.push(slot);
+        s.lock.unlock();
+        return true;
+      }
+      if (s.overflow != Overflow::Block) {
+        if (s.overflow == Overflow::Drop) ++s.dropped;
+        s.lock.unlock();
+        drop(carrier, slot, stage);
+        return false;
+      }
+    }
+    s.inbox.push(slot);
+    s.lock.unlock();
+    return false;
+  }
+  SlotList markers;
+  SlotList starts;
+  s.lock.lock();
+  const bool starts_now = slot->seq == s.next_seq && s.running < s.concurrency;
+  if (!slot->marker && !starts_now && s.waiting >= s.capacity && s.overflow != Overflow::Block) {
+    if (s.overflow == Overflow::Drop) ++s.dropped;
+    s.lock.unlock();
+    drop(carrier, slot, stage);
+    return false;
+  }
+  s.ring[slot->seq & s.mask] = slot;
+  if (!slot->marker) ++s.waiting;
+  take_ready(s, markers, starts);
+  s.lock.unlock();
+  send_on(carrier, stage, markers, starts);
+  return false;
+}
+
+void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
+  StageState& s = state(stage);
+  if (s.overflow == Overflow::Fail) {
+    fail(error_of<weft::inbox_full>("weft::TaskScope: stage '", stages_[stage].name, "' of pipeline '",
+                                    pipeline_.name(), "' found its inbox full (capacity ",
+                                    std::to_string(s.capacity), ", Overflow::Fail): the run is cancelled"));
+    return;  // the item stays in its slot: ~Run destroys it
+  }
+  destroy_content(slot);
+  slot->holder = kNone;
+  slot->marker = true;
+  // Its number still passes the Order::Input stages: this one (if it is one) and those after it.
+  deliver(carrier, slot, s.ordered ? stage : state(stage).next_ordered);
+}
+
+void Run::release(Carrier& carrier, std::uint32_t stage) noexcept {
+  StageState& s = state(stage);
+  if (!s.ordered) {
+    s.lock.lock();
+    --s.running;
+    Slot* next = s.inbox.pop();  // non-empty only while every slot was taken: one is free now
+    std::uint32_t held = kNone;  // the producer's slot held by a parked item that takes the room just made
+    if (next != nullptr) {
+      ++s.running;
+      if (Slot* entered = s.parked.pop()) {
+        held = std::exchange(entered->held, kNone);  // under the lock: once in the inbox, others may take it
+        s.inbox.push(entered);
+      }
+    }
+    s.lock.unlock();
+    if (next != nullptr) offer(carrier, Step{Step::Kind::stage, stage, next, nullptr});
+    if (held != kNone) unpark(carrier, held);
+    return;
+  }
+  SlotList markers;
+  SlotList starts;
+  s.lock.lock();
+  --s.running;
+  take_ready(s, markers, starts);
+  s.lock.unlock();
+  send_on(carrier, stage, markers, starts);
+}
+
+void Run::unpark(Carrier& carrier, std::uint32_t held) noexcept {
+  if (held == 0) {
+    offer(carrier, Step{Step::Kind::source, 0, nullptr, nullptr});  // the source's turn comes back
+  } else {
+    release(carrier, held);
+  }
+}
+
+void Run::take_ready(StageState& s, SlotList& markers, SlotList& starts) noexcept {
+  for (;;) {
+    Slot*& at = s.ring[s.next_seq & s.mask];
+    Slot* front = at;
+    if (front == nullptr) return;
+    if (!front->marker) {
+      if (s.running >= s.concurrency) return;
+      ++s.running;
+      --s.waiting;
+    }
+    at = nullptr;
+    ++s.next_seq;
+    (front->marker ? markers : starts).push(front);
+  }
+}
+
+void Run::send_on(Carrier& carrier, std::uint32_t stage, SlotList& markers, SlotList& starts) noexcept {
+  while (Slot* slot = starts.pop()) offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
+  while (Slot* slot = markers.pop()) deliver(carrier, slot, state(stage).next_ordered);
+}
+
+Slot* Run::acquire(std::uint32_t segment, Slot* waiter) noexcept {
+  pool_lock_.lock();
+  Segment& g = segments_[segment];
+  if (g.live >= g.budget) {
+    if (waiter != nullptr) {
+      g.waiters.push(waiter);
+    } else {
+      g.source_waiting = true;
+    }
+    pool_lock_.unlock();
+    return nullptr;
+  }
+  Slot* slot = free_;
+  if (slot != nullptr) {
+    free_ = slot->next;
+  } else {
+    if (chunks_.empty() || chunk_used_ == kChunkSlots) {
+      try {
+        chunks_.reserve(chunks_.size() + 1);
+        chunks_.push_back(static_cast<std::byte*>(::operator new(kChunkSlots * stride_, std::align_val_t(align_))));
+      } catch (...) {
+        pool_lock_.unlock();
+        fail(std::current_exception());
+        return nullptr;
+      }
+      chunk_used_ = 0;
+    }
+    slot = ::new (chunks_.back() + chunk_used_ * stride_) Slot();
+    ++chunk_used_;
+  }
+  ++g.live;
+  pool_lock_.unlock();
+  slot->next = nullptr;
+  slot->segment = segment;
+  return slot;
+}
+
+void Run::free_slot(Carrier& carrier, Slot* slot) noexcept {
+  slot->holder = kNone;
+  slot->marker = false;
+  slot->fan_state = false;
+  if (carrier.source_turn && carrier.spare == nullptr && slot->segment == 0) {
+    // This carrier calls the source next: it keeps the slot (still counted in the budget) for that call.
+    carrier.spare = slot;
+    return;
+  }
+  pool_lock_.lock();
+  Segment& g = segments_[slot->segment];
+  if (g.source_waiting) {  // the slot goes straight to the source, still counted in the budget
+    g.source_waiting = false;
+    pool_lock_.unlock();
+    offer(carrier, Step{Step::Kind::source, 0, slot, nullptr});
+    return;
+  }
+  if (Slot* state = g.waiters.pop()) {  // likewise to the oldest fan state waiting for one
+    pool_lock_.unlock();
+    offer(carrier, Step{Step::Kind::fan, g.producer, state, slot});
+    return;
+  }
+  --g.live;
+  slot->next = free_;
+  free_ = slot;
+  pool_lock_.unlock();
+}
+
+void Run::destroy_content(Slot* slot) noexcept {
+  if (slot->holder == kNone) return;
+  StageBody& body = *state(slot->holder).body;
+  if (slot->fan_state) {
+    body.destroy_state(storage(slot));
+  } else {
+    body.destroy(storage(slot));
+  }
+  slot->holder = kNone;
+  slot->fan_state = false;
+}
+
+void Run::fail(std::exception_ptr error) noexcept {
+  {
+    // Recorded in the run under the lock too: two stages failing at once must leave the same exception first
+    // in the pipeline (the sink's job) and in the run (wait()).
+    const std::lock_guard<std::mutex> hold(error_lock_);
+    if (!error_) error_ = error;
+    // The run's first exception: it cancels the scope's other jobs, and wait() rethrows it.
+    SubflowAccess::record_exception(subflow_, std::move(error));
+  }
+  stop_.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace weft::detail::pipeline
+
+namespace weft::detail {
+
+std::exception_ptr Pipeline::run(Subflow& subflow, bool& completed) noexcept {
+  completed = false;
+  std::unique_ptr<pipeline::Run> run;
+  try {
+    run = std::make_unique<pipeline::Run>(*this, subflow);
+  } catch (...) {  // out of memory for the rings
+    std::exception_ptr error = std::current_exception();
+    SubflowAccess::record_exception(subflow, error);
+    return error;
+  }
+  return run->run(completed);
+}
+
+}  // namespace weft::detail

@@ -1,0 +1,310 @@
+// The engine's start-up and bookkeeping: options checked, workers started with their names, pinning and nice
+// value, and stopped again; statistics and the errors tasks left. The worker loop, submission, shutdown and tasks
+// run off the loop live in worker_loop.cpp, submit.cpp, shutdown.cpp and inline_run.cpp.
+#include "scheduler/engine/engine.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "scheduler/engine/engine_internal.hpp"
+#include "scheduler/fiber/fiber_stack.hpp"
+#if WEFT_FIBERS
+#include "scheduler/fiber/fiber_overflow.hpp"
+#endif
+#include "src/os_thread.hpp"
+#include "src/process_barrier.hpp"
+
+namespace weft::engine {
+using namespace engine_internal;
+
+namespace {
+
+constexpr std::size_t kKeptErrors = 64;
+constexpr unsigned kMaxThreads = 4096;
+
+[[noreturn]] void invalid(const std::string& what) { throw invalid_option("weft::PoolOptions::" + what); }
+
+// Whether the workers' parking should use the asymmetric barriers (scheduler/engine/parking.hpp): a fence saved on
+// every post and spawn, for a system call on every park that interrupts each CPU running one of the process's
+// threads. Measured a gain on 2 CPUs (docs/perf-log.md); with many CPUs a straggler at the end of a parallel
+// phase would be interrupted by each worker that parks before it, so past kAsymmetricParkingCpus the pool keeps
+// the fences. Not measured above 2 CPUs.
+constexpr unsigned kAsymmetricParkingCpus = 8;
+
+bool asymmetric_parking(const PoolOptions& options) noexcept {
+  const unsigned cpus = os::usable_cpu_count();
+  const unsigned workers = options.threads == 0 ? cpus : options.threads;
+  return std::min(workers, cpus) <= kAsymmetricParkingCpus && os::process_barrier_available();
+}
+
+std::string list(const std::vector<unsigned>& cpus) {
+  std::string out;
+  for (const unsigned cpu : cpus) {
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(cpu));
+  }
+  return out;
+}
+
+}  // namespace
+
+Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
+
+Engine::Engine(PoolOptions options)
+    : options_(std::move(options)),
+      tracer_(weft::tracing::TraceAccess::impl(options_.trace)),
+      hooked_(options_.on_task_start || options_.on_task_end || tracer_ != nullptr),
+      parking_(asymmetric_parking(options_)),
+      // Notified whenever a worker runs dry or an outside thread ran tasks itself; waited on only by wait_idle
+      // and shutdown: the fence moves to the waiter, whatever the CPU count.
+      idle_changed_(os::process_barrier_available()),
+      id_(slot_lease::next_engine_id()) {
+  if (const std::string_view setting = os::process_barrier_unknown_setting(); !setting.empty()) {
+    throw invalid_option("WEFT_PROCESS_BARRIER=" + std::string(setting) +
+                         ": the environment variable may only be \"off\" (a fence on both sides of the pool's "
+                         "handshakes); unset it to let weft use the process-wide barrier");
+  }
+  if (options_.threads > kMaxThreads)
+    invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));
+  const unsigned count = options_.threads == 0 ? os::usable_cpu_count() : options_.threads;
+  if (options_.name.empty()) invalid("name is empty: workers need a name prefix");
+  if (options_.nice && (*options_.nice < -20 || *options_.nice > 19))
+    invalid("nice = " + std::to_string(*options_.nice) + ": must be in -20..19");
+  if (options_.spin_before_park < std::chrono::microseconds::zero() ||
+      options_.spin_before_park > std::chrono::seconds(1))
+    invalid("spin_before_park = " + std::to_string(options_.spin_before_park.count()) + "us: must be in 0..1s");
+  if (options_.affinity_patience < std::chrono::microseconds::zero() ||
+      options_.affinity_patience > std::chrono::seconds(10))
+    invalid("affinity_patience = " + std::to_string(options_.affinity_patience.count()) +
+            "us: must be in 0..10s");
+  if (options_.pinning > Pinning::CpuList)
+    invalid("pinning = " + std::to_string(static_cast<unsigned>(options_.pinning)) +
+            ": not a weft::Pinning (None, OnePerCpu or CpuList)");
+  const auto allowed = os::allowed_cpus();
+  if (options_.pinning == Pinning::CpuList) {
+    if (options_.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::CpuList");
+    for (const unsigned cpu : options_.cpus) {
+      if (!std::binary_search(allowed.begin(), allowed.end(), cpu))
+        invalid("cpus contains CPU " + std::to_string(cpu) + ", which this process may not use (allowed: " +
+                list(allowed) + ")");
+    }
+  } else if (!options_.cpus.empty()) {
+    invalid("cpus is set, but pinning is not Pinning::CpuList: the CPU list would be ignored");
+  }
+  if (options_.pinning == Pinning::OnePerCpu) options_.cpus = allowed;
+
+  if (options_.fiber_stack_size < PoolOptions::min_fiber_stack_size ||
+      options_.fiber_stack_size > fiber::kMaxFiberStackSize)
+    invalid("fiber_stack_size = " + std::to_string(options_.fiber_stack_size) + ": must be in " +
+            std::to_string(PoolOptions::min_fiber_stack_size) + ".." + std::to_string(fiber::kMaxFiberStackSize) +
+            " bytes");
+  if (options_.max_fibers < 1 || options_.max_fibers > fiber::kMaxFiberStacks)
+    invalid("max_fibers = " + std::to_string(options_.max_fibers) + ": must be in 1.." +
+            std::to_string(fiber::kMaxFiberStacks));
+
+  for (auto& queue : injected_) queue = std::make_unique<TaskQueue>(domain_);
+  workers_.reserve(count);
+  for (unsigned i = 0; i < count; ++i) {
+    workers_.push_back(std::make_unique<Worker>(*this, i, domain_));
+    workers_.back()->watches.resize(count);
+  }
+#if WEFT_FIBERS
+  if (options_.fibers) {
+    // Keeps a few free stacks per worker for the next suspensions; more are unmapped when released.
+    fiber_stacks_ = std::make_unique<fiber::FiberStackPool>(
+        fiber::FiberStackOptions{.stack_size = options_.fiber_stack_size,
+                          .max_stacks = options_.max_fibers,
+                          .keep_free = std::min<std::size_t>(options_.max_fibers, 4 * std::size_t{count})});
+    for (auto& worker : workers_) {
+      fiber_workers_.push_back(std::make_unique<FiberWorker>(*this, *fiber_stacks_));
+      worker->fibers = fiber_workers_.back().get();
+    }
+    fiber::install_fiber_overflow_report();  // again if someone replaced the handler since the last pool started
+  }
+#endif
+
+  starting_.store(count, std::memory_order_relaxed);
+  unsigned launched = 0;
+  try {
+    for (auto& worker : workers_) {
+      worker->thread = std::thread([this, &self = *worker] {
+        tls_worker = &self;
+        self.registration.emplace(domain_.register_thread());
+        std::string problem = apply_thread_options(self);
+        if (!problem.empty()) {
+          const std::lock_guard lock(startup_mutex_);
+          if (startup_failure_.empty()) startup_failure_ = std::move(problem);
+        }
+#if WEFT_FIBERS
+        if (self.fibers != nullptr) self.fibers->take_loop_stack();  // before any task may take the last stacks
+#endif
+        // acq_rel: the constructor, which acquires the count, sees the failure written above. Everything
+        // touched here is a member, which outlives this thread (it is joined before they are destroyed).
+        starting_.fetch_sub(1, std::memory_order_acq_rel);
+        started_changed_.notify_all();
+#if WEFT_FIBERS
+        if (self.fibers != nullptr) {
+          // An overflow of a fiber's stack is reported, naming this worker (scheduler/fiber/fiber_overflow.hpp).
+          const fiber::FiberOverflowScope overflow(options_.name.c_str(), self.index, fiber_stacks_->guard_size());
+          self.fibers->run(self);
+        } else {
+          worker_main(self);
+        }
+#else
+        worker_main(self);
+#endif
+        self.registration.reset();
+        tls_worker = nullptr;
+      });
+      ++launched;
+    }
+  } catch (...) {
+    // The OS refused a thread: stop the ones already started, and report.
+    starting_.fetch_sub(count - launched, std::memory_order_acq_rel);
+    begin_shutdown(State::dropping);
+    finish_shutdown();
+    throw;
+  }
+  started_changed_.await([this] { return starting_.load(std::memory_order_acquire) == 0; });
+  std::string failure;
+  {
+    const std::lock_guard lock(startup_mutex_);
+    failure = startup_failure_;
+  }
+  if (!failure.empty()) {
+    begin_shutdown(State::dropping);
+    finish_shutdown();
+    throw invalid_option("weft::PoolOptions::" + failure);
+  }
+}
+
+Engine::~Engine() {
+  const std::lock_guard lock(shutdown_mutex_);
+  if (!joined_) {
+    begin_shutdown(State::draining);
+    // After a shutdown that failed part-way (out of memory) the state may already be dropping: do not wait
+    // for tasks that nobody will run.
+    idle_changed_.await([this] { return state_.load(std::memory_order_acquire) != State::draining || idle(); });
+    finish_shutdown();
+  }
+  // Threads that still hold a lease on one of our slots prune it at their next look-up. relaxed: read only to
+  // prune; the slot's memory stays valid through the shared_ptr either way.
+  const unsigned slots = slot_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < slots; ++i) slots_[i].load(std::memory_order_relaxed)->engine_alive.store(false, std::memory_order_relaxed);
+}
+
+std::string Engine::apply_thread_options(Worker& self) {
+  os::set_current_thread_name(options_.name + "-" + std::to_string(self.index));
+  if (options_.pinning != Pinning::None) {
+    const unsigned cpu = options_.cpus[self.index % options_.cpus.size()];
+    const unsigned one[1] = {cpu};
+    if (!os::pin_current_thread(one))
+      return "pinning: worker " + std::to_string(self.index) + " could not be pinned to CPU " + std::to_string(cpu);
+  }
+  if (options_.nice) {
+    if (auto error = os::set_current_thread_nice(*options_.nice))
+      return "nice = " + std::to_string(*options_.nice) + ": worker " + std::to_string(self.index) +
+             " could not set it: " + *error;
+  }
+  return {};
+}
+
+std::optional<unsigned> Engine::current_worker() const noexcept {
+  if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
+  return std::nullopt;
+}
+
+PoolStats Engine::stats() const {
+  PoolStats out;
+  out.workers.reserve(workers_.size());
+  std::uint64_t finished = abandoned_.load(std::memory_order_acquire);
+  std::uint64_t submitted = external_submitted_.load(std::memory_order_acquire);
+  std::size_t queued = 0;
+  for (const auto& worker : workers_) {
+    const auto& c = worker->counters;
+    out.workers.push_back({c.executed.read(), c.stolen.read(), c.steal_attempts.read(), c.parks.read(),
+                           c.wakeups.read(), c.outside_batched.read()});
+    finished += c.finished.read();
+    submitted += c.spawned.read();
+    queued += worker->deque.size_hint() + worker->from_outside.size_hint();
+    queued += static_cast<std::size_t>(std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
+  }
+  const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
+  for (unsigned i = 0; i < slots; ++i) {
+    const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);
+    submitted += slot.submitted.read();
+    finished += slot.finished.read();
+    queued += slot.deque.size_hint();
+  }
+  // Shared queues: what submitters pushed less what workers (or the final drop) took. Read taken first:
+  // both only grow, so a snapshot never comes out negative except by a concurrent take, which is clamped.
+  std::uint64_t taken = injected_dropped_.load(std::memory_order_relaxed);
+  for (const auto& worker : workers_) taken += worker->counters.taken_injected.read();
+  std::uint64_t pushed = 0;
+  for (const auto& total : injected_total_) pushed += total.value.load(std::memory_order_relaxed);
+  queued += pushed > taken ? static_cast<std::size_t>(pushed - taken) : 0;
+  out.queued = queued;
+  out.in_flight = submitted >= finished ? static_cast<std::size_t>(submitted - finished) : 0;
+  out.errors = error_count_.load(std::memory_order_relaxed);
+  out.dropped = dropped_.load(std::memory_order_relaxed);
+  out.admitted_over_limit = admitted_over_limit_.load(std::memory_order_relaxed);
+  const std::int64_t suspended = suspended_tasks_.load(std::memory_order_relaxed);
+  out.suspended = suspended > 0 ? static_cast<std::size_t>(suspended) : 0;
+#if WEFT_FIBERS
+  if (fiber_stacks_ != nullptr) {
+    const fiber::FiberStackStats stacks = fiber_stacks_->stats();
+    out.fiber_stacks = stacks.live;
+    out.fiber_stacks_peak = stacks.peak;
+    out.fiber_overshoot = stacks.overshoot;
+  }
+#endif
+  out.fiber_waits_unsuspended = waits_unsuspended_.load(std::memory_order_relaxed);
+  return out;
+}
+
+void Engine::note_unsuspended_wait() noexcept {
+  waits_unsuspended_.fetch_add(1, std::memory_order_relaxed);
+  // relaxed: only which caller writes the message is decided here; it orders nothing else.
+  if (unsuspended_told_.exchange(true, std::memory_order_relaxed)) return;
+  std::size_t live = 0;
+#if WEFT_FIBERS
+  if (fiber_stacks_ != nullptr) live = fiber_stacks_->stats().live;
+#endif
+  std::fprintf(stderr,
+               "weft: pool '%s': a waiting task could not suspend: %zu fiber stacks exist (PoolOptions::max_fibers "
+               "= %zu, exceeded as needed up to %zu, or until the OS refuses the memory). It waits by running other "
+               "tasks on its own stack instead, which never ends if the tasks that would release it are queued "
+               "behind other such waits. Let fewer tasks wait at once, or use fewer or smaller fiber stacks "
+               "(PoolOptions::fiber_stack_size). PoolStats::fiber_waits_unsuspended counts these waits.\n",
+               options_.name.c_str(), live, options_.max_fibers, fiber::kMaxFiberStacks);
+}
+
+void Engine::report_error(std::exception_ptr error) noexcept {
+  error_count_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.on_error) {
+    try {
+      options_.on_error(error);
+      return;
+    } catch (...) {
+      error = std::current_exception();  // the handler's own failure is kept below, never lost
+      error_count_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  try {
+    const std::lock_guard lock(errors_mutex_);
+    if (errors_.size() < kKeptErrors) errors_.push_back(std::move(error));
+  } catch (...) {
+    // Out of memory while keeping an error: it is still counted in error_count_.
+  }
+}
+
+std::vector<std::exception_ptr> Engine::take_errors() {
+  const std::lock_guard lock(errors_mutex_);
+  return std::exchange(errors_, {});
+}
+
+}  // namespace weft::engine

@@ -1,0 +1,627 @@
+// The engine behind weft::Pool: workers, the shared injection queues, parking, admission and shutdown.
+// Knows tasks, never graphs.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduler/atomics/cpu_relax.hpp"
+#include "scheduler/engine/event_count.hpp"
+#include "scheduler/engine/outside_slot.hpp"
+#include "scheduler/engine/parking.hpp"
+#include "scheduler/engine/resumed_queue.hpp"
+#include "scheduler/engine/slot_lease.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
+#include "scheduler/tracing/trace_impl.hpp"
+#include "scheduler/engine/worker.hpp"
+#include "weft/pool.hpp"
+#if WEFT_FIBERS
+#include "scheduler/engine/fiber_worker.hpp"
+#endif
+
+namespace weft::detail {
+// Tasks run inline by a waiter (Future::get) of this engine: started before the claim, finished after the
+// result is published. idle() counts them, so wait_idle and Drain wait for an inline run still going.
+struct InlineRunCounter {
+  std::atomic<std::uint64_t> started{0};
+  std::atomic<std::uint64_t> finished{0};
+  engine::Engine* engine = nullptr;
+};
+}  // namespace weft::detail
+
+namespace weft::engine {
+
+class Engine;
+
+// Marks the calling thread as running a task of `engine` while it lives; nested frames form a list. A worker is
+// inside its own engine's tasks by being its worker; frames mark the other threads that run a task themselves
+// (a waiter running the task it waits for, an outside thread running its own slot's tasks or a graph's roots),
+// so that wait_idle, shutdown and the pool's destructor refuse to wait for themselves whichever thread runs
+// the task. A frame also carries the thread's index in the engine (Engine::current_thread_index): its worker
+// index, or size() + the index of the slot the thread owns.
+class RunningFrame {
+ public:
+  RunningFrame(const Engine& engine, unsigned thread_index) noexcept;
+  ~RunningFrame();
+  RunningFrame(const RunningFrame&) = delete;
+  RunningFrame& operator=(const RunningFrame&) = delete;
+  // True if some frame on the calling thread's stack is `engine`'s.
+  [[nodiscard]] static bool inside(const Engine& engine) noexcept;
+  // The thread index of the innermost frame of `engine` on the calling thread's stack, if there is one.
+  [[nodiscard]] static std::optional<unsigned> thread_index_in(const Engine& engine) noexcept;
+
+ private:
+  const Engine& engine_;
+  RunningFrame* const outer_;
+  const unsigned thread_index_;
+};
+
+class Engine {
+ public:
+  // Validates the options (weft::invalid_option naming the field), starts the workers and waits until each
+  // has applied its name, pinning and nice value; a failure there stops them and throws invalid_option.
+  explicit Engine(PoolOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // `inline_tag`: who besides the workers may run the task (weft::detail::InlineTag in weft/pool.hpp).
+  SubmitStatus enqueue(small_function<void()>&& closure, const TaskOptions& options, weft::detail::Admission admission,
+                       std::chrono::steady_clock::time_point deadline,
+                       weft::detail::InlineTag inline_tag = weft::detail::kWorkersOnly);
+  // A task that is its own block (a future's state or a SelfTask, weft::detail::TaskKind), queued as itself; its
+  // routing fields are written here. Only an accepted task becomes the pool's: on any other status, or an
+  // exception, the caller still holds it and must drop it (FutureStateBase::finish_queued, SelfTask::finish).
+  SubmitStatus enqueue(Task* task, const TaskOptions& options, weft::detail::Admission admission,
+                       std::chrono::steady_clock::time_point deadline, weft::detail::InlineTag inline_tag);
+  void wait_idle();
+  std::uint64_t shutdown(Shutdown policy);
+  ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
+
+  [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
+  // Pool::current_thread_index: the worker index on a worker of this engine; size() + its slot's index on
+  // another thread inside a RunningFrame of this engine; else nullopt.
+  [[nodiscard]] std::optional<unsigned> current_thread_index() const noexcept;
+  // Every thread index is below this: the workers, then one index per slot an outside thread may own.
+  [[nodiscard]] unsigned max_thread_index() const noexcept { return size() + kMaxSlots; }
+  // True if the calling thread is running one of this engine's tasks: as its worker, or itself (RunningFrame).
+  [[nodiscard]] bool inside_own_task() const noexcept;
+  [[nodiscard]] PoolStats stats() const;
+  [[nodiscard]] std::vector<std::exception_ptr> take_errors();
+  // The task domain's counters (task blocks and queue nodes: how many came from the system, what is retired),
+  // for tests that check the memory stays bounded. Exact only while no thread submits or runs tasks.
+  [[nodiscard]] TaskDomain::Stats domain_stats() const { return domain_.stats(); }
+  [[nodiscard]] weft::detail::InlineRunCounter& inline_runs() noexcept { return inline_runs_; }
+  // An inline run finished: whoever waits for idle should look again.
+  void inline_run_finished() noexcept { idle_changed_.notify_all(); }
+
+  // The worker the calling thread is, in whatever engine, or null.
+  [[nodiscard]] static Worker* this_thread_worker() noexcept;
+  // PoolOptions::trace's recorder, or null if the pool does not trace.
+  [[nodiscard]] weft::tracing::TraceImpl* tracer() const noexcept { return tracer_; }
+  [[nodiscard]] const std::shared_ptr<Trace>& trace() const noexcept { return options_.trace; }
+
+  // Runs `work` on the calling thread as one task of this engine: inside the task hooks (TaskEvent::worker is
+  // the thread's worker index here, or TaskEvent::not_a_worker) and inside a RunningFrame. For work a thread
+  // outside the worker loop runs itself (a graph's roots taken over by the thread waiting for the run).
+  // A thread that is not a worker of this engine needs a slot for its thread index (one is adopted or made
+  // if it has none): when it cannot have one (kMaxSlots other threads hold them), `work` is not run and the
+  // call returns false; the caller leaves the work to the workers.
+  template <class Work>
+  bool run_here(Priority priority, Work&& work) noexcept;
+  // A waiter (any thread, a worker of any engine included) runs a future's task of this engine itself if
+  // nobody has started it; counted in inline_runs() so that wait_idle and Drain wait for it. Returns whether
+  // this call ran it. A thread that can have no thread index in this engine (see run_here) never claims it.
+  bool run_inline(weft::detail::FutureStateBase& state) noexcept;
+
+  // For an outside thread (never a worker of this engine) waiting without a deadline: runs tasks from the
+  // calling thread's own slot, newest first, while they are futures' tasks or tagged `owner` (Task::inline_tag),
+  // until ready() holds, the newest is another's (posted tasks run on workers only), the slot is empty, or a
+  // shutdown that drops has begun. Each runs inside the task hooks (TaskEvent::not_a_worker). Returns ready().
+  // `exclusive`: the state of the future whose get() waits here; popped from the slot, it runs with no
+  // read-modify-write (FutureStateBase::run_exclusive) unless task hooks are set.
+  template <class Ready>
+  bool help_from_own_slot(Ready ready, weft::detail::InlineTag owner = weft::detail::kInlineFuture,
+                          weft::detail::FutureStateBase* exclusive = nullptr) noexcept;
+
+  // A hint: some worker is parked, so a thread outside the pool that runs tasks uses a core a worker leaves
+  // idle rather than compete with every worker for the cores. (Counting searching workers too made the caller
+  // of a compute-bound parallel_for help for a quarter of the loop, one thread more than there are cores.)
+  [[nodiscard]] bool has_idle_worker() const noexcept { return parking_.sleepers() > 0; }
+
+  // The calling thread is one of this engine's workers and a High task waits in the shared High queue (a
+  // hint: two loads, then the thread-local only if the queue is not empty). A front-end that runs Normal work
+  // in place, past the worker loop's priority order (a graph's in-place successor), posts it instead, so that
+  // the worker takes the High task first. A thread outside the pool delays no High task by running in place.
+  [[nodiscard]] bool worker_should_yield_to_high() const noexcept {
+    if (injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) return false;
+    const Worker* self = this_thread_worker();
+    return self != nullptr && &self->engine == this;
+  }
+  // No shutdown has begun: post/submit are accepted (a snapshot: a shutdown may begin right after).
+  [[nodiscard]] bool accepting() const noexcept {
+    return state_.load(std::memory_order_acquire) == State::running;  // acquire: pairs with the shutdown stores
+  }
+  // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
+  // front-ends stop work they run in place at its next boundary (a graph's next node). False after a Drain,
+  // even once the pool has stopped: a Drain stops no accepted work.
+  [[nodiscard]] bool dropping() const noexcept {
+    // acquire: pairs with the shutdown's store, made before the state says dropping.
+    return drop_cause_.load(std::memory_order_acquire) != DropCause::none;
+  }
+  // While dropping(): what made the pool drop, for the errors of the work it stops: "Shutdown::DropPending" or
+  // "shutdown_for's deadline".
+  [[nodiscard]] const char* drop_policy() const noexcept;
+  // Called by a closure's destructor when the pool drops it unrun and it had nothing left to do (a front-end's
+  // helper task whose work others already took): the drop is then not counted as a dropped task.
+  static void note_drop_was_empty() noexcept;
+
+  // At most this many outside threads at a time get a slot in one engine; more use the shared queues.
+  static constexpr unsigned kMaxSlots = 64;
+
+  // THE place a worker waits (Future::get, a full queue): until ready() holds, it runs other tasks; when
+  // there are none it sleeps in short slices. Nested waits deeper than kMaxWaitDepth, or short of stack
+  // (stack_guard.hpp), run only the worker's own deque and mailbox (descendants of the waiting task), so that
+  // unrelated stolen work cannot grow the stack without bound; what such a worker spawns goes to its own deque
+  // whatever its priority (route), so the wait can reach it.
+  // `sleep(slice)` blocks for at most `slice` on whatever signals ready() (a future's word, an EventCount), through
+  // park_word (scheduler/engine/wait_word.hpp). With fibers, sleep(nanoseconds::max()) parks the waiting task's fiber:
+  // it must then only park (run no task) and return once woken.
+  // With fibers (PoolOptions::fibers) and no deadline, the waiting task suspends instead of running unrelated
+  // work (wait_on_fiber); where it may not, it waits as described here.
+  // `refuse_as`, when set, names the call for weft::nesting_too_deep: the wait throws it instead of starting
+  // short of stack (a wait that must not throw, an implicit join, leaves it null).
+  // `exclusive`: the state of the future whose get() waits here; found in a queue, it runs with no
+  // read-modify-write (execute_awaited).
+  // Returns ready() (false only if the deadline passed first).
+  template <class Ready, class Sleep>
+  bool wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline, Sleep sleep,
+                      const char* refuse_as = nullptr, weft::detail::FutureStateBase* exclusive = nullptr);
+
+  static constexpr unsigned kMaxWaitDepth = 64;
+  // How much more than the stack reserve admit() wants left before it waits for room (see admit()): more than
+  // the frames between it and the wait's own look at the stack.
+  static constexpr std::size_t kAdmitStackMargin = 16 * 1024;
+  static constexpr std::chrono::microseconds kWaitSlice{100};
+
+  // A suspended task was woken (fiber_lot::wake): queued for the first worker whose loop gets to it, before
+  // any new task. `resumed` is a Resumable's entry (scheduler/engine/fiber_worker.hpp), its task the Resumable's header.
+  // Never fails: the entry is the queue's node.
+  void resume_later(ResumedEntry& resumed) noexcept;
+  // Tasks suspended on fibers now (a snapshot).
+  [[nodiscard]] std::int64_t suspended_tasks() const noexcept {
+    return suspended_tasks_.load(std::memory_order_relaxed);
+  }
+  // Timed waits parked in the fiber lot, kept by the lot: while it is not zero the workers' loops look for expired
+  // ones (at most every kTimerLook per worker) and sleep at most kTimerSleep. A hint: relaxed; the lot's bucket
+  // locks order the rest.
+  void add_timed_parked(std::int64_t delta) noexcept { timed_parked_.fetch_add(delta, std::memory_order_relaxed); }
+  [[nodiscard]] std::int64_t timed_parked() const noexcept { return timed_parked_.load(std::memory_order_relaxed); }
+  static constexpr std::chrono::microseconds kTimerLook{50};
+  static constexpr std::chrono::milliseconds kTimerSleep{1};
+#if WEFT_FIBERS
+  // The pool's fiber stacks (null if it does not use fibers), for statistics and tests.
+  [[nodiscard]] const fiber::FiberStackPool* fiber_stacks() const noexcept { return fiber_stacks_.get(); }
+#endif
+  // A wait that would have suspended found no stack even past max_fibers (FiberWorker::ready_to_suspend): counted
+  // (PoolStats::fiber_waits_unsuspended), and the first one of the pool says on stderr what it means and what to
+  // change, since such a wait runs other tasks on its stack and may never end.
+  void note_unsuspended_wait() noexcept;
+
+ private:
+  friend class FiberWorker;
+
+  enum class State : std::uint8_t { running, draining, dropping, stopped };
+  // Why a shutdown drops pending work (dropping(), drop_policy()); none under Drain, stopped or not.
+  enum class DropCause : std::uint8_t { none, drop_pending, deadline };
+  // A DropPending shutdown (or shutdown_for's deadline) has begun, or the pool has stopped: no pending task
+  // starts any more.
+  [[nodiscard]] static constexpr bool stops_tasks(State state) noexcept {
+    return state == State::dropping || state == State::stopped;
+  }
+
+  void worker_main(Worker& self);
+  // The worker loop's entry on a fiber (FiberWorker): for the worker of the thread that first resumes it.
+  void run_loop_on_fiber();
+  // The worker loop on the thread's own stack (a pool without fibers, or no stack for the first fiber).
+  void run_loop_on_thread(Worker& self) { worker_main(self); }
+  // A resumed task for a worker to continue (a Resumable's header), or null.
+  [[nodiscard]] Task* take_resumed() noexcept { return resumed_.try_take(); }
+  // Resumes the timed waits that expired, if `self` has not looked for kTimerLook.
+  void expire_timed_waits(Worker& self) noexcept;
+  // wait_on_worker's way with fibers: runs the newest tasks of the worker's own deque (the awaited one is most
+  // often there) while the stack allows, else suspends the waiting task until woken or the deadline. Returns the
+  // wait's result (ready()), or nullopt, with nothing waited for yet, if it may not suspend here (see
+  // fiber_worker.hpp); `me` follows the task to the worker it is on.
+  template <class Ready, class Sleep>
+  std::optional<bool> wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    weft::detail::FutureStateBase* exclusive);
+  // execute(), except for `exclusive`, the state whose Future::get waits on this worker: taken out of a queue,
+  // both its references are the waiter's, and it runs with FutureStateBase::run_exclusive (unless task hooks are
+  // set). Returns the worker the calling code is on afterwards, as execute() does.
+  Worker& execute_awaited(Worker& self, Task* task, weft::detail::FutureStateBase* exclusive) noexcept;
+  // True if a task on `self`'s current fiber may suspend: not in a catch block or an unwinding, not inside a
+  // RunningFrame, not inside a wait that could not suspend (Worker::no_suspend).
+  [[nodiscard]] static bool may_suspend(const Worker& self) noexcept;
+  // After a DropPending shutdown began, on a worker's way out (worker_main) or in a wait (wait_on_worker): drops
+  // what is left in its own deque, outside batch and mailbox (counted in dropped_by_waiters_). Returns true if it
+  // took any task. Out of line: the wait loop's other paths are hot, and each inlined pop adds its locals to the
+  // frame g++ estimates for the loop, which decides whether the loop is inlined into Future::get.
+  bool drop_own_pending(Worker& self) noexcept;
+  [[nodiscard]] std::string apply_thread_options(Worker& self);
+  [[nodiscard]] Task* find_task(Worker& self);
+  [[nodiscard]] Task* take_injected(Worker& self, Priority priority);
+  [[nodiscard]] Task* steal(Worker& self);
+  [[nodiscard]] Task* steal_from_mailboxes(Worker& self);
+  [[nodiscard]] Task* steal_from_slots(Worker& self);
+  [[nodiscard]] OutsideSlot* slot_for_submission();
+  void run_outside(OutsideSlot& slot, Task* task) noexcept;
+  // run_outside of the state whose Future::get is the caller, taken from the caller's own slot: see
+  // FutureStateBase::run_exclusive. Only without task hooks.
+  void run_outside_exclusive(OutsideSlot& slot, weft::detail::FutureStateBase& state) noexcept;
+  // The calling thread's index for running a task of this engine itself: its worker index, or size() + the
+  // index of its slot (adopted or made here if it has none); nullopt if it can have no slot.
+  [[nodiscard]] std::optional<unsigned> thread_index_for_running() noexcept;
+  // Records a pool task's event if tracing (run_hooked and run_as).
+  void trace_task(std::int64_t start, Priority priority, unsigned worker) const noexcept {
+    tracer_->complete(weft::tracing::TraceCategory::task, weft::tracing::TraceImpl::kTaskName, start,
+                      static_cast<std::uint64_t>(priority), worker);
+  }
+  void trace_steal(unsigned victim) const noexcept {
+    if (!tracer_->recording()) return;
+    tracer_->record({tracer_->now(), 0, victim, weft::tracing::TraceImpl::kStealName, 0,
+                     weft::tracing::TraceCategory::steal});
+  }
+  // run_here's body, for a thread whose index is known.
+  template <class Work>
+  void run_as(unsigned thread_index, Priority priority, Work&& work) noexcept;
+  void finished_outside_runs() noexcept { idle_changed_.notify_all(); }
+  // Runs a task `self` found; returns the worker the calling code is on afterwards: `self`, or another one if
+  // the task suspended on a fiber and resumed there.
+  Worker& execute(Worker& self, Task* task) noexcept;
+  // Which worker the calling code is on now, given `self` and the mark (switch_mark) read on it before running
+  // something that may have suspended.
+  [[nodiscard]] static std::uint64_t switch_mark(const Worker& self) noexcept;
+  [[nodiscard]] static Worker& worker_after(Worker& self, std::uint64_t mark) noexcept;
+  // Runs and releases a queued task inside the task hooks (only when some are set). A future's task that a
+  // waiter already ran inline runs no hooks here (it ran inside them there).
+  Worker* run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
+  // Hooks or a trace: run_hooked/run_as's slow path.
+  [[nodiscard]] bool has_hooks() const noexcept { return hooked_; }
+  void call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
+  // The calling thread's index among this engine's workers, or TaskEvent::not_a_worker.
+  [[nodiscard]] unsigned worker_index_here() const noexcept;
+  // Destroys a task unrun (its future reports task_dropped); returns 1 if it counts as a dropped task, 0 if it
+  // had nothing left to do (note_drop_was_empty).
+  [[nodiscard]] std::uint64_t drop(Task* task, TaskDomain::ThreadRef ref) noexcept;
+  void park(Worker& self);
+  [[nodiscard]] bool has_visible_work(const Worker& self) const noexcept;
+  [[nodiscard]] bool mailbox_waiting_elsewhere(const Worker& self) const noexcept;
+
+  // Waits for room under max_queued. `self` (the calling worker, or null) follows a task that moved to another
+  // worker while it waited (fibers).
+  [[nodiscard]] SubmitStatus admit(Worker*& self, weft::detail::Admission admission,
+                                   std::chrono::steady_clock::time_point deadline);
+  [[nodiscard]] bool closed_to(const Worker* self) const noexcept;
+  // The gate is closed, yet an outside thread may pass it: it runs this pool's work in place (a RunningFrame:
+  // an outside waiter running a run's nodes, or a task a waiter claimed), which the pool accepted and a Drain
+  // lets finish, and the pool does not stop tasks yet (see enqueue_general and await_submitters).
+  [[nodiscard]] bool admits_own_work_while_closed() const noexcept;
+  // After the state was raised to one that stops tasks: waits until no outside submitter is inside the gate
+  // (its count and the slots' `entering` flags), so that a push admitted before the raise is in its queue
+  // before the drops that follow look there.
+  void await_submitters() const noexcept;
+  void release_queued_slot() noexcept;
+  void route(Worker* self, TaskDomain::ThreadRef ref, Task* task);
+  // A task counted as submitted could not be queued (allocation failed): account for it, and destroy it if it
+  // is a closure task (a task that is its own block stays its submitter's).
+  void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
+  // abandon_unqueued's counting, for a task that is its own block (its submitter drops it).
+  void abandon_counted() noexcept;
+  // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
+  // closure (wrapped in a ClosureTask here) or a task that is its own block; defined in submit.cpp.
+  template <class Source>
+  [[gnu::noinline]] SubmitStatus enqueue_general(Source&& source, const TaskOptions& options,
+                                                 weft::detail::Admission admission,
+                                                 std::chrono::steady_clock::time_point deadline,
+                                                 weft::detail::InlineTag inline_tag);
+  // enqueue's common case: a worker's own Normal task with no affinity in a pool without max_queued.
+  // spawning_worker() is the calling worker when `options` take that path, else null. Defined, with enqueue,
+  // in spawn_path.hpp.
+  [[nodiscard]] Worker* spawning_worker(const TaskOptions& options) const noexcept;
+  template <class Source>
+  SubmitStatus spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag);
+  // Runs a queued task and gives it up (a closure task's block is freed); the task is gone afterwards. `self`
+  // ran it (null: an outside thread, which uses `ref`); returns the worker it is on afterwards (null if none).
+  Worker* run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* task) noexcept;
+  // Work was published: wakes a parked worker if none is searching (scheduler/engine/parking.hpp).
+  void signal_work() noexcept { parking_.notify(); }
+  [[nodiscard]] bool idle() const noexcept;
+  // Closes the gate, then raises the state to `target` (raise_state). `cause`: why, if `target` drops.
+  void begin_shutdown(State target, DropCause cause = DropCause::drop_pending);
+  // Raises the state to `target` (never lowers it) and tells whoever sleeps; a state that drops wakes every
+  // suspended task of the pool first noting `cause` (dropping()).
+  void raise_state(State target, DropCause cause) noexcept;
+  std::uint64_t finish_shutdown();
+  std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
+  std::uint64_t drop_slots(TaskDomain::ThreadRef ref) noexcept;
+  void report_error(std::exception_ptr error) noexcept;
+  void refuse_on_own_worker(const char* what) const;
+
+  PoolOptions options_;
+  // PoolOptions::trace's recorder (null: not tracing), and whether any task hook or a trace is set. Both fixed
+  // at construction.
+  weft::tracing::TraceImpl* const tracer_;
+  const bool hooked_;
+  TaskDomain domain_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  // Shared FIFO queues, one per priority, for tasks from outside the workers (and High/Low tasks from
+  // workers). Workers skip an empty one with MSQueue::empty_hint(), two loads and no hazard.
+  std::array<std::unique_ptr<TaskQueue>, 3> injected_;
+  // Pushes per queue, for stats: written by submitters only, each on its own line.
+  struct alignas(atomics::kCacheLine) PaddedCount {
+    std::atomic<std::uint64_t> value{0};
+  };
+  std::array<PaddedCount, 3> injected_total_{};
+  std::atomic<std::uint64_t> injected_dropped_{0};
+
+  Parking parking_;            // idle workers sleep here (scheduler/engine/parking.hpp)
+  // wait_idle and shutdown sleep here; a worker that runs dry notifies. Asymmetric where the OS allows.
+  EventCount idle_changed_;
+  EventCount room_available_;  // submitters blocked on max_queued sleep here
+
+  alignas(atomics::kCacheLine) std::atomic<State> state_{State::running};
+  std::atomic<DropCause> drop_cause_{DropCause::none};  // set once, before the state says dropping
+  // External submitters inside enqueue, times two, plus 1 once closed: shutdown closes the gate and waits
+  // for the count to drain, so no external submission can slip in after the final drain.
+  std::atomic<std::uint64_t> gate_{0};
+  // The slots' `entering` flags pair with the closing of the gate through the asymmetric barriers (a compiler
+  // barrier per submission, a system call per shutdown) where the OS has them; else through seq_cst fences.
+  const bool asymmetric_gate_ = os::process_barrier_available();
+  std::atomic<std::uint64_t> external_submitted_{0};
+  std::atomic<std::size_t> queued_{0};  // accepted, not started; maintained only when max_queued > 0
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> admitted_over_limit_{0};  // PoolStats::admitted_over_limit
+  std::atomic<std::uint64_t> dropped_by_waiters_{0};  // dropped by workers waiting during a DropPending shutdown
+  std::atomic<std::uint64_t> abandoned_{0};  // counted as submitted, then destroyed unrun: finished for idle()
+  weft::detail::InlineRunCounter inline_runs_{{0}, {0}, this};
+
+  // Fibers: tasks woken while suspended, waiting for a worker (taken before any new task), and how many tasks
+  // are suspended (a worker stays until none is, so that each can finish; see FiberWorker::run).
+  ResumedQueue resumed_;
+  std::atomic<std::int64_t> suspended_tasks_{0};
+  std::atomic<std::int64_t> timed_parked_{0};
+  std::atomic<std::uint64_t> waits_unsuspended_{0};  // PoolStats::fiber_waits_unsuspended; relaxed: a count
+  std::atomic<bool> unsuspended_told_{false};  // the message of note_unsuspended_wait was written
+#if WEFT_FIBERS
+  std::unique_ptr<fiber::FiberStackPool> fiber_stacks_;
+  std::vector<std::unique_ptr<FiberWorker>> fiber_workers_;
+#endif
+
+  std::mutex errors_mutex_;
+  std::vector<std::exception_ptr> errors_;
+  std::atomic<std::uint64_t> error_count_{0};
+
+  // Start-up: workers count down once they applied name, pinning and nice; the first failure is kept.
+  std::atomic<unsigned> starting_{0};
+  EventCount started_changed_;
+  std::mutex startup_mutex_;
+  std::string startup_failure_;
+
+  std::mutex shutdown_mutex_;
+  bool joined_ = false;
+
+  // Outside threads' slots (scheduler/engine/outside_slot.hpp). slots_[i] for i < slot_count_ is set and never
+  // changes; published by the release store of slot_count_, read with acquire. slot_holders_ (under
+  // slots_mutex_) keeps each alive until the engine and the owning thread have both let go.
+  const std::uint64_t id_;
+  std::array<std::atomic<OutsideSlot*>, kMaxSlots> slots_{};
+  std::atomic<unsigned> slot_count_{0};
+  std::mutex slots_mutex_;
+  std::array<std::shared_ptr<OutsideSlot>, kMaxSlots> slot_holders_{};
+};
+
+template <class Work>
+bool Engine::run_here(Priority priority, Work&& work) noexcept {
+  const std::optional<unsigned> thread_index = thread_index_for_running();
+  if (!thread_index) return false;
+  run_as(*thread_index, priority, std::forward<Work>(work));
+  return true;
+}
+
+template <class Work>
+void Engine::run_as(unsigned thread_index, Priority priority, Work&& work) noexcept {
+  const RunningFrame frame(*this, thread_index);
+  if (!has_hooks()) {
+    work();
+    return;
+  }
+  const TaskEvent event{worker_index_here(), priority};
+  const bool traced = tracer_ != nullptr && tracer_->recording();
+  const std::int64_t start = traced ? tracer_->now() : 0;
+  call_hook(options_.on_task_start, event);
+  work();
+  call_hook(options_.on_task_end, event);
+  if (traced) trace_task(start, priority, event.worker);
+}
+
+template <class Ready>
+bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
+                                weft::detail::FutureStateBase* exclusive) noexcept {
+  OutsideSlot* slot = slot_lease::find(id_);
+  if (slot == nullptr) return ready();
+  bool ran = false;
+  while (!ready()) {
+    // acquire: pairs with the shutdown stores; once dropping, pending tasks are left for the shutdown to drop.
+    const State state = state_.load(std::memory_order_acquire);
+    if (stops_tasks(state)) break;
+    auto task = slot->deque.pop();
+    if (!task) break;
+    const weft::detail::InlineTag tag = (*task)->inline_tag;
+    if (tag != weft::detail::kInlineFuture && (tag == weft::detail::kWorkersOnly || tag != owner)) {
+      // Back where it was. Cannot grow (the pop just freed the slot it fills), so cannot throw.
+      slot->deque.push(*task);
+      break;
+    }
+    if (*task == exclusive && !has_hooks()) {
+      run_outside_exclusive(*slot, *exclusive);
+    } else {
+      run_outside(*slot, *task);
+    }
+    ran = true;
+  }
+  if (ran) finished_outside_runs();
+  return ready();
+}
+
+// Inline, as the waits that call them: without LTO each was a call between object files per awaited task.
+inline std::uint64_t Engine::switch_mark(const Worker& self) noexcept {
+#if WEFT_FIBERS
+  if (self.fibers != nullptr) return self.fibers->suspensions();
+#endif
+  (void)self;
+  return 0;
+}
+
+inline Worker& Engine::worker_after(Worker& self, std::uint64_t mark) noexcept {
+#if WEFT_FIBERS
+  // A task that never suspended on `self` cannot have left it: to move, its fiber must suspend, and it would do
+  // so on self's thread, which counts it. The count is self's own (read here possibly from another thread, but
+  // then it has changed, which is all this needs to know).
+  if (self.fibers != nullptr && self.fibers->suspensions() != mark) return *this_thread_worker();
+#endif
+  (void)mark;
+  return self;
+}
+
+inline Worker& Engine::execute_awaited(Worker& self, Task* task, weft::detail::FutureStateBase* exclusive) noexcept {
+  // The null test first: g++'s LTO otherwise follows a path where both are null into run_exclusive and warns
+  // (-Wstringop-overflow), though a found task is never null.
+  if (exclusive == nullptr || task != exclusive || has_hooks()) return execute(self, task);
+  if (options_.max_queued != 0) release_queued_slot();
+  const std::uint64_t mark = switch_mark(self);
+  exclusive->run_exclusive();
+  Worker& after = worker_after(self, mark);  // as in run_and_release: the task may have moved (fibers)
+  after.counters.executed.bump();
+  after.counters.finished.bump();  // last, as in execute()
+  return after;
+}
+
+template <class Ready, class Sleep>
+bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline,
+                            Sleep sleep, const char* refuse_as, weft::detail::FutureStateBase* exclusive) {
+  Worker* me = &self;
+#if WEFT_FIBERS
+  if (me->fibers != nullptr) {
+    if (const std::optional<bool> done = wait_on_fiber(me, ready, sleep, deadline, exclusive)) return *done;
+    // It may not suspend here: wait as a pool without fibers does, below.
+  }
+#endif
+  // Looked at every eighth nested wait (a thread-local load and a compare): the stack grows by a few frames a
+  // level, so the reserve (stack_guard.hpp) absorbs the seven levels between two looks. Looking at every wait put
+  // its cost, and a different inlining of the spawn + get path, on every Future::get inside a task (callgrind
+  // figures for fib(28) in docs/perf-log.md).
+  const bool short_of_stack = (me->wait_depth & 7) == 7 && fiber::stack_low();
+  if (short_of_stack && refuse_as != nullptr) [[unlikely]] fiber::require_stack(refuse_as);
+  // No task run below suspends (Worker::no_suspend): this wait's frames stay on this thread, so `me` stays
+  // right, and the depth counts go back to the worker they were taken from.
+  ++me->wait_depth;
+  ++me->no_suspend;
+  struct Leave {
+    Worker& worker;
+    ~Leave() {
+      --worker.wait_depth;
+      --worker.no_suspend;
+    }
+  } leave{*me};
+  // Deep in nested waits, or short of stack (scheduler/fiber/stack_guard.hpp): run only this worker's own deque and
+  // mailbox, whose tasks are descendants of the waiting one (or bound here), never unrelated work that could
+  // nest further.
+  const bool own_work_only = me->wait_depth > kMaxWaitDepth || short_of_stack;
+  const bool timed = deadline != std::chrono::steady_clock::time_point::max();
+  unsigned fruitless = 0;
+  while (!ready()) {
+    Task* task = nullptr;
+    const State state = state_.load(std::memory_order_acquire);
+    if (stops_tasks(state)) {
+      // Dropping: start nothing more. The awaited task is either running elsewhere or dropped by the
+      // shutting-down thread, which makes it ready (dropped) either way. A task this worker pushed just as the
+      // shutdown's drop pass went by would stay in its own deque (or mailbox), where the shutdown looks again
+      // only after joining this very worker: drop those here, or the wait and the join would wait on each other.
+      // The same for outside tasks this worker took in a batch (its from_outside deque).
+      if (drop_own_pending(*me)) continue;
+    } else if (!own_work_only) {
+      task = find_task(*me);
+    } else if (auto own = me->deque.pop()) {
+      task = *own;  // deep: only descendants of the waiting task, which keeps the stack bounded
+    } else if (auto mine = me->take_from_mailbox(me->ref())) {
+      // ... and tasks sent to this worker, which nobody else may take soon (nor a waiter inline).
+      task = *mine;
+    }
+    if (task != nullptr) {
+      (void)execute_awaited(*me, task, exclusive);  // cannot move this thread's frames: nothing suspends
+      fruitless = 0;
+      continue;
+    }
+    if (timed && std::chrono::steady_clock::now() >= deadline) return ready();
+    if (++fruitless < 64) {
+      atomics::cpu_relax();
+      continue;
+    }
+    auto slice = std::chrono::nanoseconds(kWaitSlice);
+    if (timed) slice = std::min(slice, std::chrono::nanoseconds(deadline - std::chrono::steady_clock::now()));
+    sleep(slice);
+  }
+  return true;
+}
+
+template <class Ready, class Sleep>
+std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& sleep,
+                                          std::chrono::steady_clock::time_point deadline,
+                                          weft::detail::FutureStateBase* exclusive) {
+#if WEFT_FIBERS
+  const bool timed = deadline != std::chrono::steady_clock::time_point::max();
+  while (!ready()) {
+    // acquire: pairs with the shutdown stores; a dropping pool runs nothing more (the classic wait drops).
+    if (stops_tasks(state_.load(std::memory_order_acquire))) return std::nullopt;
+    // The awaited task is most often the newest of this worker's own deque (a spawn, then its get): run it here,
+    // as a pool without fibers does, while the fiber's stack has twice its reserve left (suspending needs no stack;
+    // stack_guard.hpp) and no High task waits (the loop takes that first once this task suspends). Not in a timed
+    // wait: the task could run past the deadline.
+    if (!timed && !fiber::stack_low_for_nesting() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
+      if (auto own = me->deque.pop()) {
+        me = &execute_awaited(*me, *own, exclusive);
+        continue;
+      }
+    }
+    std::chrono::nanoseconds left = std::chrono::nanoseconds::max();
+    if (timed) {
+      left = std::chrono::nanoseconds(deadline - std::chrono::steady_clock::now());
+      if (left <= std::chrono::nanoseconds::zero()) return ready();
+    }
+    // Where it may not suspend (now, or any more: the stack bound), it goes on as a pool without fibers does.
+    if (!may_suspend(*me) || !me->fibers->ready_to_suspend()) return std::nullopt;
+    {
+      const SuspendingWait suspending(*me->fibers);
+      sleep(left);  // parks this fiber on the word the wait sleeps on (until woken, or `left` at most)
+    }
+    me = this_thread_worker();  // resumed, perhaps on another worker
+  }
+  return true;
+#else
+  (void)me, (void)ready, (void)sleep, (void)deadline, (void)exclusive;
+  return std::nullopt;
+#endif
+}
+
+}  // namespace weft::engine

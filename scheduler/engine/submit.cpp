@@ -1,0 +1,299 @@
+// Submission: where a task goes (the spawning worker's deque, an outside thread's slot, a mailbox, a shared
+// priority queue), the gate shutdown closes, and admission under PoolOptions::max_queued.
+#include <exception>
+#include <string>
+#include <type_traits>
+
+#include "scheduler/engine/engine.hpp"
+#include "scheduler/engine/engine_internal.hpp"
+#include "scheduler/engine/spawn_path.hpp"
+
+namespace weft::engine {
+using namespace engine_internal;
+
+namespace {
+// Whether the task is empty: a closure can be; a task that is its own block (a future's state, a SelfTask) never
+// is.
+[[nodiscard]] bool is_empty(const small_function<void()>& closure) noexcept { return !closure; }
+[[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
+}  // namespace
+
+template <class Source>
+SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options, weft::detail::Admission admission,
+                                     std::chrono::steady_clock::time_point deadline,
+                                     weft::detail::InlineTag inline_tag) {
+  if (options.affinity && *options.affinity >= size())
+    throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
+                         ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
+                         ")");
+  if (is_empty(source)) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
+  // Only here: the fast path of enqueue() takes Normal tasks alone, so an out-of-range value always comes here.
+  if (options.priority > Priority::Low)
+    throw invalid_option("weft::TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
+                         ": not a weft::Priority (High, Normal or Low)");
+  // A worker of this pool here has a task with a priority, an affinity or max_queued: enqueue() took the rest.
+  Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
+
+  // An outside thread's Normal task without affinity goes into the thread's own slot (when it can have one).
+  OutsideSlot* const slot = self == nullptr && !options.affinity && options.priority == Priority::Normal
+                                ? slot_for_submission()
+                                : nullptr;
+
+  // External submitters pass a gate that shutdown closes and then waits to drain: the shared count gate_ for
+  // those without a slot, the slot's own `entering` flag for the others (one store instead of two RMWs).
+  struct GatePass {
+    std::atomic<std::uint64_t>* gate = nullptr;
+    std::atomic<bool>* entering = nullptr;
+    ~GatePass() {
+      if (gate != nullptr) gate->fetch_sub(2, std::memory_order_release);  // release: shutdown acquires
+      // release: begin_shutdown acquires it, so our push happens-before its final drop pass.
+      if (entering != nullptr) entering->store(false, std::memory_order_release);
+    }
+  } pass;
+  if (self != nullptr) {
+    const State state = state_.load(std::memory_order_acquire);
+    if (stops_tasks(state)) return SubmitStatus::Closed;
+  } else if (slot != nullptr) {
+    // Dekker with begin_shutdown: we raise our flag then look at the closed bit; shutdown sets the bit then
+    // looks at every flag. One of us sees the other: either we see the bit and refuse, or shutdown sees our
+    // flag and waits until we are out. Asymmetric (asymmetric_gate_): a compiler barrier here, and shutdown's
+    // heavy barrier (src/process_barrier.hpp) acts as the fence on our side too; else all four seq_cst.
+    if (asymmetric_gate_) {
+      slot->entering.store(true, std::memory_order_relaxed);
+      atomics::StdMemoryModel::light_barrier();
+    } else {
+      slot->entering.store(true, std::memory_order_seq_cst);
+    }
+    pass.entering = &slot->entering;
+    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed())
+      return SubmitStatus::Closed;
+  } else {
+    // seq_cst: pairs with the fetch_or in begin_shutdown (seeing the closed bit means shutdown has begun), and
+    // is the submitter's half of the Dekker pairing with await_submitters when the closed gate admits it.
+    if ((gate_.fetch_add(2, std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed()) {
+      gate_.fetch_sub(2, std::memory_order_release);
+      return SubmitStatus::Closed;
+    }
+    pass.gate = &gate_;
+  }
+
+  if (options_.max_queued != 0) {
+    const SubmitStatus admitted = admit(self, admission, deadline);
+    if (admitted != SubmitStatus::Accepted) return admitted;
+  }
+
+  const auto affinity = options.affinity ? *options.affinity : Task::kNoAffinity;
+  // Into the calling thread's slot; `abandon` takes the task back if the deque cannot grow.
+  const auto push_to_slot = [&](Task* task, auto abandon) {
+    // Counted as submitted before it can run (see below); the owner's plain increment, release.
+    slot->submitted.bump();
+    try {
+      slot->deque.push(task);
+    } catch (...) {
+      abandon(task);  // growth failed: the task was never queued
+      throw;
+    }
+    signal_work();
+    return SubmitStatus::Accepted;
+  };
+  if constexpr (std::is_same_v<std::remove_cvref_t<Source>, Task*>) {
+    // A task that is its own block (a future's state, a SelfTask) going into a slot needs no block from this thread's
+    // registration: no look-up of it (a thread-local table search for an outside thread).
+    if (slot != nullptr) {
+      Task* const task = to_task_fields(source, options.priority, affinity, inline_tag);
+      return push_to_slot(task, [this](Task*) noexcept { abandon_counted(); });
+    }
+  }
+  Task* task = nullptr;
+  // One look-up of the calling thread's registration per submission (a thread-local table for outsiders).
+  const TaskDomain::ThreadRef ref = self != nullptr ? self->ref() : domain_.current();
+  try {
+    task = to_task(ref, std::forward<Source>(source), options.priority, affinity, inline_tag);
+  } catch (...) {
+    if (options_.max_queued != 0) release_queued_slot();
+    throw;
+  }
+  if (slot != nullptr) return push_to_slot(task, [this, ref](Task* t) noexcept { abandon_unqueued(ref, t); });
+  // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
+  if (self != nullptr) {
+    self->counters.spawned.bump();
+  } else {
+    external_submitted_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+  }
+  try {
+    route(self, ref, task);
+  } catch (...) {
+    abandon_unqueued(ref, task);  // only allocation can fail here, before the task was queued
+    throw;
+  }
+  return SubmitStatus::Accepted;
+}
+
+// The two kinds of source enqueue() passes (spawn_path.hpp declares them extern).
+template SubmitStatus Engine::enqueue_general<small_function<void()>>(small_function<void()>&&, const TaskOptions&,
+                                                                      weft::detail::Admission,
+                                                                      std::chrono::steady_clock::time_point,
+                                                                      weft::detail::InlineTag);
+template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, const TaskOptions&, weft::detail::Admission,
+                                                      std::chrono::steady_clock::time_point, weft::detail::InlineTag);
+
+void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
+  // It never ran and never will, but it was counted as submitted: count it finished for idle(), and wake a
+  // wait_idle that may be waiting for it. A task that is its own block goes back to its submitter, which is
+  // told by the exception that follows and drops it (Pool::submit_impl, Subflow::spawn_child).
+  if (task->kind == weft::detail::TaskKind::closure) destroy_task(ref, task);
+  abandon_counted();
+}
+
+void Engine::abandon_counted() noexcept {
+  abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+  idle_changed_.notify_all();
+  if (options_.max_queued != 0) release_queued_slot();
+}
+
+void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
+  if (task->affinity != Task::kNoAffinity) {
+    Worker& target = *workers_[task->affinity];
+    // Counted before the push, so that a parking worker that misses the push still sees the count.
+    target.mailbox_pending.fetch_add(1, std::memory_order_relaxed);
+    try {
+      target.mailbox.push(ref, task);
+    } catch (...) {
+      target.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // else that worker could never park
+      throw;
+    }
+    parking_.notify_all();  // notify_one might wake another worker, which must not take it yet
+    return;
+  }
+  // A worker waiting deeper than kMaxWaitDepth runs only its own deque and mailbox (wait_on_worker): what it
+  // spawns from there, whatever the priority, goes to its own deque, or its wait could never reach the
+  // children it waits for (a High or Low child in the shared queues was run by nobody on one worker). Others
+  // still steal it; its priority then only orders it where it is taken from a shared queue.
+  if (self != nullptr && (task->priority == Priority::Normal || self->wait_depth >= kMaxWaitDepth)) {
+    self->deque.push(task);
+    signal_work();
+    return;
+  }
+  const std::size_t s = slot(task->priority);
+  // Counted for stats only; relaxed, and on a line only submitters write, so workers never contend on it.
+  injected_total_[s].value.fetch_add(1, std::memory_order_relaxed);
+  try {
+    injected_[s]->push(ref, task);
+  } catch (...) {
+    injected_total_[s].value.fetch_sub(1, std::memory_order_relaxed);  // never queued: else stats().queued stays up
+    throw;
+  }
+  signal_work();
+}
+
+
+OutsideSlot* Engine::slot_for_submission() {
+  if (OutsideSlot* slot = slot_lease::find(id_)) return slot;
+  // First submission from this thread (or its slot was never granted): adopt a slot whose owner exited, else
+  // make one. acquire on the count: see Engine::slots_.
+  unsigned count = slot_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < count; ++i) {
+    OutsideSlot* slot = slots_[i].load(std::memory_order_relaxed);
+    bool expected = false;
+    // acquire: the previous owner's deque and counter writes (released when it exited) are visible to us.
+    if (slot->owned.load(std::memory_order_relaxed) ||
+        !slot->owned.compare_exchange_strong(expected, true, std::memory_order_acquire, std::memory_order_relaxed))
+      continue;
+    const std::lock_guard lock(slots_mutex_);
+    return slot_lease::remember(id_, slot_holders_[i]) ? slot : nullptr;
+  }
+  const std::lock_guard lock(slots_mutex_);
+  count = slot_count_.load(std::memory_order_relaxed);  // relaxed: only written under this mutex
+  if (count >= kMaxSlots) return nullptr;
+  std::shared_ptr<OutsideSlot> made;
+  try {
+    made = std::make_shared<OutsideSlot>();
+  } catch (...) {
+    return nullptr;  // no memory for a slot: the shared queues still work
+  }
+  OutsideSlot* slot = made.get();
+  slot->index = count;
+  slot_holders_[count] = made;
+  slots_[count].store(slot, std::memory_order_relaxed);  // relaxed: published by the release store below
+  // release: a reader that acquires the new count sees the slot constructed and its pointer stored. seq_cst
+  // for begin_shutdown's scan of the `entering` flags (see there).
+  slot_count_.store(count + 1, std::memory_order_seq_cst);
+  return slot_lease::remember(id_, std::move(made)) ? slot : nullptr;
+}
+
+bool Engine::closed_to(const Worker* self) const noexcept {
+  if (self != nullptr) {
+    const State state = state_.load(std::memory_order_acquire);
+    return stops_tasks(state);
+  }
+  return (gate_.load(std::memory_order_acquire) & 1) != 0 && !admits_own_work_while_closed();
+}
+
+bool Engine::admits_own_work_while_closed() const noexcept {
+  // Work an outside thread runs in place for the pool (RunningFrame) is counted unfinished while it runs (an
+  // inline run, or a task of the thread's slot), so a Drain's wait_idle cannot end before it, and the tasks it
+  // posts are part of runs the pool accepted: admitted as a worker's are, until the pool stops tasks. seq_cst:
+  // the caller's flag store (or gate RMW) came first; await_submitters, after the raise of the state, reads
+  // the flags (Dekker): either this load sees the raised state and refuses, or the raise waits for the push.
+  // Under the asymmetric gate the caller's side has a compiler barrier and await_submitters the heavy one.
+  return !stops_tasks(state_.load(std::memory_order_seq_cst)) && RunningFrame::inside(*this);
+}
+
+SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,
+                           std::chrono::steady_clock::time_point deadline) {
+  const std::size_t limit = options_.max_queued;
+  const bool timed = admission == weft::detail::Admission::until;
+  for (;;) {
+    std::size_t queued = queued_.load(std::memory_order_relaxed);
+    while (queued < limit) {
+      // relaxed: the count only bounds memory; the task itself is ordered by the queue it goes into.
+      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_relaxed)) return SubmitStatus::Accepted;
+    }
+    if (closed_to(self)) return SubmitStatus::Closed;
+    if (admission == weft::detail::Admission::try_once) return SubmitStatus::Full;
+    if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::Full;
+    if (self != nullptr && !timed && (self->wait_depth >= kMaxWaitDepth || fiber::stack_low_within(kAdmitStackMargin))) {
+      // This worker already waits kMaxWaitDepth deep, or its stack is nearly used up: the wait below could run
+      // only its own deque (wait_on_worker's own_work_only), never the queued tasks whose start makes room, and
+      // once every worker is here no task starts again (outside submitters take each freed slot first). Seen
+      // with fibers under ASan: two workers short of fiber stack in nested admissions, both waiting for ever.
+      // The stack is judged here with a margin, since the wait looks at it a few frames further down. Admit over
+      // the limit rather than deadlock; the overshoot lasts until the task starts. relaxed: as above.
+      queued_.fetch_add(1, std::memory_order_relaxed);
+      admitted_over_limit_.fetch_add(1, std::memory_order_relaxed);
+      return SubmitStatus::Accepted;
+    }
+    const auto room = [&] { return queued_.load(std::memory_order_relaxed) < limit || closed_to(self); };
+    if (self != nullptr) {
+      // A worker must not simply block: the room it waits for is made by workers running tasks.
+      wait_on_worker(*self, room, timed ? deadline : std::chrono::steady_clock::time_point::max(),
+                     [&](std::chrono::nanoseconds slice) {
+                       const auto key = room_available_.prepare_wait();
+                       if (room()) {
+                         room_available_.cancel_wait();
+                         return;
+                       }
+                       (void)room_available_.wait_once(key, slice);  // on a fiber: parks it once
+                     });
+      self = this_thread_worker();  // with fibers the task may have moved to another worker while it waited
+      continue;
+    }
+    const auto key = room_available_.prepare_wait();
+    if (room()) {
+      room_available_.cancel_wait();
+      continue;
+    }
+    if (timed) {
+      (void)room_available_.wait_for(key, deadline - std::chrono::steady_clock::now());
+    } else {
+      room_available_.wait(key);
+    }
+  }
+}
+
+void Engine::release_queued_slot() noexcept {
+  queued_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see admit()
+  room_available_.notify_one();
+}
+
+}  // namespace weft::engine

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The floor plan's rules, checked over the source tree (docs/layout.md is the map they come from).
+
+1. Includes: a file's quoted #include lines may name only the parts its own part may use (PARTS below).
+2. Namespaces: an internal file opens only its part's namespace (and namespaces nested in it, or anonymous ones);
+   a few files also define what a public header declares, in that header's namespace (SHARED_NAMESPACES).
+3. oneTBB is included by bench/ only.
+
+Usage: check_layers.py ROOT [--plant FILE:LINE]... ; --plant adds LINE to FILE's text before checking, so that a
+test can show that a planted violation fails. Prints every violation, exits 1 if there is one.
+"""
+import pathlib
+import re
+import sys
+
+# part: (folder, its namespace or None when it may open any, the parts it may include besides itself).
+# Order matters only for matching: the longest folder that holds a file is its part.
+PARTS = {
+    'src': ('src', 'weft::os', []),
+    'public': ('include/weft', None, []),
+    'atomics': ('scheduler/atomics', 'weft::atomics', ['src', 'public']),
+    'lockfree': ('scheduler/lockfree', 'weft::lockfree', ['atomics', 'public']),
+    'fiber': ('scheduler/fiber', 'weft::fiber', ['src', 'atomics', 'public']),
+    'tracing': ('scheduler/tracing', 'weft::tracing', ['src', 'atomics', 'public']),
+    'engine': ('scheduler/engine', 'weft::engine', ['src', 'atomics', 'lockfree', 'fiber', 'tracing', 'public']),
+    'sync': ('scheduler/sync', 'weft::sync', ['src', 'atomics', 'lockfree', 'fiber', 'tracing', 'engine', 'public']),
+    'inbox': ('graph/inbox', 'weft::inbox', ['atomics', 'public']),
+    'graph': ('graph', 'weft::graph', ['src', 'atomics', 'fiber', 'tracing', 'engine', 'sync', 'inbox', 'public']),
+    'pipeline': ('graph/pipeline', 'weft::detail::pipeline',
+                 ['src', 'atomics', 'fiber', 'tracing', 'engine', 'sync', 'inbox', 'graph', 'public']),
+    # A user's program: the public headers only.
+    'examples': ('docs/examples', None, ['public']),
+}
+# Namespaces a part's files may open besides their own: the definitions of what the public headers declare
+# (weft::Pool's members, weft::detail's access structs and future states), which must live in the header's namespace.
+SHARED_NAMESPACES = {
+    'engine': ['weft', 'weft::detail'],
+    'sync': ['weft', 'weft::detail'],
+    'tracing': ['weft'],
+    'graph': ['weft', 'weft::detail'],
+    'pipeline': ['weft::detail'],
+}
+TOP_FOLDERS = ['src', 'include', 'scheduler', 'graph', 'tests', 'bench', 'docs']
+TBB = re.compile(r'^\s*#\s*include\s*[<"](tbb|oneapi)/', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+NAMESPACE = re.compile(r'^namespace ([\w:]+) \{', re.M)
+
+
+def part_of(path):
+    best = None
+    for name, (folder, _, _) in PARTS.items():
+        if path.startswith(folder + '/') and (best is None or len(folder) > len(PARTS[best][0])):
+            best = name
+    return best
+
+
+def target_of(include):
+    if include.startswith('weft/'):
+        return 'public'
+    return part_of(include)
+
+
+def check(root, plants):
+    # Walks the source folders rather than asking git: a `meson dist` tarball has no repository.
+    files = [str(p.relative_to(root)) for top in TOP_FOLDERS for p in (root / top).rglob('*') if p.is_file()]
+    errors = []
+    for path in sorted(set(files)):
+        if not path.endswith(('.hpp', '.cpp', '.h')) or not (root / path).exists():
+            continue
+        text = (root / path).read_text(errors='replace') + ''.join('\n' + line for line in plants.get(path, []))
+        if TBB.search(text) and not path.startswith('bench/'):
+            errors.append(f'{path}: includes oneTBB, which only bench/ may use')
+        part = part_of(path)
+        if part is None:
+            continue
+        folder, namespace, allowed = PARTS[part]
+        for include in INCLUDE.findall(text):
+            target = target_of(include)
+            if target is None or target == part or target in allowed:
+                continue
+            errors.append(f'{path}: includes "{include}" ({PARTS[target][0]}/), which {folder}/ may not include '
+                          f'(it may include: {", ".join(PARTS[a][0] + "/" for a in allowed) or "nothing of weft"})')
+        if namespace is None:
+            continue
+        shared = SHARED_NAMESPACES.get(part, [])
+        for opened in NAMESPACE.findall(text):
+            if opened == namespace or opened.startswith(namespace + '::') or opened in shared:
+                continue
+            if '::' not in opened and not opened.startswith('weft'):
+                continue  # a namespace nested in the enclosing one (written relative), or a library's
+            errors.append(f'{path}: opens namespace {opened}; files in {folder}/ belong to {namespace}'
+                          + (f' (or define {", ".join(shared)} declarations of the public headers)' if shared else ''))
+    return errors
+
+
+def main(argv):
+    root = pathlib.Path(argv[1]).resolve()
+    plants = {}
+    args = argv[2:]
+    while args:
+        if args[0] != '--plant' or len(args) < 2:
+            sys.exit('usage: check_layers.py ROOT [--plant FILE:LINE]...')
+        path, _, line = args[1].partition(':')
+        plants.setdefault(path, []).append(line)
+        args = args[2:]
+    errors = check(root, plants)
+    for error in errors:
+        print(error)
+    print(f'check_layers: {len(errors)} violation(s)' if errors else 'check_layers: every include and namespace '
+          'follows docs/layout.md')
+    return 1 if errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
