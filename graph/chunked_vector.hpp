@@ -3,10 +3,10 @@
 //
 // Why the node bodies of a TaskGraph live in one: a 2^20-node graph's bodies are 64 MiB. As one std::vector
 // that is one allocation beyond glibc's mmap ceiling (32 MiB at most), so every build mapped fresh memory and
-// page-faulted all of it in (about half of the chain_1M build's time under perf, kernel page clearing and
-// fault handling), and a builder that did not reserve() moved every body through its small_function table on
-// each doubling. Full chunks come from the ordinary heap, are reused from one build to the next in a
-// long-running process, and never move.
+// page-faulted all of it in (kernel page clearing and fault handling, a large share of the chain_1M build's
+// time under perf; docs/perf-log.md), and a builder that did not reserve() moved every body through its
+// small_function table on each doubling. Full chunks come from the ordinary heap, are reused from one build to
+// the next in a long-running process, and never move.
 //
 // The first chunk starts small (or at the size reserve() asked for) and doubles up to a full chunk, moving its
 // elements as a vector would: a graph of a few nodes (every TaskScope makes one) does not take 64 KiB. Only

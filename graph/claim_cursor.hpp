@@ -1,7 +1,7 @@
 // A range of items that the tasks of a run claim a few at a time: a join group's members, a graph's roots.
 //
 // Why not split the range into tasks up front (one post per item), or halve it lazily? A post and a steal cost
-// ~500 instructions, more than a small node, so one task per item made a layered graph's run mostly queueing.
+// more than a small node does, so one task per item made a layered graph's run mostly queueing.
 // A lazily halved range, on the other hand, is held by the thread that runs it: if that thread is inside a long
 // item when other workers run dry, they find nothing to steal until the item ends. Here little is held: a
 // claim takes a few items (at most 1/(2 * threads) of what is left), every other item stays claimable by any
@@ -31,7 +31,7 @@ class alignas(atomics::kCacheLine) ClaimCursor {
 
   // Claims the next items [lo, hi) (hi == lo: none is left): a share of what is left that shrinks as the range
   // empties (OpenMP's guided schedule), about 1/(2 * threads) of it and at least one item. One item per claim
-  // puts every item's claim on one contended line (four times the time on 2^20 tiny roots; docs/perf-log.md),
+  // puts every item's claim on one contended line (much slower on 2^20 tiny roots; docs/perf-log.md),
   // while a share this size still leaves half of the range to the others, and single items at the end to even
   // out the finish. Each item is in exactly one claim.
   // relaxed: the RMW order alone makes claims disjoint; what an item needs to see was published by the post of

@@ -256,7 +256,7 @@ void RunState::run_node_as(std::uint32_t node) noexcept {
 
 std::size_t RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
   // RunOptions that record (outcomes, times, KeepGoing) take the instantiation with the hooks; a default run
-  // pays this one predictable test (a test per hook cost 12 instructions per node on a chain, callgrind).
+  // pays this one predictable test (a test per hook cost every node of a chain more; docs/perf-log.md).
   if (recording_) [[unlikely]] return execute_as<true>(node, token);
   return execute_as<false>(node, token);
 }
@@ -366,7 +366,7 @@ std::uint32_t RunState::finish_condition(std::uint32_t node, std::size_t branch)
 void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcept {
   // Members with options go out one by one, each as its options say. The default ones are claimed from the
   // group's cursor by one task at a time, not posted one each: a layer of small nodes cost a post and a steal
-  // per node (~500 instructions, more than a node that sums ten numbers), all paid by the thread that finished
+  // per node (more than a node that sums ten numbers costs), all paid by the thread that finished
   // the layer before. This thread claims the first for itself (to run in place) if it has none yet.
   const JoinGroup& group = graph_.join_group(index);
   graph::ClaimCursor& cursor = graph_.group_cursor(index);

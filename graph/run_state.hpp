@@ -167,7 +167,7 @@ class RunState {
   [[nodiscard]] std::uint32_t finish_node_as(std::uint32_t node, std::size_t branch) noexcept;
   // finish_node of a condition node: starts its `branch`-th successor, if there is one, ignoring join counters.
   // Out of line: inlined into finish_node, it changed that function's code for every node (callgrind, chain_1k:
-  // 5 more instructions per node); out of line, the common path pays the flag test only.
+  // more instructions per node; docs/perf-log.md); out of line, the common path pays the flag test only.
   [[nodiscard, gnu::noinline]] std::uint32_t finish_condition(std::uint32_t node, std::size_t branch) noexcept;
   // Finishes `node` (a multi-token node's last token, or a node that held semaphores) and runs what it made
   // ready. `branch`: what execute() returned, for a condition node (a multi-token node is never one).
@@ -241,7 +241,7 @@ class RunState {
   // pending_ is kept off every other field's cache line, and cancelled_ off pending_'s, by a line of padding on
   // each side of pending_, not by alignas: an over-aligned RunState would be allocated through the aligned new,
   // which glibc serves with memalign. callgrind, one-node graph run and waited for: allocating and freeing the
-  // state that way took ~900 instructions of the run's ~2,000.
+  // state that way took a large share of the run's instructions (docs/perf-log.md).
   [[maybe_unused]] std::byte line_before_pending_[atomics::kCacheLine];
   // Units of work not finished: each queued or running pool task of this run, plus the starter while it posts
   // the roots. The run is over when it reaches zero: then no task of the run touches the graph any more.
@@ -322,7 +322,7 @@ bool RunState::help_from_own_slot(Ready ready) noexcept {
   ++depth;
   engine::Engine& engine = PoolAccess::engine(pool_);
   // Only while a worker is idle: when every worker is busy, a helping caller would be one thread more than
-  // there are cores for compute-bound nodes (a parallel_for slows by some 7%; docs/perf-log.md); it then
+  // there are cores for compute-bound nodes (a parallel_for slows; docs/perf-log.md); it then
   // sleeps, and the workers steal what is left in its slot.
   (void)engine.help_from_own_slot([&] { return ready() || !engine.has_idle_worker(); }, inline_tag());
   --depth;

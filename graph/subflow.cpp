@@ -86,8 +86,8 @@ const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
 void Subflow::join() {
   // The running child counts in each of its ancestors' children until it returns: joining one of them
   // from here could never end. A child joining its own Subflow (the usual case) is none of its own ancestors:
-  // it skips the walk, which costs a load per level of nesting (callgrind, fib(20) through Subflow: ~100
-  // instructions a join, more the deeper the recursion; docs/perf-log.md).
+  // it skips the walk, which costs a load per level of nesting (callgrind, fib(20) through Subflow: a
+  // cost on every join, more the deeper the recursion; docs/perf-log.md).
   const Subflow* const child = current_child();
   if (child != this) {
     if (child != nullptr) {

@@ -26,8 +26,8 @@ namespace weft::os {
 // does not understand, which a pool refuses with weft::invalid_option); empty otherwise.
 [[nodiscard]] std::string_view process_barrier_unknown_setting() noexcept;
 
-// The barrier itself (a system call: about 0.1 us alone, 1.5 us with another of our threads running on a
-// second CPU, which it interrupts). Only after process_barrier_available() returned true; in a child made by
+// The barrier itself (a system call, much dearer with another of our threads running on a second CPU,
+// which it interrupts; docs/perf-log.md). Only after process_barrier_available() returned true; in a child made by
 // fork() it registers the child first if the kernel asks for that. Aborts if the barrier cannot be had.
 void process_barrier() noexcept;
 

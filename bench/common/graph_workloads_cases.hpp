@@ -52,8 +52,8 @@ enum class Phase { build, run, total };
 
 // Makes glibc keep freed memory in the process (no trimming; blocks up to 32 MiB from the heap, not fresh
 // mmaps), so that a build's time does not depend on whether the benchmark before it happened to leave
-// faulted-in pages behind: without this, weft's 2^20-node chain measured 225 ms to build in one place and 100 ms
-// to build and run in another. Blocks over 32 MiB (glibc's ceiling) are still mapped afresh, page faults
+// faulted-in pages behind: without this, the same 2^20-node chain's build time depended on which benchmark ran
+// before it (docs/perf-log.md). Blocks over 32 MiB (glibc's ceiling) are still mapped afresh, page faults
 // included, on both sides. Call once, before timing.
 inline void keep_heap_warm() noexcept {
 #ifdef M_TRIM_THRESHOLD

@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
     GraphSides graph_sides;
     const auto wants = [&](std::string_view family) { return o.wants(family); };
 
-    // The steps in order, each with a weight: its seconds in a short run on two loaded cores (104 s in all), for
+    // The steps in order, each with a weight: its seconds in a short run on two loaded cores, for
     // the progress line's estimate of the time left (scaled by how fast the steps so far went).
     struct Step {
       std::string name;

@@ -23,12 +23,11 @@ class Limiter {
   // - memory, allocated when the graph is compiled: min(capacity, tokens) slots took 64 GiB for a node of
   //   2^32 tokens and capacity 2^32, and 256 MiB at 2^24;
   // - queued tasks: with unlimited concurrency every push that finds a free execution slot posts an executor,
-  //   so while the workers are busy the queued tasks grow with the tokens waiting. A node of 2^20 + 1000
-  //   tokens, capacity 2^40, run three times on 2 workers: 283 MB resident and 1.43 s with 2^20 slots,
-  //   77 MB and 0.92 s with 4096;
+  //   so while the workers are busy the queued tasks grow with the tokens waiting: a node of 2^20 + 1000
+  //   tokens took more memory and more time with 2^20 slots than with 4096 (docs/perf-log.md);
   // - speed otherwise: once the inbox is full, each pop takes the producer's role over for one push
-  //   (token_flow.hpp), so a larger ring only lets the producer run further ahead. That take-over costs about
-  //   75 instructions per token (docs/graph.md), which a node whose capacity and tokens both exceed 4096 now
+  //   (token_flow.hpp), so a larger ring only lets the producer run further ahead. That take-over costs
+  //   instructions on every token (docs/graph.md), which a node whose capacity and tokens both exceed 4096 now
   //   pays where it did not.
   static constexpr std::size_t kParkingInboxSlots = 4096;
   static_assert(kMaxInboxCapacity <= BoundedQueue<std::uint64_t>::max_capacity());

@@ -326,7 +326,8 @@ class Pool {
 
   // `inline_tag`: who besides the workers may run the task (detail::InlineTag). The options by reference, here and
   // below: a TaskOptions filled in field by field and passed by value was reloaded as whole words across the
-  // separate stores of its fields, a failed store-to-load forwarding (without LTO, 15% of a Subflow spawn's time).
+  // separate stores of its fields, a failed store-to-load forwarding (without LTO, a sizeable
+  // share of a Subflow spawn's time; docs/perf-log.md).
   SubmitStatus enqueue(small_function<void()>&& task, const TaskOptions& options, Admission admission,
                        std::chrono::steady_clock::time_point deadline,
                        detail::InlineTag inline_tag = detail::kWorkersOnly);

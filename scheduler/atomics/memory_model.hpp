@@ -47,7 +47,7 @@ struct StdMemoryModel {
       // Any locked instruction orders like mfence on x86, and costs less. g++ emits `lock or $0, (%rsp)`: its
       // target is the slot at the top of the frame, and when the code after the fence reloads that slot (a
       // spilled pointer, often) the load waits on the locked write. On the Chase-Lev pop of a Subflow join that
-      // was a fifth of fib(28)'s time through Subflow (docs/perf-log.md). Here the same locked `or` targets 64
+      // was a large share of fib(28)'s time through Subflow (docs/perf-log.md). Here the same locked `or` targets 64
       // bytes below the stack pointer: inside the red zone the x86-64 ABI gives every function (so the address
       // is mapped and no other thread's), away from the slots a frame reloads. The or of 0 writes back what it
       // read, so whatever lives there is unchanged.

@@ -1,7 +1,7 @@
 // Engine::enqueue's common case, defined where the files that submit (pool.cpp, submit.cpp) can inline it: a
 // worker's own Normal task with no affinity, in a pool without max_queued, goes straight to its deque. Without
 // LTO (a consumer's default build) each call between these functions was a call between object files: fib(28)
-// by submit + get spent ~110 more instructions a spawn than weft's LTO build (callgrind, docs/perf-log.md).
+// by submit + get spent more instructions a spawn than weft's LTO build (callgrind, docs/perf-log.md).
 // Everything else goes through enqueue_general (submit.cpp).
 #pragma once
 

@@ -112,7 +112,8 @@ class BasicFiberLot {
   static bool never_refused() noexcept { return false; }
 
   // A bucket's lock is held for a few list operations only, never across a switch: a spin lock (a std::mutex cost
-  // a ping-pong round 13% more instructions; scheduler/atomics/spin_lock.hpp), with the model's mutex under a model checker.
+  // a ping-pong round more instructions: docs/perf-log.md; scheduler/atomics/spin_lock.hpp), with the model's mutex
+  // under a model checker.
   using Lock = std::conditional_t<std::is_same_v<M, atomics::StdMemoryModel>, atomics::SpinLock, typename M::mutex>;
 
   struct alignas(atomics::kCacheLine) Bucket {

@@ -63,8 +63,8 @@ class FiberStack {
   // An empty handle (no stack).
   FiberStack() noexcept = default;
   // Takes `other`'s stack; `other` becomes empty. (Inline, as the moves below: a fiber's hand-over between a
-  // wait list and a worker moves its Fiber several times, and out-of-line moves were a tenth of a ping-pong's
-  // instructions.)
+  // wait list and a worker moves its Fiber several times, and out-of-line moves were a
+  // sizeable share of a ping-pong's instructions: docs/perf-log.md.)
   FiberStack(FiberStack&& other) noexcept
       : pool_(std::exchange(other.pool_, nullptr)), bottom_(std::exchange(other.bottom_, nullptr)) {}
   // Returns this handle's stack (if any) to its pool, then takes `other`'s.

@@ -28,7 +28,7 @@ inline thread_local std::size_t tls_fiber_size = 0;
 
 // The stack pointer. Read from the register where the compiler allows: __builtin_frame_address(0) would make
 // every function that inlines the check set up a frame pointer, which on the spawn + get path cost more than
-// the check itself (callgrind, fib(28) on one worker: 31 instructions a get, against ~4 this way). The address
+// the check itself (callgrind, fib(28) on one worker; docs/perf-log.md). The address
 // of a local would not do: under ASan's fake stacks it lies on the heap.
 [[nodiscard]] inline std::uintptr_t stack_pointer() noexcept {
   std::uintptr_t sp;

@@ -79,7 +79,7 @@ class ChaseLevDeque {
   void push(T item) {
     // The common case inline: nothing retired to free, and room by the owner's last look at top. The rest
     // (freeing retired arrays, a fresh look at top, growth) is out of line, so the spawn path that inlines
-    // this stays small (in fib this call was 33 of the ~440 instructions per spawn and wait).
+    // this stays small (fib pays this call on every spawn; docs/perf-log.md).
     const DequeIndex b = bottom_.load(std::memory_order_relaxed);  // relaxed: only the owner writes bottom_
     Array* a = array_.load(std::memory_order_relaxed);  // relaxed: only the owner writes array_
     if (retired_ != nullptr || b - top_seen_ >= a->capacity()) [[unlikely]] {
@@ -129,7 +129,7 @@ class ChaseLevDeque {
   // Owner only (the paper's take). Removes and returns the most recently pushed item still present, or
   // nullopt when the deque is empty or a thief won the race for its last item.
   // Always inlined: called out of line, g++ 12 returns the optional through a byte store and a word load of the
-  // same stack slot, a failed store-to-load forwarding that cost a recursive spawn about 10% of its time.
+  // same stack slot, a failed store-to-load forwarding on every recursive spawn (docs/perf-log.md).
   [[nodiscard, gnu::always_inline]] std::optional<T> pop() noexcept {
     reclaim_if_quiescent();
     const DequeIndex b = bottom_.load(std::memory_order_relaxed) - 1;  // relaxed: only the owner writes it

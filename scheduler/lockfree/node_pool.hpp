@@ -235,7 +235,7 @@ class NodeCache {
       taken_[cls] = b->next;
       // Taken blocks were last written by the threads that freed them (a submitter's blocks come back from
       // the workers that ran its tasks), so each is a cache miss, and following `next` alone would take
-      // them one at a time: the stall on the next link was 60% of a no-op post's time, and prefetching just
+      // them one at a time: the stall on the next link was most of a no-op post's time, and prefetching just
       // the next block hid only part of it. `ahead` names a block about kPrefetchAhead links on, so that
       // many misses are in flight at once. The next block is fetched too, for the first blocks of a chain
       // and for chains without hints. For writing: the task is constructed in it.
@@ -259,7 +259,7 @@ class NodeCache {
 
   // Sets every `ahead` hint of a batch about to go to the shared pool. Its blocks were freed by this thread
   // lately, so the walk stays in this core's cache; doing it here rather than at each free keeps the hints
-  // off the path of a thread that reuses its own blocks (a recursive spawn's worker lost ~5% to it).
+  // off the path of a thread that reuses its own blocks (a recursive spawn's worker lost time to it; docs/perf-log.md).
   static void link_ahead(FreeBlock* first) noexcept {
     FreeBlock* lead = first;
     for (std::size_t i = 0; i < kPrefetchAhead && lead != nullptr; ++i) lead = lead->next;

@@ -34,8 +34,8 @@ bool run_inline(FutureStateBase& state) noexcept {
 // `kForGet`: the caller is Future::get, the Future's only user (see FutureStateBase::run_exclusive).
 // A template, so that get has a copy of its own, and with it of the engine's wait loop (the lambdas below differ in
 // type): called once, the loop is inlined into get's entry even without LTO, where a single copy shared by get,
-// wait and wait_for was too large to inline (callgrind, fib(28) in a consumer's build: 383 instructions a spawn ->
-// 345; 336 with LTO), and get's deadline and exclusive claim are constants there. What else decides that inlining:
+// wait and wait_for was too large to inline (callgrind, fib(28) in a consumer's build; docs/perf-log.md), and
+// get's deadline and exclusive claim are constants there. What else decides that inlining:
 // docs/scheduler.md, "The spawn + wait path, and what it costs".
 template <bool kForGet>
 bool wait(FutureStateBase& state, Clock::time_point deadline) {

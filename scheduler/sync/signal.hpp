@@ -71,8 +71,8 @@ bool wait_until(Ready ready, Sleeper& signal, Clock::time_point deadline = Clock
   }
   // Off a worker: look again for a short while before sleeping. A small run ends within tens of microseconds,
   // and a futex sleep plus the wake-up would cost as much again. It spins with pause only: yielding handed the
-  // CPU to a searching worker and cost a context switch each time (10% of a 50-node run's samples in
-  // __schedule): a small run took a quarter to a third longer (docs/perf-log.md). The spin is bounded
+  // CPU to a searching worker and cost a context switch each time (perf: a 50-node run's samples in
+  // __schedule), which made a small run markedly longer (docs/perf-log.md). The spin is bounded
   // (kOutsideSpin), so on a machine with fewer cores than threads it delays the workers by at most that.
   const auto spin_until = std::min(deadline, Clock::now() + kOutsideSpin);
   while (Clock::now() < spin_until) {

@@ -13,7 +13,7 @@
 #   fallback_pair  `dependency('weft', fallback: ['weft', 'weft_dep'], default_options: ['default_library=shared'])`:
 #                  a shared library, which the consumer finds at run time.
 #   get_variable   `subproject('weft').get_variable('weft_dep')`, in a release build with b_lto=true (what the
-#                  README recommends for speed).
+#                  docs/building.md recommends for speed).
 #   wrap_file      `dependency('weft')` through subprojects/weft.wrap, a [wrap-file] that tools/make_wrap.py made
 #                  from the tarball of `meson dist` (of the committed tree: meson dist archives git's HEAD),
 #                  with --wrap-mode=nodownload and the tarball in subprojects/packagecache: its source_url (a

@@ -111,10 +111,10 @@ std::size_t worker_stack_size(weft::Pool& pool) {
 TEST_CASE("a chain of nested submit + get thousands deep completes on default worker stacks") {
   // Each level needs a few stack frames wherever it runs (a sequential recursion of this depth needs them
   // too); the chain must neither deadlock when levels hop between workers nor pile unrelated work on top.
-  // Default 8 MiB stacks: 5000 levels (measured ~350 bytes each plain, ~480 under TSan: the test prints it).
-  // ASan's redzones make a level ~5.6 KB (5584 bytes measured; ~3.4 KB when this test was written):
-  // 1000 levels there (5.6 MB), still far beyond kMaxWaitDepth. 1500 had crept to 8.38 MB, and 16 bytes more
-  // per level (a spawn-path change) overflowed the stack inside ASan's unwinder.
+  // Default 8 MiB stacks: 5000 levels (a few hundred bytes each, plain and under TSan: the test prints it).
+  // ASan's redzones make a level some KB: 1000 levels there, still far beyond kMaxWaitDepth; more came too close
+  // to the stack's end, and a spawn-path change that added a few bytes per level overflowed it inside ASan's
+  // unwinder (frame sizes: docs/perf-log.md).
   static constexpr unsigned kDepth = kAddressSanitizer ? 1000 : 5000;
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("deep chain", workers), patience(60));

@@ -261,8 +261,8 @@ struct DroppedWaitRacesSignal : rl::test_suite<DroppedWaitRacesSignal, 2> {
 
 }  // namespace
 
-// The scenarios of four threads search less: (1a) exhaustively with one preemption (two took 9.1 million
-// executions, 32 s of CPU), (1b) at random only (one preemption took 7.2 million executions, 36 s).
+// The scenarios of four threads search less, since the next depth takes too long for a test (docs/perf-log.md):
+// (1a) exhaustively with one preemption, not two; (1b) at random only, not with one preemption.
 int main() {
   bool ok = true;
   ok = weft::model::check_scenario<TwoSignalsTwoWaits>("auto event: 2 signals, 2 waits", 200'000, 1) && ok;

@@ -256,7 +256,7 @@ class Sorter {
   // median of three medians of three (Tukey's ninther). The equivalents are gathered (a second pass over the
   // rest) only when one of the other samples is equivalent to the pivot: then keys repeat often enough for it
   // to pay, and a range of equal keys is done in one step; otherwise [a, b) is the pivot alone, and one pass
-  // suffices (on strings the second pass cost a fifth of the sort).
+  // suffices (on strings the second pass was a sizeable share of the sort; docs/perf-log.md).
   std::pair<It, It> partition(It first, It last) {
     const auto n = last - first;
     const It mid = first + n / 2;

@@ -11,7 +11,7 @@
 
 namespace weft::detail {
 
-// Ticks of the cycle clock: about 13 ns a read here against 24 for steady_clock (docs/perf-log.md).
+// Ticks of the cycle clock: cheaper to read than steady_clock (docs/perf-log.md).
 [[nodiscard]] inline std::uint64_t now_cycles() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   return __rdtsc();

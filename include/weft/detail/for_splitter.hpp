@@ -226,8 +226,9 @@ inline constexpr std::size_t kMaxInlineStride = 8;
 // The clock is read after 1, 2, 4, then every kMaxInlineStride blocks (each stretch one body call): a loop
 // whose late indices are costly (a costly tail) runs at most that many blocks of them here (an eighth of a
 // worker's share) before the rest is shared. Exceptions of body propagate (nothing else has started).
-// Timed with the cycle clock, which a steady_clock read per block cost 3 of the 9 us of a 1,000-index loop; a
-// cycle-clock read per block still made a 64-index loop of `+=` take 1.2 us instead of 0.25 (docs/perf-log.md).
+// Timed with the cycle clock, and not at every block: a steady_clock read per block was a large share of a small
+// loop's time, and even a cycle-clock read per block made a loop of tiny bodies several times slower
+// (docs/perf-log.md).
 template <class Body>
 [[nodiscard]] std::size_t run_while_small(const Body& body, std::size_t n, unsigned workers) {
   const std::uint64_t start = now_cycles();
