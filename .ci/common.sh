@@ -3,7 +3,7 @@
 
 WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboost-context-dev doctest-dev
-  libbenchmark-dev libtbb-dev relacy-dev graphviz python3-matplotlib clang-format clang-tidy)
+  libbenchmark-dev libtbb-dev relacy-dev graphviz python3-matplotlib clang-format-16 clang-tidy)
 
 # weft_install_dependencies [PACKAGE...]: apt-get install the packages named, or all of WEFT_PACKAGES.
 weft_install_dependencies() {
