@@ -3,18 +3,21 @@
 
 WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboost-context-dev doctest-dev
-  libbenchmark-dev libtbb-dev relacy-dev graphviz python3-matplotlib)
+  libbenchmark-dev libtbb-dev relacy-dev graphviz python3-matplotlib clang-format-16 clang-tidy)
 
+# weft_install_dependencies [PACKAGE...]: apt-get install the packages named, or all of WEFT_PACKAGES.
 weft_install_dependencies() {
+  local packages=("$@")
+  [ "$#" -gt 0 ] || packages=("${WEFT_PACKAGES[@]}")
   local sudo=""
   if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
-      echo "weft: need root (or sudo) to apt-get install: ${WEFT_PACKAGES[*]}" >&2; return 1
+      echo "weft: need root (or sudo) to apt-get install: ${packages[*]}" >&2; return 1
     fi
   fi
   echo "weft: installing build dependencies (apt-get)"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${WEFT_PACKAGES[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 }
 
 # weft_configure DIR [meson options...]: set up DIR (or reconfigure it with these options) with warnings as errors.

@@ -24,8 +24,9 @@ namespace {
 TaskGraph::TaskGraph() : impl_(std::make_unique<detail::GraphImpl>()) {}
 TaskGraph::~TaskGraph() = default;
 TaskGraph::TaskGraph(TaskGraph&& other) noexcept = default;
-TaskGraph& TaskGraph::operator=(TaskGraph&& other) {
-  if (this != &other) impl_ = std::move(other.impl_);  // the old graph's destructor waits for its run
+// noexcept: a pointer move, and the old graph's destructor (noexcept, as destructors are) waits for its run.
+TaskGraph& TaskGraph::operator=(TaskGraph&& other) noexcept {
+  if (this != &other) impl_ = std::move(other.impl_);
   return *this;
 }
 

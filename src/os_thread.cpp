@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <system_error>
 #include <thread>
 
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 
 #include <pthread.h>
 #include <sched.h>
@@ -68,7 +68,8 @@ std::vector<unsigned> allowed_cpus() {
 std::optional<std::string> set_current_thread_nice(int nice) {
   // On Linux the nice value is per thread: PRIO_PROCESS with the thread id changes only this thread.
   const auto tid = static_cast<id_t>(syscall(SYS_gettid));
-  if (setpriority(PRIO_PROCESS, tid, nice) != 0) return std::string(std::strerror(errno));
+  // Not strerror: every worker calls this as it starts, and strerror may share one buffer between threads.
+  if (setpriority(PRIO_PROCESS, tid, nice) != 0) return std::system_category().message(errno);
   return std::nullopt;
 }
 

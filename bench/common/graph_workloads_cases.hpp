@@ -79,7 +79,7 @@ inline constexpr GraphCase kGraphCases[] = {
     {"layered_10x5", "graph-layered", "layered 10x5", false, true, false, 50},
     {"layered_100x100", "graph-layered", "layered 100x100", false, true, true, 10'000},
     {"tree_20", "graph-tree", "binary tree, depth 20", false, true, true, (std::size_t{1} << kTreeLevels) - 1},
-    {"wavefront_1024", "graph-wavefront", "wavefront 1024x1024", false, true, true, kWavefrontSide * kWavefrontSide},
+    {"wavefront_1024", "graph-wavefront", "wavefront 1024x1024", false, true, true, (kWavefrontSide * kWavefrontSide)},
     {"independent_1M", "graph-independent", "2^20 independent tasks", false, true, true, kIndependentTasks},
     {"parallel_for_lcg", "parallel-for", "parallel_for 1M x 100 LCG", true, false, true, kLcgInts},
     {"scope_parallel_for_lcg", "parallel-for", "scope.parallel_for 1M x 100 LCG", true, false, true, kLcgInts},

@@ -135,7 +135,8 @@ class small_function<R(Args...), Capacity, Policy> {
   template <class F>
     requires(!std::same_as<std::decay_t<F>, small_function>) && std::constructible_from<small_function, F>
   small_function& operator=(F&& f) {
-    return *this = small_function(std::forward<F>(f));
+    *this = small_function(std::forward<F>(f));
+    return *this;
   }
 
   // Destroys the callable, leaving the object empty.

@@ -406,7 +406,7 @@ class TaskGraph {
   TaskGraph(TaskGraph&& other) noexcept;
   // Frees this graph's contents (waiting for a run of them in flight, as the destructor does), then takes over
   // other's; `other` must not be running, and may then only be destroyed or assigned.
-  TaskGraph& operator=(TaskGraph&& other);
+  TaskGraph& operator=(TaskGraph&& other) noexcept;
   TaskGraph(const TaskGraph&) = delete;
   TaskGraph& operator=(const TaskGraph&) = delete;
 

@@ -28,6 +28,7 @@ class MSQueue {
   // that becomes the new dummy (so a retired node never holds a live T).
   struct Node : Retirable<M> {
     typename M::template atomic<Node*> next;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): T may be a pointer; its storage is the pointer's size
     alignas(T) std::byte storage[sizeof(T)];
 
     T* value() noexcept { return std::launder(reinterpret_cast<T*>(storage)); }
