@@ -58,9 +58,9 @@ void scope_loops(weft::Pool& pool) {
   std::vector<float> samples(4096, 2.0f);
   weft::TaskScope scope{pool};
   weft::Job<void> load = scope.submit([&] { std::fill(samples.begin(), samples.end(), 3.0f); });
-  weft::Job<void> scale =
-      scope.parallel_for_after({load}, samples.begin(), samples.end(), [](float& x) { x *= 2.0f; });
-  weft::Job<double> total = scope.parallel_reduce_after({scale}, samples.begin(), samples.end(), 0.0);
+  weft::Job<void> scale = scope.parallel_for(weft::after(load), samples.begin(), samples.end(),
+                                             [](float& x) { x *= 2.0f; }, {.name = "scale", .grain = 512});
+  weft::Job<double> total = scope.parallel_reduce(weft::after(scale), samples.begin(), samples.end(), 0.0);
   scope.run_and_wait();
   check(total.get() == 6.0 * 4096, "a loop and a reduction as jobs of a scope");
 }

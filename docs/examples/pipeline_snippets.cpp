@@ -143,7 +143,7 @@ void composition(weft::Pool& pool) {
   });
   std::size_t next = 0;
   // Starts once `loaded` has finished, so the source may read its value.
-  auto values = scope.source_after({loaded}, [&]() -> std::optional<int> {
+  auto values = scope.source(weft::after(loaded), [&]() -> std::optional<int> {
     const std::vector<int>& all = loaded.get();
     if (next == all.size()) return std::nullopt;
     return all[next++];

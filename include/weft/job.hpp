@@ -1,13 +1,18 @@
-// weft::Job<T> and weft::AnyJob: the handles of TaskScope jobs and their results (weft/task_scope.hpp includes
-// this header).
+// weft::Job<T> and weft::AnyJob: the handles of TaskScope jobs and their results; weft::after(jobs...): the
+// dependencies a TaskScope builder starts after (weft/task_scope.hpp includes this header).
 #pragma once
 
 #include "weft/detail/require_cpp20.hpp"
 
+#include <concepts>
 #include <memory>
+#include <ranges>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "weft/detail/job_state.hpp"
 #include "weft/errors.hpp"
@@ -78,7 +83,7 @@ class Job {
   std::shared_ptr<detail::JobState<T>> state_;
 };
 
-// A Job of any result type: what when_all(f) with a no-argument f and parallel_for_after take as dependencies.
+// A Job of any result type: what when_all(f) with a no-argument f and weft::after take as dependencies.
 // Implicitly made from any Job<T>, so that `{a, b, c}` may mix result types.
 //
 // Example:
@@ -106,5 +111,69 @@ class AnyJob {
   friend class TaskScope;
   std::shared_ptr<detail::JobStateBase> state_;
 };
+
+class After;
+template <class... Js>
+  requires(std::convertible_to<const Js&, AnyJob> && ...)
+[[nodiscard]] After after(const Js&... jobs);
+template <std::ranges::input_range R>
+  requires std::convertible_to<std::ranges::range_reference_t<const R&>, AnyJob>
+[[nodiscard]] After after(const R& jobs);
+
+// The jobs a TaskScope builder waits for, made by weft::after and passed as the builder's first argument: the
+// one spelling of "this job starts after those" for parallel_for, the parallel algorithms (reduce,
+// transform_reduce, the scans, sort, invoke) and source. then(job, f) and when_all(jobs, f) take their jobs
+// directly, since they also hand over the jobs' values.
+//
+// Why a leading argument, and not a member of the options or a leading braced list: the dependencies read first,
+// before a body that may run for lines; the options keep their braced form (`{.name = "sum"}`) and a reduce or
+// sort need not spell out its default operation to reach them; NodeOptions, which TaskGraph nodes share, gains
+// no member their edges make meaningless; and a leading braced list would have to be told apart from the plain
+// forms' first iterator or index, and from a braced NodeOptions, in every builder. A misplaced dependency (a
+// bare `{a, b}` first, or weft::after anywhere but first) matches no builder and does not compile.
+//
+// Owns a copy of the handles (cheap: shared pointers), so it may be kept and passed to several builders.
+// An empty or foreign job in it is refused when the builder is called: weft::invalid_graph naming the builder
+// and the dependency's position.
+//
+// Example:
+//   auto fill = scope.submit([&] { std::iota(v.begin(), v.end(), 0L); });
+//   auto doubled = scope.parallel_for(weft::after(fill), v.begin(), v.end(), [](long& x) { x *= 2; });
+//   std::vector<weft::AnyJob> deps{fill, doubled};
+//   weft::Job<long> total = scope.parallel_reduce(weft::after(deps), v.begin(), v.end(), 0L);
+class After {
+ public:
+  // The jobs, in the order given.
+  [[nodiscard]] std::span<const AnyJob> jobs() const noexcept { return jobs_; }
+
+ private:
+  explicit After(std::vector<AnyJob> jobs) noexcept : jobs_(std::move(jobs)) {}
+  template <class... Js>
+    requires(std::convertible_to<const Js&, AnyJob> && ...)
+  friend After after(const Js&... jobs);
+  template <std::ranges::input_range R>
+    requires std::convertible_to<std::ranges::range_reference_t<const R&>, AnyJob>
+  friend After after(const R& jobs);
+
+  std::vector<AnyJob> jobs_;
+};
+
+// After every one of `jobs` (Jobs of any result types, or AnyJobs): weft::after(a, b).
+template <class... Js>
+  requires(std::convertible_to<const Js&, AnyJob> && ...)
+[[nodiscard]] After after(const Js&... jobs) {
+  return After(std::vector<AnyJob>{AnyJob(jobs)...});
+}
+
+// After every job of a range of them: a std::vector<weft::AnyJob>, a std::span<const weft::AnyJob>, a
+// std::vector<weft::Job<T>>. An empty range adds no dependency.
+template <std::ranges::input_range R>
+  requires std::convertible_to<std::ranges::range_reference_t<const R&>, AnyJob>
+[[nodiscard]] After after(const R& jobs) {
+  std::vector<AnyJob> all;
+  if constexpr (std::ranges::sized_range<const R&>) all.reserve(std::ranges::size(jobs));
+  for (const auto& job : jobs) all.emplace_back(job);
+  return After(std::move(all));
+}
 
 }  // namespace weft

@@ -1,4 +1,5 @@
-// Per-node options of a TaskGraph node or TaskScope job: limits, back-pressure, priority, affinity.
+// Per-node options of a TaskGraph node or TaskScope job (limits, back-pressure, priority, affinity), and the
+// options of a TaskScope loop job (weft::LoopOptions: the same, plus the loop's grain).
 #pragma once
 
 #include "weft/detail/require_cpp20.hpp"
@@ -79,6 +80,27 @@ struct NodeOptions {
   // start), and semaphores on a node with tokens > 1 (docs/graph.md, "Semaphores"). A node with semaphores is
   // always posted to the pool, never run in place by the thread that made it ready.
   std::vector<Semaphore*> semaphores{};
+};
+
+// Options of a TaskScope loop job (parallel_for, parallel_reduce, parallel_transform_reduce and the scans): the
+// NodeOptions a job can use, and the loop's tuning. Every member has a default, so designated initializers
+// naming only some compile cleanly: scope.parallel_for(0, n, f, {.name = "scale", .grain = 1024}). The node
+// members mean what NodeOptions' do and are checked the same way (weft::invalid_option naming the call, the
+// job and the NodeOptions member); tokens, capacity and overflow are not here, since a job runs exactly once.
+struct LoopOptions {
+  // Shown in errors, dumps and statistics; default "job <index>".
+  std::string name{};
+  // Run-time priority of the job's tasks (see weft::Priority).
+  Priority priority = Priority::Normal;
+  // Run on this worker of the pool when it can (see TaskOptions::affinity).
+  std::optional<unsigned> affinity{};
+  // At most this many chunks (parallel_for) or blocks (reduce, scan) executing at once (>= 1).
+  unsigned concurrency = kUnlimited;
+  // As NodeOptions::semaphores: taken once for the whole loop, held while all its chunks run.
+  std::vector<Semaphore*> semaphores{};
+  // 0: automatic partitioning (see weft::parallel_for); g > 0: chunks (or reduce and scan blocks) of at most g
+  // elements.
+  std::size_t grain = 0;
 };
 
 }  // namespace weft

@@ -40,15 +40,16 @@ namespace weft {
 // A one-shot graph of jobs: describe the work, run it once, read the results.
 //
 // Contract:
-// - Building (submit, then, when_all, parallel_for, parallel_for_after) happens on one thread, before run();
-//   afterwards each throws weft::graph_busy. A job depends on the jobs it is given and starts when all of them
-//   finished; a Job of another scope, or an empty one, as a dependency throws weft::invalid_graph naming it.
+// - Building (submit, then, when_all, parallel_for, ...) happens on one thread, before run(); afterwards each
+//   throws weft::graph_busy. A job depends on the jobs it is given (then's job, when_all's jobs, or a leading
+//   weft::after(jobs...) of the other builders) and starts when all of them finished; a Job of another scope, or
+//   an empty one, as a dependency throws weft::invalid_graph naming it.
 // - Every job function takes weft::NodeOptions (name, priority, affinity, concurrency; bad values throw
-//   weft::invalid_option naming the call, e.g. weft::TaskScope::then, and the job). A job runs once:
-//   NodeOptions::tokens other than 1 is refused. For a parallel_for, `concurrency` bounds the chunks executing
-//   at once. NodeOptions::semaphores (weft::Semaphore) are taken once per job: a parallel_for job holds them
-//   while all its chunks run. A callable of the wrong shape does not compile, with a static_assert saying what
-//   it must take.
+//   weft::invalid_option naming the call, e.g. weft::TaskScope::then, and the job); the loops (parallel_for,
+//   reduce, scans) take weft::LoopOptions, the same plus the grain. A job runs once: NodeOptions::tokens other
+//   than 1 is refused. For a parallel_for, `concurrency` bounds the chunks executing at once. The semaphores
+//   (weft::Semaphore) are taken once per job: a parallel_for job holds them while all its chunks run. A callable
+//   of the wrong shape does not compile, with a static_assert saying what it must take.
 // - run() starts the run (a second run() throws graph_busy: the scope is one-shot); wait() blocks until it is
 //   over (on a pool worker it runs other tasks meanwhile) and rethrows the first exception of any job, which
 //   cancelled the run: jobs not started by then are skipped (their get() throws weft::job_cancelled). Run with
@@ -193,179 +194,133 @@ class TaskScope {
   }
 
   // A job running f(i) for every i in [first, last) (or f(lo, hi) per chunk), split over the pool; see
-  // weft::parallel_for for f and the range. grain 0: automatic partitioning; NodeOptions::concurrency bounds the
-  // chunks executing at once.
-  // Example: auto e = scope.parallel_for(0, 1000, [&](int i) { out[i] = i * i; });
+  // weft::parallel_for for f and the range. LoopOptions: the job's options and the loop's grain (0: automatic
+  // partitioning); LoopOptions::concurrency bounds the chunks executing at once.
+  // Example: auto e = scope.parallel_for(0, 1000, [&](int i) { out[i] = i * i; }, {.grain = 100});
   template <std::integral I, std::integral J, class F>
     requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
-  Job<void> parallel_for(I first, J last, F&& f, NodeOptions options = {}, std::size_t grain = 0) {
-    return index_for_job("weft::TaskScope::parallel_for", std::span<const AnyJob>(), first, last, std::forward<F>(f),
-                         std::move(options), grain);
+  Job<void> parallel_for(I first, J last, F&& f, LoopOptions options = {}) {
+    return index_for_job("weft::TaskScope::parallel_for", {}, first, last, std::forward<F>(f), std::move(options));
   }
   // The same over random-access iterators: f(*it) per element, or f(b, e) per chunk. f gets elements, never
   // indices: an f taking an integer of another type than the elements does not compile (see weft::parallel_for).
   // Example: auto d = scope.parallel_for(v.begin(), v.end(), [](int& x) { x *= 2; });
   template <std::random_access_iterator It, class F>
     requires ElementBody<std::decay_t<F>, It>
-  Job<void> parallel_for(It first, It last, F&& f, NodeOptions options = {}, std::size_t grain = 0) {
-    return element_for_job("weft::TaskScope::parallel_for", std::span<const AnyJob>(), std::move(first),
-                           std::move(last), std::forward<F>(f), std::move(options), grain);
+  Job<void> parallel_for(It first, It last, F&& f, LoopOptions options = {}) {
+    return element_for_job("weft::TaskScope::parallel_for", {}, std::move(first), std::move(last),
+                           std::forward<F>(f), std::move(options));
   }
-
-  // parallel_for starting after every job in `deps`.
-  // Example: auto d = scope.parallel_for_after({fill}, v.begin(), v.end(), [](int& x) { x *= 2; });
+  // Either parallel_for, starting after every job of `deps` (see weft::After: the one way of giving any builder
+  // its dependencies).
+  // Example: auto d = scope.parallel_for(weft::after(fill), v.begin(), v.end(), [](int& x) { x *= 2; });
   template <std::integral I, std::integral J, class F>
     requires IndexBody<std::decay_t<F>, std::common_type_t<I, J>>
-  Job<void> parallel_for_after(std::span<const AnyJob> deps, I first, J last, F&& f, NodeOptions options = {},
-                               std::size_t grain = 0) {
-    return index_for_job("weft::TaskScope::parallel_for_after", deps, first, last, std::forward<F>(f),
-                         std::move(options), grain);
+  Job<void> parallel_for(const After& deps, I first, J last, F&& f, LoopOptions options = {}) {
+    return index_for_job("weft::TaskScope::parallel_for", deps.jobs(), first, last, std::forward<F>(f),
+                         std::move(options));
   }
-  // The iterator form, after every job in `deps`.
   template <std::random_access_iterator It, class F>
     requires ElementBody<std::decay_t<F>, It>
-  Job<void> parallel_for_after(std::span<const AnyJob> deps, It first, It last, F&& f, NodeOptions options = {},
-                               std::size_t grain = 0) {
-    return element_for_job("weft::TaskScope::parallel_for_after", deps, std::move(first), std::move(last),
-                           std::forward<F>(f), std::move(options), grain);
-  }
-  // Braced dependency lists: scope.parallel_for_after({a, b}, 0, n, f).
-  template <class... Args>
-  Job<void> parallel_for_after(std::initializer_list<AnyJob> deps, Args&&... args) {
-    return parallel_for_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  Job<void> parallel_for_after(const std::vector<AnyJob>& deps, Args&&... args) {
-    return parallel_for_after(std::span<const AnyJob>(deps), std::forward<Args>(args)...);
+  Job<void> parallel_for(const After& deps, It first, It last, F&& f, LoopOptions options = {}) {
+    return element_for_job("weft::TaskScope::parallel_for", deps.jobs(), std::move(first), std::move(last),
+                           std::forward<F>(f), std::move(options));
   }
 
   // Parallel algorithms as jobs: each is the blocking algorithm of weft/algorithms.hpp (same contract, same
   // partitioning, same static_asserts on the callables) run as one job of this scope; its Job carries the result
   // (Job<void> for scans, sort and invoke), so then() and when_all() compose with it. The callables are copied
   // into the job; the iterators are taken when the job is added, so the ranges must stay valid (no job may
-  // reallocate them: use the _after forms below to run after the jobs that fill them), and untouched by other
-  // jobs, until the job finished. An exception of a callable fails the job with it and cancels the run.
-  // NodeOptions::concurrency bounds the blocks of a reduce or scan executing at once; sort and invoke refuse it
-  // (weft::invalid_option naming the call).
+  // reallocate them: give the jobs that fill them as dependencies, weft::after, to run after them), and
+  // untouched by other jobs, until the job finished. An exception of a callable fails the job with it and
+  // cancels the run. Reduce and scans take LoopOptions (grain; concurrency bounds the blocks executing at once);
+  // sort and invoke take NodeOptions and refuse NodeOptions::concurrency (weft::invalid_option naming the call).
+  // Each has a form taking a weft::After first, which starts after those jobs.
   //
   // Example:
   //   weft::Job<long> sum = scope.parallel_reduce(v.begin(), v.end(), 0L);
   //   weft::Job<double> mean = scope.then(sum, [n](long s) { return double(s) / double(n); });
   //   scope.parallel_sort(w.begin(), w.end(), std::greater<>(), {.name = "sort w"});
   //   scope.parallel_invoke([&] { a = left(); }, [&] { b = right(); });
+  //   scope.parallel_sort(weft::after(sum), w.begin(), w.end());
+  //   scope.parallel_reduce(v.begin(), v.end(), 0L, std::plus<>(), {.name = "sum", .grain = 4096});
   template <std::random_access_iterator It, class T, class Op = std::plus<>>
-  Job<T> parallel_reduce(It first, It last, T init, Op op = {}, NodeOptions options = {}, std::size_t grain = 0) {
+  Job<T> parallel_reduce(It first, It last, T init, Op op = {}, LoopOptions options = {}) {
     return reduce_job("weft::TaskScope::parallel_reduce", {}, first, last, std::move(init), std::move(op),
-                      std::move(options), grain);
+                      std::move(options));
+  }
+  template <std::random_access_iterator It, class T, class Op = std::plus<>>
+  Job<T> parallel_reduce(const After& deps, It first, It last, T init, Op op = {}, LoopOptions options = {}) {
+    return reduce_job("weft::TaskScope::parallel_reduce", deps.jobs(), first, last, std::move(init), std::move(op),
+                      std::move(options));
   }
   template <std::random_access_iterator It, class T, class Op, class Tr>
-  Job<T> parallel_transform_reduce(It first, It last, T init, Op reduce, Tr transform, NodeOptions options = {},
-                                   std::size_t grain = 0) {
+  Job<T> parallel_transform_reduce(It first, It last, T init, Op reduce, Tr transform, LoopOptions options = {}) {
     return transform_reduce_job("weft::TaskScope::parallel_transform_reduce", {}, first, last, std::move(init),
-                                std::move(reduce), std::move(transform), std::move(options), grain);
+                                std::move(reduce), std::move(transform), std::move(options));
+  }
+  template <std::random_access_iterator It, class T, class Op, class Tr>
+  Job<T> parallel_transform_reduce(const After& deps, It first, It last, T init, Op reduce, Tr transform,
+                                   LoopOptions options = {}) {
+    return transform_reduce_job("weft::TaskScope::parallel_transform_reduce", deps.jobs(), first, last,
+                                std::move(init), std::move(reduce), std::move(transform), std::move(options));
   }
   template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
-  Job<void> parallel_inclusive_scan(It first, It last, Out out, Op op = {}, NodeOptions options = {},
-                                    std::size_t grain = 0) {
+  Job<void> parallel_inclusive_scan(It first, It last, Out out, Op op = {}, LoopOptions options = {}) {
     return inclusive_scan_job("weft::TaskScope::parallel_inclusive_scan", {}, first, last, out, std::move(op),
-                              std::move(options), grain);
+                              std::move(options));
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
+  Job<void> parallel_inclusive_scan(const After& deps, It first, It last, Out out, Op op = {},
+                                    LoopOptions options = {}) {
+    return inclusive_scan_job("weft::TaskScope::parallel_inclusive_scan", deps.jobs(), first, last, out,
+                              std::move(op), std::move(options));
   }
   template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op = std::plus<>>
-  Job<void> parallel_exclusive_scan(It first, It last, Out out, T init, Op op = {}, NodeOptions options = {},
-                                    std::size_t grain = 0) {
+  Job<void> parallel_exclusive_scan(It first, It last, Out out, T init, Op op = {}, LoopOptions options = {}) {
     return exclusive_scan_job("weft::TaskScope::parallel_exclusive_scan", {}, first, last, out, std::move(init),
-                              std::move(op), std::move(options), grain);
+                              std::move(op), std::move(options));
+  }
+  template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op = std::plus<>>
+  Job<void> parallel_exclusive_scan(const After& deps, It first, It last, Out out, T init, Op op = {},
+                                    LoopOptions options = {}) {
+    return exclusive_scan_job("weft::TaskScope::parallel_exclusive_scan", deps.jobs(), first, last, out,
+                              std::move(init), std::move(op), std::move(options));
   }
   template <std::random_access_iterator It, class Comp = std::less<>>
   Job<void> parallel_sort(It first, It last, Comp comp = {}, NodeOptions options = {}) {
     return sort_job("weft::TaskScope::parallel_sort", {}, first, last, std::move(comp), std::move(options));
   }
+  template <std::random_access_iterator It, class Comp = std::less<>>
+  Job<void> parallel_sort(const After& deps, It first, It last, Comp comp = {}, NodeOptions options = {}) {
+    return sort_job("weft::TaskScope::parallel_sort", deps.jobs(), first, last, std::move(comp), std::move(options));
+  }
+  // parallel_invoke takes its options, if any, before the callables: scope.parallel_invoke({.name = "halves"}, f,
+  // g), and scope.parallel_invoke(weft::after(a), {.name = "halves"}, f, g).
   template <class... Fs>
-    requires(sizeof...(Fs) > 0 && (!std::same_as<std::remove_cvref_t<Fs>, NodeOptions> && ...))
+    requires(sizeof...(Fs) > 0 && (!std::same_as<std::remove_cvref_t<Fs>, NodeOptions> && ...) &&
+             (!std::same_as<std::remove_cvref_t<Fs>, After> && ...))
   Job<void> parallel_invoke(Fs&&... fs) {
     return invoke_job("weft::TaskScope::parallel_invoke", {}, NodeOptions{}, std::forward<Fs>(fs)...);
   }
-  // parallel_invoke with options first: scope.parallel_invoke({.name = "halves"}, f, g).
   template <class... Fs>
   Job<void> parallel_invoke(NodeOptions options, Fs&&... fs) {
     return invoke_job("weft::TaskScope::parallel_invoke", {}, std::move(options), std::forward<Fs>(fs)...);
   }
-
-  // The same algorithms starting after every job in `deps` (the jobs that fill the range, say); `deps` is a
-  // braced list of jobs of any types, a std::vector<AnyJob> or a span. Options in this form are spelled
-  // weft::NodeOptions{...}: a bare braced list cannot pass through the forwarding of the braced-deps form.
-  // Example:
-  //   auto fill = scope.submit([&] { std::iota(v.begin(), v.end(), 0L); });
-  //   weft::Job<long> total = scope.parallel_reduce_after({fill}, v.begin(), v.end(), 0L);
-  //   scope.parallel_sort_after({fill}, w.begin(), w.end());
-  template <std::random_access_iterator It, class T, class Op = std::plus<>>
-  Job<T> parallel_reduce_after(std::span<const AnyJob> deps, It first, It last, T init, Op op = {},
-                               NodeOptions options = {}, std::size_t grain = 0) {
-    return reduce_job("weft::TaskScope::parallel_reduce_after", deps, first, last, std::move(init), std::move(op),
-                      std::move(options), grain);
-  }
-  template <std::random_access_iterator It, class T, class Op, class Tr>
-  Job<T> parallel_transform_reduce_after(std::span<const AnyJob> deps, It first, It last, T init, Op reduce,
-                                         Tr transform, NodeOptions options = {}, std::size_t grain = 0) {
-    return transform_reduce_job("weft::TaskScope::parallel_transform_reduce_after", deps, first, last,
-                                std::move(init), std::move(reduce), std::move(transform), std::move(options), grain);
-  }
-  template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
-  Job<void> parallel_inclusive_scan_after(std::span<const AnyJob> deps, It first, It last, Out out, Op op = {},
-                                          NodeOptions options = {}, std::size_t grain = 0) {
-    return inclusive_scan_job("weft::TaskScope::parallel_inclusive_scan_after", deps, first, last, out,
-                              std::move(op), std::move(options), grain);
-  }
-  template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op = std::plus<>>
-  Job<void> parallel_exclusive_scan_after(std::span<const AnyJob> deps, It first, It last, Out out, T init,
-                                          Op op = {}, NodeOptions options = {}, std::size_t grain = 0) {
-    return exclusive_scan_job("weft::TaskScope::parallel_exclusive_scan_after", deps, first, last, out,
-                              std::move(init), std::move(op), std::move(options), grain);
-  }
-  template <std::random_access_iterator It, class Comp = std::less<>>
-  Job<void> parallel_sort_after(std::span<const AnyJob> deps, It first, It last, Comp comp = {},
-                                NodeOptions options = {}) {
-    return sort_job("weft::TaskScope::parallel_sort_after", deps, first, last, std::move(comp), std::move(options));
+  template <class... Fs>
+    requires(sizeof...(Fs) > 0 && (!std::same_as<std::remove_cvref_t<Fs>, NodeOptions> && ...))
+  Job<void> parallel_invoke(const After& deps, Fs&&... fs) {
+    return invoke_job("weft::TaskScope::parallel_invoke", deps.jobs(), NodeOptions{}, std::forward<Fs>(fs)...);
   }
   template <class... Fs>
-  Job<void> parallel_invoke_after(std::span<const AnyJob> deps, NodeOptions options, Fs&&... fs) {
-    return invoke_job("weft::TaskScope::parallel_invoke_after", deps, std::move(options), std::forward<Fs>(fs)...);
+  Job<void> parallel_invoke(const After& deps, NodeOptions options, Fs&&... fs) {
+    return invoke_job("weft::TaskScope::parallel_invoke", deps.jobs(), std::move(options), std::forward<Fs>(fs)...);
   }
-  // Braced dependency lists: scope.parallel_sort_after({fill}, v.begin(), v.end()).
-  template <class... Args>
-  auto parallel_reduce_after(std::initializer_list<AnyJob> deps, Args&&... args) {
-    return parallel_reduce_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  auto parallel_transform_reduce_after(std::initializer_list<AnyJob> deps, Args&&... args) {
-    return parallel_transform_reduce_after(std::span<const AnyJob>(deps.begin(), deps.size()),
-                                           std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  Job<void> parallel_inclusive_scan_after(std::initializer_list<AnyJob> deps, Args&&... args) {
-    return parallel_inclusive_scan_after(std::span<const AnyJob>(deps.begin(), deps.size()),
-                                         std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  Job<void> parallel_exclusive_scan_after(std::initializer_list<AnyJob> deps, Args&&... args) {
-    return parallel_exclusive_scan_after(std::span<const AnyJob>(deps.begin(), deps.size()),
-                                         std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  Job<void> parallel_sort_after(std::initializer_list<AnyJob> deps, Args&&... args) {
-    return parallel_sort_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<Args>(args)...);
-  }
-  template <class... Fs>
-  Job<void> parallel_invoke_after(std::initializer_list<AnyJob> deps, NodeOptions options, Fs&&... fs) {
-    return parallel_invoke_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::move(options),
-                                 std::forward<Fs>(fs)...);
-  }
-
   // Pipelines: a source, then stages, then a sink, each item flowing through them as soon as it is produced
   // (see weft::Stream and weft::StageOptions for the bound on items alive, overflow and order).
   // - The source is called serially until it returns std::nullopt. Its pipeline is one job of the scope: it
-  //   starts when the source's dependencies (source_after) finished, and the Job<void> that sink() returns
-  //   finishes when the last item left the sink, so other jobs may follow it (then, when_all).
+  //   starts when the source's dependencies (source(weft::after(jobs...), f)) finished, and the Job<void> that
+  //   sink() returns finishes when the last item left the sink, so other jobs may follow it (then, when_all).
   // - A stage's f takes an item (by value, T&& or const T&) and returns the next stage's item, or a
   //   std::optional of it (std::nullopt filters the item out). A fan_out stage's f returns a range (a
   //   std::vector, say) whose elements go on as separate items. A sink's f takes an item and returns nothing.
@@ -392,18 +347,13 @@ class TaskScope {
   // The start of a pipeline: f() -> std::optional<T>, called serially until it returns std::nullopt.
   template <class F>
   auto source(F&& f, StageOptions options = {}) {
-    return source_after(std::span<const AnyJob>(), std::forward<F>(f), std::move(options));
+    return add_source(std::span<const AnyJob>(), std::forward<F>(f), std::move(options));
   }
-  // A source that starts after every job in `deps`.
+  // A source that starts after every job of `deps` (see weft::After).
+  // Example: auto values = scope.source(weft::after(fill), [&]() -> std::optional<long> { return next(); });
   template <class F>
-  auto source_after(std::span<const AnyJob> deps, F&& f, StageOptions options = {});
-  template <class F>
-  auto source_after(std::initializer_list<AnyJob> deps, F&& f, StageOptions options = {}) {
-    return source_after(std::span<const AnyJob>(deps.begin(), deps.size()), std::forward<F>(f), std::move(options));
-  }
-  template <class F>
-  auto source_after(const std::vector<AnyJob>& deps, F&& f, StageOptions options = {}) {
-    return source_after(std::span<const AnyJob>(deps), std::forward<F>(f), std::move(options));
+  auto source(const After& deps, F&& f, StageOptions options = {}) {
+    return add_source(deps.jobs(), std::forward<F>(f), std::move(options));
   }
   // A stage: f(item) -> U, or std::optional<U> to filter; the result is a Stream<U>.
   template <class T, class F>
@@ -464,24 +414,39 @@ class TaskScope {
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
 
  private:
+  // The NodeOptions of a loop job: LoopOptions less its grain.
+  static NodeOptions node_options(LoopOptions&& options) {
+    NodeOptions node;
+    node.name = std::move(options.name);
+    node.priority = options.priority;
+    node.affinity = options.affinity;
+    node.concurrency = options.concurrency;
+    node.semaphores = std::move(options.semaphores);
+    return node;
+  }
   template <std::integral I, std::integral J, class F>
-  Job<void> index_for_job(const char* who, std::span<const AnyJob> deps, I first, J last, F&& f, NodeOptions options,
-                          std::size_t grain) {
+  Job<void> index_for_job(const char* who, std::span<const AnyJob> deps, I first, J last, F&& f,
+                          LoopOptions options) {
     detail::require_callable(f, who);
     using C = std::common_type_t<I, J>;
     const C lo = detail::common_index<I, J>(first, "first", who);
     const C hi = detail::common_index<J, I>(last, "last", who);
+    const std::size_t grain = options.grain;
     return add_for_job(who, deps, detail::IndexRange<C, std::decay_t<F>>(lo, std::forward<F>(f)),
-                       detail::index_count(lo, hi), std::move(options), grain);
+                       detail::index_count(lo, hi), node_options(std::move(options)), grain);
   }
   template <std::random_access_iterator It, class F>
   Job<void> element_for_job(const char* who, std::span<const AnyJob> deps, It first, It last, F&& f,
-                            NodeOptions options, std::size_t grain) {
+                            LoopOptions options) {
     detail::require_callable(f, who);
     const std::size_t n = detail::element_count(first, last, who);
+    const std::size_t grain = options.grain;
     return add_for_job(who, deps, detail::ElementRange<It, std::decay_t<F>>(std::move(first), std::forward<F>(f)), n,
-                       std::move(options), grain);
+                       node_options(std::move(options)), grain);
   }
+  // The source of a pipeline, after `deps` (weft/detail/task_scope_pipeline.hpp).
+  template <class F>
+  auto add_source(std::span<const AnyJob> deps, F&& f, StageOptions options);
   // The one check of f for both when_all overloads over AnyJobs, as when_all_checked below.
   template <class F>
   Job<typename detail::plain_result<std::decay_t<F>>::type> when_all_any_checked(std::span<const AnyJob> jobs, F&& f,
@@ -526,16 +491,16 @@ class TaskScope {
   // The algorithm jobs (weft/detail/task_scope_algorithms.hpp); `who` is the public call, named by every error.
   template <class It, class T, class Op>
   Job<T> reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init, Op op,
-                    NodeOptions options, std::size_t grain);
+                    LoopOptions options);
   template <class It, class T, class Op, class Tr>
   Job<T> transform_reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init, Op reduce,
-                              Tr transform, NodeOptions options, std::size_t grain);
+                              Tr transform, LoopOptions options);
   template <class It, class Out, class Op>
   Job<void> inclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out, Op op,
-                               NodeOptions options, std::size_t grain);
+                               LoopOptions options);
   template <class It, class Out, class T, class Op>
   Job<void> exclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out, T init,
-                               Op op, NodeOptions options, std::size_t grain);
+                               Op op, LoopOptions options);
   template <class It, class Comp>
   Job<void> sort_job(const char* who, std::span<const AnyJob> deps, It first, It last, Comp comp,
                      NodeOptions options);

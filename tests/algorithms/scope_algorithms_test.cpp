@@ -36,8 +36,8 @@ TEST_CASE("scope jobs give std's results and compose with then() and when_all()"
       weft::Job<std::int64_t> sum = scope.parallel_reduce(ints.begin(), ints.end(), std::int64_t{1});
       weft::Job<Mat> product = scope.parallel_reduce(mats.begin(), mats.end(), Mat{}, kMatMul, {.name = "product"});
       weft::Job<std::int64_t> squares = scope.parallel_transform_reduce(
-          ints.begin(), ints.end(), std::int64_t{0}, std::plus<>(), [](std::int64_t x) { return x * x % 1000; }, {},
-          7);
+          ints.begin(), ints.end(), std::int64_t{0}, std::plus<>(), [](std::int64_t x) { return x * x % 1000; },
+          {.grain = 7});
       weft::Job<void> inc = scope.parallel_inclusive_scan(ints.begin(), ints.end(), inclusive.begin());
       weft::Job<void> exc = scope.parallel_exclusive_scan(ints.begin(), ints.end(), exclusive.begin(),
                                                           std::int64_t{-1}, std::plus<>(), {.concurrency = 2});
@@ -98,7 +98,7 @@ TEST_CASE("scope jobs: a job may feed an algorithm through then(), and an algori
   });
 }
 
-TEST_CASE("the _after forms start after their dependencies: a job fills the range, the algorithm uses it") {
+TEST_CASE("weft::after: the algorithms start after their dependencies; a job fills the range, the algorithm uses it") {
   for_each_scope_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("scope after", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
@@ -115,16 +115,16 @@ TEST_CASE("the _after forms start after their dependencies: a job fills the rang
     });
     auto other = scope.submit([] { return 1; });
     const std::vector<weft::AnyJob> deps{fill, other};
-    auto total = scope.parallel_reduce_after({fill}, data.begin(), data.end(), std::int64_t{0});
-    auto product = scope.parallel_reduce_after(deps, mats.begin(), mats.end(), Mat{}, kMatMul);
-    auto odd = scope.parallel_transform_reduce_after({fill, other}, data.begin(), data.end(), std::int64_t{0},
-                                                     std::plus<>(), [](std::int64_t x) { return x % 2; });
-    scope.parallel_inclusive_scan_after({fill}, data.begin(), data.end(), scanned.begin());
-    scope.parallel_exclusive_scan_after({fill}, data.begin(), data.end(), excl.begin(), std::int64_t{0},
-                                        std::plus<>(), weft::NodeOptions{.name = "offsets"});
-    auto sort = scope.parallel_sort_after({fill}, sorted.begin(), sorted.end());
-    auto pair = scope.parallel_invoke_after(
-        {sort}, {.name = "pair"}, [&] { left = sorted.front() == 0; },
+    auto total = scope.parallel_reduce(weft::after(fill), data.begin(), data.end(), std::int64_t{0});
+    auto product = scope.parallel_reduce(weft::after(deps), mats.begin(), mats.end(), Mat{}, kMatMul);
+    auto odd = scope.parallel_transform_reduce(weft::after(fill, other), data.begin(), data.end(), std::int64_t{0},
+                                               std::plus<>(), [](std::int64_t x) { return x % 2; });
+    scope.parallel_inclusive_scan(weft::after(fill), data.begin(), data.end(), scanned.begin());
+    scope.parallel_exclusive_scan(weft::after(fill), data.begin(), data.end(), excl.begin(), std::int64_t{0},
+                                  std::plus<>(), {.name = "offsets", .grain = 512});
+    auto sort = scope.parallel_sort(weft::after(fill), sorted.begin(), sorted.end());
+    auto pair = scope.parallel_invoke(
+        weft::after(sort), {.name = "pair"}, [&] { left = sorted.front() == 0; },
         [&] { right = std::is_sorted(sorted.begin(), sorted.end()); });
     scope.run_and_wait();
     const auto m = static_cast<std::int64_t>(n);
@@ -140,8 +140,8 @@ TEST_CASE("the _after forms start after their dependencies: a job fills the rang
     // A dependency of another scope is refused, naming the call.
     weft::TaskScope other_scope{pool};
     auto stranger = other_scope.submit([] {});
-    CHECK_THROWS_WITH_AS(other_scope.parallel_sort_after({fill}, sorted.begin(), sorted.end()),
-                         doctest::Contains("weft::TaskScope::parallel_sort_after: job"), weft::invalid_graph);
+    CHECK_THROWS_WITH_AS(other_scope.parallel_sort(weft::after(fill), sorted.begin(), sorted.end()),
+                         doctest::Contains("weft::TaskScope::parallel_sort: job"), weft::invalid_graph);
     other_scope.run_and_wait();
     stranger.get();
   });

@@ -277,11 +277,14 @@ void task_scope_hpp_members(weft::TaskScope& scope, std::vector<int>& v, std::ve
   scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; });
   auto s = scope.submit([] { return std::string("s"); });
   auto fill = scope.submit([] {});
-  auto d = scope.parallel_for_after({fill}, v.begin(), v.end(), [](int& x) { x *= 2; });
+  auto d = scope.parallel_for(weft::after(fill), v.begin(), v.end(), [](int& x) { x *= 2; });
   scope.when_all({a, s, d}, [] { /* all three finished */ });
   scope.when_all(std::tuple{a, s}, [](int x, const std::string& y) { return x + static_cast<int>(y.size()); });
-  auto e = scope.parallel_for(0, 1000, [&](int i) { out[i] = i * i; });
+  auto e = scope.parallel_for(0, 1000, [&](int i) { out[i] = i * i; }, {.grain = 100});
   (void)e;
+  const auto next = [] { return std::optional<long>(); };
+  auto values = scope.source(weft::after(fill), [&]() -> std::optional<long> { return next(); });
+  scope.sink(values, [](long) {});
 }
 
 std::optional<std::string> next_line(std::istream& in) {
@@ -322,6 +325,14 @@ void job_hpp(weft::Pool& pool) {
   scope.run_and_wait();
   int v = a.get();  // 21
   (void)v;
+}
+
+void after_hpp(weft::TaskScope& scope, std::vector<long>& v) {
+  auto fill = scope.submit([&] { std::iota(v.begin(), v.end(), 0L); });
+  auto doubled = scope.parallel_for(weft::after(fill), v.begin(), v.end(), [](long& x) { x *= 2; });
+  std::vector<weft::AnyJob> deps{fill, doubled};
+  weft::Job<long> total = scope.parallel_reduce(weft::after(deps), v.begin(), v.end(), 0L);
+  (void)total;
 }
 
 void any_job_hpp(weft::TaskScope& scope, int n) {
@@ -376,14 +387,9 @@ void task_scope_hpp_algorithms(weft::TaskScope& scope, const std::vector<long>& 
   weft::Job<double> mean = scope.then(sum, [n](long s) { return double(s) / double(n); });
   scope.parallel_sort(w.begin(), w.end(), std::greater<>(), {.name = "sort w"});
   scope.parallel_invoke([&] { a = left(); }, [&] { b = right(); });
+  scope.parallel_sort(weft::after(sum), w.begin(), w.end());
+  scope.parallel_reduce(v.begin(), v.end(), 0L, std::plus<>(), {.name = "sum", .grain = 4096});
   (void)mean;
-}
-
-void task_scope_hpp_algorithms_after(weft::TaskScope& scope, std::vector<long>& v, std::vector<int>& w) {
-  auto fill = scope.submit([&] { std::iota(v.begin(), v.end(), 0L); });
-  weft::Job<long> total = scope.parallel_reduce_after({fill}, v.begin(), v.end(), 0L);
-  scope.parallel_sort_after({fill}, w.begin(), w.end());
-  (void)total;
 }
 
 void load_config() {}

@@ -1,10 +1,12 @@
 // Forms of TaskScope (pipelines included) and parallel_for calls that must not compile, each refused by a
-// static_assert that says what to write instead (WEFT_CASE 1 and up), and the accepted forms beside them
-// (WEFT_CASE 0), which must compile cleanly: so a refusal is the one form's, not the file's. Compiled by
-// check_compile.py, never linked.
+// static_assert that says what to write instead (WEFT_CASE 1 and up; a bare braced list of dependencies, case
+// 22, by overload resolution, whose error names the weft::After every builder's first parameter wants), and the
+// accepted forms beside them (WEFT_CASE 0), which must compile cleanly: so a refusal is the one form's, not the
+// file's. Compiled by check_compile.py, never linked.
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -38,7 +40,7 @@ void build(weft::Pool& pool) {
   scope.submit([](weft::Subflow&) {});
   scope.parallel_for(v.begin(), v.end(), [](int& x) { x = 1; });
   scope.parallel_for(v.begin(), v.end(), [](auto& x) { x = 2; });
-  scope.parallel_for_after({a}, sizes.begin(), sizes.end(), [](std::size_t x) { return x; });
+  scope.parallel_for(weft::after(a), sizes.begin(), sizes.end(), [](std::size_t x) { return x; });
   weft::parallel_for(pool, v.begin(), v.end(), [](int x) { return x; });
   weft::parallel_for(pool, v.begin(), v.end(), std::function<void(const int&)>([](const int&) {}));
   weft::parallel_for(pool, std::size_t{0}, v.size(), [&](std::size_t i) { v[i] = 1; });
@@ -51,6 +53,14 @@ void build(weft::Pool& pool) {
   weft::parallel_invoke(pool, [&] { r += 1; }, [] {});
   scope.parallel_reduce(v.begin(), v.end(), 0L, [](long x, long y) { return x + y; }, {.name = "sum"});
   scope.parallel_invoke({.name = "pair"}, [] {}, [] {});
+  // Dependencies: a leading weft::after of jobs, of a vector or of a span; a loop's grain in LoopOptions.
+  const std::vector<weft::AnyJob> deps{a, s};
+  scope.parallel_for(weft::after(deps), 0, 4, [](int) {}, {.name = "loop", .grain = 2});
+  scope.parallel_reduce(weft::after(std::span<const weft::AnyJob>(deps)), v.begin(), v.end(), 0, std::plus<>(),
+                        {.concurrency = 2, .grain = 1});
+  scope.parallel_sort(weft::after(a, b), v.begin(), v.end());
+  scope.parallel_invoke(weft::after(a), [] {}, [] {});
+  scope.parallel_invoke(weft::after(a), {.name = "after a"}, [] {});
   // Pipelines: a source of std::optional<T>; stages taking the item by value, T&& or const T&, returning the
   // next item or a std::optional of it; a fan-out stage returning a range; a sink returning nothing.
   auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
@@ -76,7 +86,7 @@ void build(weft::Pool& pool) {
 #elif WEFT_CASE == 8
   scope.parallel_for(v.begin(), v.end(), [&](std::size_t i) { v[i] = 1; });
 #elif WEFT_CASE == 9
-  scope.parallel_for_after({a}, v.data(), v.data() + v.size(), [](long x) { return x; });
+  scope.parallel_for(weft::after(a), v.data(), v.data() + v.size(), [](long x) { return x; });
 #elif WEFT_CASE == 10
   weft::parallel_for(pool, v.begin(), v.end(), std::function<void(std::size_t)>([](std::size_t) {}));
 #elif WEFT_CASE == 11
@@ -108,6 +118,8 @@ void build(weft::Pool& pool) {
 #elif WEFT_CASE == 21
   auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
   scope.stage(numbers, [](const std::string& x) { return x; });  // takes another type than the stream's items
+#elif WEFT_CASE == 22
+  scope.parallel_for({a}, v.begin(), v.end(), [](int& x) { x = 1; });  // dependencies are spelled weft::after(a)
 #else
 #error "no such WEFT_CASE"
 #endif

@@ -88,7 +88,7 @@ TEST_CASE("a TaskScope of 100 parallel_for jobs, at every priority") {
       for (int job = 0; job < 100; ++job) {
         (void)scope.parallel_for(
             0, 64, [&hits, job](int i) { hits[static_cast<std::size_t>(job * 64 + i)].fetch_add(1); },
-            weft::NodeOptions{.priority = priority}, 1);
+            weft::LoopOptions{.priority = priority, .grain = 1});
       }
       scope.run_and_wait();
       int wrong = 0;

@@ -1,8 +1,8 @@
 // Pipelines among other work: a pipeline inside a pipeline stage (its own TaskScope on the same pool, waited
 // for with run_and_wait, even on one worker), several pipelines in one scope, a pipeline on a pool whose every
-// worker is inside another pipeline's stage; a pipeline after jobs (source_after), jobs after a pipeline (then,
-// when_all on its sink's job), one pipeline after another; and the priorities of StageOptions (one worker, where
-// the order the pool takes tasks in shows them).
+// worker is inside another pipeline's stage; a pipeline after jobs (source(weft::after(jobs...), f)), jobs after
+// a pipeline (then, when_all on its sink's job), one pipeline after another; and the priorities of StageOptions
+// (one worker, where the order the pool takes tasks in shows them).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -184,9 +184,9 @@ TEST_CASE("a pipeline on a pool whose every worker is inside another pipeline's 
   });
 }
 
-TEST_CASE("source_after: a pipeline starts after jobs, and reads what they made") {
+TEST_CASE("source(weft::after(...)): a pipeline starts after jobs, and reads what they made") {
   for_each_mode_and_worker_count([&](unsigned workers) {
-    const Watchdog watchdog(named("source_after", workers), patience(60));
+    const Watchdog watchdog(named("source after", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
     std::vector<std::uint64_t> input;
@@ -195,10 +195,10 @@ TEST_CASE("source_after: a pipeline starts after jobs, and reads what they made"
       input.resize(1'000);
       std::iota(input.begin(), input.end(), std::uint64_t{0});
     });
-    auto scale = scope.parallel_for_after({fill}, std::size_t{0}, doubled.size(),
-                                          [&](std::size_t i) { doubled[i] = 2 * i; });
+    auto scale = scope.parallel_for(weft::after(fill), std::size_t{0}, doubled.size(),
+                                    [&](std::size_t i) { doubled[i] = 2 * i; });
     std::size_t at = 0;
-    auto numbers = scope.source_after({fill, scale}, [&]() -> std::optional<std::uint64_t> {
+    auto numbers = scope.source(weft::after(fill, scale), [&]() -> std::optional<std::uint64_t> {
       if (at == input.size()) return std::nullopt;
       const std::size_t i = at++;
       return input[i] + doubled[i];
@@ -230,7 +230,7 @@ TEST_CASE("jobs after a pipeline: then, when_all with its sink's job, and anothe
 
     // A second pipeline reads what the first one collected.
     std::size_t at = 0;
-    auto again = scope.source_after({first}, [&]() -> std::optional<std::uint64_t> {
+    auto again = scope.source(weft::after(first), [&]() -> std::optional<std::uint64_t> {
       if (at == collected.size()) return std::nullopt;
       return collected[at++];
     });
@@ -248,14 +248,14 @@ TEST_CASE("jobs after a pipeline: then, when_all with its sink's job, and anothe
   });
 }
 
-TEST_CASE("a failed job before source_after: the pipeline never starts, its sink's job is cancelled") {
+TEST_CASE("a failed job before source(weft::after(...)): the pipeline never starts, its sink's job is cancelled") {
   for_each_scope_worker_count([&](unsigned workers) {
-    const Watchdog watchdog(named("source_after a failure", workers), patience(60));
+    const Watchdog watchdog(named("source after a failure", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
     auto bad = scope.submit([]() -> int { throw StageFailure("before the pipeline"); });
     std::atomic<bool> called{false};
-    auto numbers = scope.source_after({bad}, [&]() -> std::optional<int> {
+    auto numbers = scope.source(weft::after(bad), [&]() -> std::optional<int> {
       called.store(true);
       return std::nullopt;
     });

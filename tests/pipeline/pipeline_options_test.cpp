@@ -230,7 +230,7 @@ TEST_CASE("source, stage, fan_out and sink after run() throw graph_busy naming t
   const Stream<std::uint64_t> unused;
   check_throws_naming<graph_busy>([&] { static_cast<void>(scope.source(ten(next))); },
                                   {"weft::TaskScope::source", "already been run"});
-  check_throws_naming<graph_busy>([&] { static_cast<void>(scope.source_after({done}, ten(next))); },
+  check_throws_naming<graph_busy>([&] { static_cast<void>(scope.source(weft::after(done), ten(next))); },
                                   {"weft::TaskScope::source", "already been run"});
   check_throws_naming<graph_busy>([&] { static_cast<void>(scope.stage(unused, identity)); },
                                   {"weft::TaskScope::stage", "already been run"});

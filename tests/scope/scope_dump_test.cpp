@@ -111,8 +111,8 @@ TEST_CASE("dump writes every job by name and every dependency as an edge, before
     auto both = scope.when_all({parse_job, unnamed}, [](std::vector<int> v) { return v[0] + v[1]; },
                                weft::NodeOptions{.name = "join", .priority = weft::Priority::High});
     std::vector<int> data(100, 1);
-    auto doubled = scope.parallel_for_after({both}, data.begin(), data.end(), [](int& x) { x *= 2; },
-                                            weft::NodeOptions{.name = "double"});
+    auto doubled = scope.parallel_for(weft::after(both), data.begin(), data.end(), [](int& x) { x *= 2; },
+                                      weft::LoopOptions{.name = "double"});
     int next = 0;
     auto numbers = scope.source([&next]() -> std::optional<int> {
       if (next == 10) return std::nullopt;

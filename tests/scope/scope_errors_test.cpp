@@ -32,7 +32,7 @@ TEST_CASE("a job's exception is rethrown by run_and_wait; successors are skipped
     auto bad = scope.then(ok, [](int) -> int { throw JobFailure("bad job"); });
     auto after_bad = scope.then(bad, [](int x) { return x + 1; });
     auto after_all = scope.when_all({ok, bad}, [] {});
-    auto after_for = scope.parallel_for_after({bad}, 0, 100, [](int) {});
+    auto after_for = scope.parallel_for(weft::after(bad), 0, 100, [](int) {});
     CHECK_THROWS_WITH_AS(scope.run_and_wait(), "bad job", JobFailure);
     CHECK(ok.get() == 1);
     CHECK_THROWS_WITH_AS(bad.get(), "bad job", JobFailure);  // its own exception
@@ -104,7 +104,7 @@ TEST_CASE("a job of another scope, or an empty job, as a dependency: invalid_gra
   CHECK_THROWS_WITH_AS(one.when_all({mine, foreign}, [] {}), doctest::Contains("'foreign-job' (dependency #1)"),
                        weft::invalid_graph);
   CHECK_THROWS_AS(one.when_all(std::tuple{mine, foreign}, [](int, int) {}), weft::invalid_graph);
-  CHECK_THROWS_AS(one.parallel_for_after({foreign}, 0, 10, [](int) {}), weft::invalid_graph);
+  CHECK_THROWS_AS(one.parallel_for(weft::after(foreign), 0, 10, [](int) {}), weft::invalid_graph);
   CHECK_THROWS_WITH_AS(one.then(weft::Job<int>(), [] {}), doctest::Contains("dependency #0 is an empty Job"),
                        weft::invalid_graph);
   CHECK(one.size() == 1);  // nothing was added by the refused calls
@@ -141,7 +141,7 @@ TEST_CASE("an empty callable (null function pointer, empty std::function) is ref
   refused([&] { (void)scope.parallel_for(0, 10, null_index); }, "weft::TaskScope::parallel_for");
   refused([&] { (void)scope.parallel_for(v.begin(), v.end(), std::function<void(int&)>{}); },
           "weft::TaskScope::parallel_for");
-  refused([&] { (void)scope.parallel_for_after(deps, 0, 10, empty_of_int); }, "weft::TaskScope::parallel_for_after");
+  refused([&] { (void)scope.parallel_for(weft::after(deps), 0, 10, empty_of_int); }, "weft::TaskScope::parallel_for");
   CHECK(scope.size() == 2);  // only the two accepted jobs were added
   scope.run_and_wait();
   CHECK(a.get() == 1);
@@ -166,7 +166,7 @@ TEST_CASE("a reversed iterator range is refused with std::invalid_argument namin
   auto a = scope.submit([] { return 1; });
   CHECK_THROWS_WITH_AS(scope.parallel_for(v.end(), v.begin(), touch),
                        doctest::Contains("weft::TaskScope::parallel_for"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, v.data() + 5, v.data() + 2, touch),
+  CHECK_THROWS_WITH_AS(scope.parallel_for(weft::after(a), v.data() + 5, v.data() + 2, touch),
                        doctest::Contains("last - first = -3"), std::invalid_argument);
   CHECK(scope.size() == 1);  // nothing added by the refused calls
   // An empty iterator range and a reversed integer range (empty by convention, as in oneTBB) are accepted.
@@ -203,7 +203,7 @@ TEST_CASE("bad options throw invalid_option naming the job") {
   weft::TaskScope scope{pool};
   CHECK_THROWS_WITH_AS(scope.submit([] {}, weft::NodeOptions{.name = "twice", .tokens = 2}),
                        doctest::Contains("job 'twice': NodeOptions::tokens = 2"), weft::invalid_option);
-  CHECK_THROWS_WITH_AS(scope.parallel_for(0, 10, [](int) {}, weft::NodeOptions{.name = "loop", .concurrency = 0}),
+  CHECK_THROWS_WITH_AS(scope.parallel_for(0, 10, [](int) {}, weft::LoopOptions{.name = "loop", .concurrency = 0}),
                        doctest::Contains("loop"), weft::invalid_option);
   CHECK_THROWS_WITH_AS(weft::parallel_for(pool, -1, std::size_t{10}, [](std::size_t) {}),
                        doctest::Contains("first = -1"), weft::invalid_option);
@@ -227,18 +227,16 @@ TEST_CASE("option errors name the scope's call and the job, not the TaskGraph un
       scope.when_all({a}, [] {}, weft::NodeOptions{.name = "all", .priority = static_cast<weft::Priority>(9)}),
       doctest::Contains("weft::TaskScope::when_all: NodeOptions::priority = 9 for job 'all'"), weft::invalid_option);
   CHECK_THROWS_WITH_AS(
-      scope.parallel_for(0, 10, [](int) {}, weft::NodeOptions{.name = "loop", .concurrency = 0}),
+      scope.parallel_for(0, 10, [](int) {}, weft::LoopOptions{.name = "loop", .concurrency = 0}),
       doctest::Contains("weft::TaskScope::parallel_for: NodeOptions::concurrency = 0 for job 'loop'"),
       weft::invalid_option);
-  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, v.begin(), v.end(), [](int&) {},
-                                                weft::NodeOptions{.name = "after", .capacity = 0}),
-                       doctest::Contains("weft::TaskScope::parallel_for_after: NodeOptions::capacity = 0 for job"),
+  // The same checks with dependencies; a loop's LoopOptions cannot spell tokens, capacity or overflow at all.
+  CHECK_THROWS_WITH_AS(scope.parallel_for(weft::after(a), v.begin(), v.end(), [](int&) {},
+                                          {.name = "after", .priority = static_cast<weft::Priority>(9)}),
+                       doctest::Contains("weft::TaskScope::parallel_for: NodeOptions::priority = 9 for job 'after'"),
                        weft::invalid_option);
-  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, 0, 10, [](int) {}, weft::NodeOptions{.tokens = 3}),
-                       doctest::Contains("weft::TaskScope::parallel_for_after: job 'job 1': NodeOptions::tokens = 3"),
-                       weft::invalid_option);
-  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, v.end(), v.begin(), [](int&) {}),
-                       doctest::Contains("weft::TaskScope::parallel_for_after: the iterator range is reversed"),
+  CHECK_THROWS_WITH_AS(scope.parallel_for(weft::after(a), v.end(), v.begin(), [](int&) {}),
+                       doctest::Contains("weft::TaskScope::parallel_for: the iterator range is reversed"),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(scope.parallel_for(-1, std::size_t{10}, [](std::size_t) {}),
                        doctest::Contains("weft::TaskScope::parallel_for: first = -1"), weft::invalid_option);
@@ -246,8 +244,8 @@ TEST_CASE("option errors name the scope's call and the job, not the TaskGraph un
   scope.run_and_wait();
   CHECK_THROWS_WITH_AS(scope.then(a, [](int) {}), doctest::Contains("weft::TaskScope::then: the scope has already"),
                        weft::graph_busy);
-  CHECK_THROWS_WITH_AS(scope.parallel_for_after({a}, 0, 3, [](int) {}),
-                       doctest::Contains("weft::TaskScope::parallel_for_after: the scope has already"),
+  CHECK_THROWS_WITH_AS(scope.parallel_for(weft::after(a), 0, 3, [](int) {}),
+                       doctest::Contains("weft::TaskScope::parallel_for: the scope has already"),
                        weft::graph_busy);
 }
 
@@ -383,7 +381,7 @@ TEST_CASE("destroying a scope while its run is in flight waits for the run") {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         return 3;
       });
-      loop = scope.parallel_for_after({slow}, data->begin(), data->end(), [](int& x) { x += 1; });
+      loop = scope.parallel_for(weft::after(slow), data->begin(), data->end(), [](int& x) { x += 1; });
       tail = scope.then(slow, [&finished](int x) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         finished.store(true);

@@ -22,7 +22,7 @@ TEST_CASE("KeepGoing: jobs after a failed job are skipped and say which job fail
     auto link = scope.then(compile, [](int x) { return x + 1; }, {.name = "link"});
     auto package = scope.then(link, [](int x) { return x * 2; }, {.name = "package"});
     auto docs = scope.submit([] { return 7; }, {.name = "docs"});
-    auto index = scope.parallel_for_after({docs}, 0, 100, [&](int i) { sum.fetch_add(i); });
+    auto index = scope.parallel_for(weft::after(docs), 0, 100, [&](int i) { sum.fetch_add(i); });
     auto publish = scope.when_all({docs, index}, [] { return 1; }, {.name = "publish"});
     CHECK_THROWS_WITH_AS(scope.run_and_wait({.on_error = weft::ErrorPolicy::KeepGoing}), "compile error",
                          std::runtime_error);

@@ -1,6 +1,6 @@
-// TaskScope::parallel_for and parallel_for_after: every element visited exactly once over vectors, deques and
-// integer ranges (empty, negative, one index, huge and unit grains, chunk bodies), the concurrency limit
-// honoured, dependencies respected.
+// TaskScope::parallel_for, alone and after other jobs (weft::after): every element visited exactly once over
+// vectors, deques and integer ranges (empty, negative, one index, huge and unit grains, chunk bodies), the
+// concurrency limit honoured, dependencies respected.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,13 +21,14 @@ using namespace weft::test;
 
 // Runs one scope.parallel_for over [first, last) with `grain` and checks each index ran exactly once.
 template <class I>
-void check_index_range(weft::Pool& pool, I first, I last, std::size_t grain, weft::NodeOptions options = {}) {
+void check_index_range(weft::Pool& pool, I first, I last, std::size_t grain, weft::LoopOptions options = {}) {
   INFO("range [" << first << ", " << last << "), grain " << grain);
   const std::size_t n = first < last ? static_cast<std::size_t>(last - first) : 0;
   RunCounts runs(n);
   weft::TaskScope scope{pool};
+  options.grain = grain;
   auto job = scope.parallel_for(first, last, [&](I i) { runs.ran(static_cast<std::size_t>(i - first)); },
-                                std::move(options), grain);
+                                std::move(options));
   scope.run_and_wait();
   job.get();
   check_exactly_once(runs);
@@ -82,8 +83,8 @@ TEST_CASE("random-access containers: vector, deque, raw pointers; chunk bodies o
     std::vector<int> chunked(12345, 0);
     weft::TaskScope scope{pool};
     scope.parallel_for(v.begin(), v.end(), [](int& x) { x += 1; });
-    scope.parallel_for(d.begin(), d.end(), [](int& x) { x *= 3; }, {}, 64);
-    scope.parallel_for(raw.data(), raw.data() + raw.size(), [](long& x) { x = x * x; }, {}, 1);
+    scope.parallel_for(d.begin(), d.end(), [](int& x) { x *= 3; }, {.grain = 64});
+    scope.parallel_for(raw.data(), raw.data() + raw.size(), [](long& x) { x = x * x; }, {.grain = 1});
     scope.parallel_for(chunked.begin(), chunked.end(), [](auto b, auto e) {
       for (; b != e; ++b) *b += 1;
     });
@@ -97,7 +98,7 @@ TEST_CASE("random-access containers: vector, deque, raw pointers; chunk bodies o
   });
 }
 
-TEST_CASE("NodeOptions::concurrency bounds the chunks executing at once") {
+TEST_CASE("LoopOptions::concurrency bounds the chunks executing at once") {
   for_each_scope_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("concurrency", workers), patience(120));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
@@ -113,7 +114,7 @@ TEST_CASE("NodeOptions::concurrency bounds the chunks executing at once") {
           std::this_thread::sleep_for(std::chrono::microseconds(20));
           runs.ran(static_cast<std::size_t>(i));
           in_flight.leave();
-        }, weft::NodeOptions{.concurrency = limit}, grain);
+        }, weft::LoopOptions{.concurrency = limit, .grain = grain});
         scope.run_and_wait();
         CHECK(in_flight.max() <= limit);
         CHECK(in_flight.max() >= 1);
@@ -123,18 +124,18 @@ TEST_CASE("NodeOptions::concurrency bounds the chunks executing at once") {
   });
 }
 
-TEST_CASE("parallel_for_after starts after its dependencies; jobs after it see all elements done") {
+TEST_CASE("parallel_for(weft::after(...)) starts after its dependencies; jobs after it see all elements done") {
   for_each_scope_worker_count([](unsigned workers) {
-    const Watchdog watchdog(named("parallel_for_after", workers), patience(60));
+    const Watchdog watchdog(named("parallel_for after", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     std::vector<int> v;
     weft::TaskScope scope{pool};
     auto fill = scope.submit([&] { v.assign(40000, 1); });
     auto size = scope.submit([] { return std::size_t{40000}; });
-    auto twice = scope.parallel_for_after({fill, size}, std::size_t{0}, std::size_t{40000},
-                                          [&](std::size_t i) { v[i] *= 2; });
+    auto twice = scope.parallel_for(weft::after(fill, size), std::size_t{0}, std::size_t{40000},
+                                    [&](std::size_t i) { v[i] *= 2; });
     std::vector<weft::AnyJob> deps{twice};
-    auto plus = scope.parallel_for_after(deps, 0, 40000, [&](int i) { v[static_cast<std::size_t>(i)] += 1; });
+    auto plus = scope.parallel_for(weft::after(deps), 0, 40000, [&](int i) { v[static_cast<std::size_t>(i)] += 1; });
     auto total = scope.then(plus, [&] { return std::count(v.begin(), v.end(), 3); });
     scope.run_and_wait();
     CHECK(total.get() == 40000);
@@ -152,7 +153,7 @@ TEST_CASE("random ranges, grains and limits against a sequential count") {
       const int first = static_cast<int>(random() % 2000) - 1000;
       const int last = first + static_cast<int>(random() % 5000);
       const std::size_t grain = random() % 3 == 0 ? 0 : random() % 300 + 1;
-      weft::NodeOptions options;
+      weft::LoopOptions options;
       if (random() % 3 == 0) options.concurrency = static_cast<unsigned>(random() % 4 + 1);
       check_index_range(pool, first, last, grain, options);
     }

@@ -59,7 +59,7 @@ TEST_CASE("TaskScope jobs sharing a semaphore: at most count at once, each job o
     std::vector<int> v(10'000, 1);
     auto loop = second.parallel_for(
         v.begin(), v.end(),
-        [](int& x) { x *= 2; }, options);
+        [](int& x) { x *= 2; }, weft::LoopOptions{.semaphores = {&db}});
     auto plain = second.submit([] {});  // a job without semaphores beside them
     first.run();
     second.run();

@@ -57,13 +57,14 @@ inline void TaskScope::require_no_concurrency(const char* who, const NodeOptions
 
 template <class It, class T, class Op>
 Job<T> TaskScope::reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init, Op op,
-                             NodeOptions options, std::size_t grain) {
+                             LoopOptions options) {
   if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
     detail::require_callable(op, who);
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
+    const std::size_t grain = options.grain;
     return add_algorithm_job<T>(
-        who, deps, std::move(options),
+        who, deps, node_options(std::move(options)),
         [first, n, init = std::move(init), op = std::move(op), grain, concurrency](Subflow& sf) mutable {
           return detail::reduce_core(sf, first, n, std::move(init), op, detail::Identity{}, grain, concurrency);
         });
@@ -74,7 +75,7 @@ Job<T> TaskScope::reduce_job(const char* who, std::span<const AnyJob> deps, It f
 
 template <class It, class T, class Op, class Tr>
 Job<T> TaskScope::transform_reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init,
-                                       Op reduce, Tr transform, NodeOptions options, std::size_t grain) {
+                                       Op reduce, Tr transform, LoopOptions options) {
   static_assert(ReduceTransform<Tr, T, It>,
                 "weft::TaskScope::parallel_transform_reduce: transform must be callable with an element and return a "
                 "value a T (the type of init) can be made from");
@@ -85,7 +86,8 @@ Job<T> TaskScope::transform_reduce_job(const char* who, std::span<const AnyJob> 
       detail::require_callable(transform, who);
       const std::size_t n = detail::element_count(first, last, who);
       const unsigned concurrency = options.concurrency;
-      return add_algorithm_job<T>(who, deps, std::move(options),
+      const std::size_t grain = options.grain;
+      return add_algorithm_job<T>(who, deps, node_options(std::move(options)),
                                   [first, n, init = std::move(init), reduce = std::move(reduce),
                                    transform = std::move(transform), grain, concurrency](Subflow& sf) mutable {
                                     return detail::reduce_core(sf, first, n, std::move(init), reduce, transform,
@@ -98,7 +100,7 @@ Job<T> TaskScope::transform_reduce_job(const char* who, std::span<const AnyJob> 
 
 template <class It, class Out, class Op>
 Job<void> TaskScope::inclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out,
-                                        Op op, NodeOptions options, std::size_t grain) {
+                                        Op op, LoopOptions options) {
   using T = std::iter_value_t<It>;
   if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
     static_assert(std::indirectly_writable<Out, const T&>,
@@ -106,8 +108,10 @@ Job<void> TaskScope::inclusive_scan_job(const char* who, std::span<const AnyJob>
     detail::require_callable(op, who);
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
+    const std::size_t grain = options.grain;
     return add_algorithm_job<detail::Unit>(
-        who, deps, std::move(options), [first, n, out, op = std::move(op), grain, concurrency](Subflow& sf) {
+        who, deps, node_options(std::move(options)),
+        [first, n, out, op = std::move(op), grain, concurrency](Subflow& sf) {
           return detail::scan_core(sf, first, n, out, std::optional<T>(), op, true, grain, concurrency);
         });
   } else {
@@ -117,15 +121,16 @@ Job<void> TaskScope::inclusive_scan_job(const char* who, std::span<const AnyJob>
 
 template <class It, class Out, class T, class Op>
 Job<void> TaskScope::exclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out,
-                                        T init, Op op, NodeOptions options, std::size_t grain) {
+                                        T init, Op op, LoopOptions options) {
   if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
     static_assert(std::indirectly_writable<Out, const T&>,
                   "weft::TaskScope::parallel_exclusive_scan: the output iterator must accept the scan's values");
     detail::require_callable(op, who);
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
+    const std::size_t grain = options.grain;
     return add_algorithm_job<detail::Unit>(
-        who, deps, std::move(options),
+        who, deps, node_options(std::move(options)),
         [first, n, out, init = std::move(init), op = std::move(op), grain, concurrency](Subflow& sf) mutable {
           return detail::scan_core(sf, first, n, out, std::optional<T>(std::move(init)), op, false, grain,
                                    concurrency);

@@ -16,7 +16,7 @@
 namespace weft {
 
 template <class F>
-auto TaskScope::source_after(std::span<const AnyJob> deps, F&& f, StageOptions options) {
+auto TaskScope::add_source(std::span<const AnyJob> deps, F&& f, StageOptions options) {
   using D = std::decay_t<F>;
   using Traits = detail::source_traits<D>;
   static_assert(Traits::callable,
