@@ -18,10 +18,6 @@ namespace {
 using namespace weft::test;
 using namespace std::chrono_literals;
 
-struct Boom : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 std::string at(std::size_t i) {
   std::string s = "boom at ";
   s += std::to_string(i);

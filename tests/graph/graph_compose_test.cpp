@@ -16,10 +16,6 @@ namespace {
 using namespace weft::test;
 using namespace std::chrono_literals;
 
-struct Boom : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 TEST_CASE("a module node runs its graph after its predecessors and before its successors") {
   for_each_graph_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("module order", workers), patience(60));

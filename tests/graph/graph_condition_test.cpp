@@ -16,10 +16,6 @@ namespace {
 using namespace weft::test;
 using namespace std::chrono_literals;
 
-struct Boom : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 static_assert(weft::ConditionCallable<int (*)()>);
 static_assert(weft::ConditionCallable<std::size_t (*)(weft::Subflow&)>);
 static_assert(!weft::ConditionCallable<bool (*)()>, "bool would silently mean branch 0 or 1");

@@ -18,10 +18,6 @@ namespace {
 using namespace weft::test;
 using namespace std::chrono_literals;
 
-struct Boom : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 // A diamond, a -> {b, c} -> d, whose nodes check that each pass starts only after the previous one ended: a
 // sees d's count equal to its own (every earlier pass finished), d sees a's one ahead of its own.
 struct Diamond {

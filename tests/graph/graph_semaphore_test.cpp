@@ -325,10 +325,6 @@ TEST_CASE("cancel while nodes are parked: the run ends at once, its nodes skippe
   });
 }
 
-struct Boom : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 TEST_CASE("a body that throws gives its units back; nodes parked behind it skip") {
   for_each_graph_worker_count([](unsigned workers) {
     const std::string what = named("throw releases", workers);

@@ -19,12 +19,12 @@ namespace {
 using namespace weft::test;
 using namespace std::chrono_literals;
 
-std::uint64_t fib(weft::Subflow& sf, unsigned n) {
+std::uint64_t submitted_fib(weft::Subflow& sf, unsigned n) {
   if (n < 2) return n;
-  if (n < 12) return fib(sf, n - 1) + fib(sf, n - 2);  // small cases serially, as real code would
+  if (n < 12) return submitted_fib(sf, n - 1) + submitted_fib(sf, n - 2);  // small cases serially, as real code would
   std::uint64_t a = 0;
-  sf.spawn([&a, n](weft::Subflow& child) { a = fib(child, n - 1); });
-  const std::uint64_t b = fib(sf, n - 2);
+  sf.spawn([&a, n](weft::Subflow& child) { a = submitted_fib(child, n - 1); });
+  const std::uint64_t b = submitted_fib(sf, n - 2);
   sf.join();
   return a + b;
 }
@@ -33,7 +33,7 @@ TEST_CASE("recursive fib through Subflow::spawn inside a submitted task") {
   for_each_graph_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("submit fib", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
-    weft::Future<std::uint64_t> f = pool.submit([](weft::Subflow& sf) { return fib(sf, 24); });
+    weft::Future<std::uint64_t> f = pool.submit([](weft::Subflow& sf) { return submitted_fib(sf, 24); });
     CHECK(f.get() == 46368);
   });
 }
@@ -96,9 +96,9 @@ TEST_CASE("one worker: the submitted task, its children and their joins do not d
   // Submitted from the worker itself too: the outer task waits for the inner one's future.
   auto outer = pool.submit([&pool](weft::Subflow& sf) {
     std::uint64_t a = 0;
-    sf.spawn([&a](weft::Subflow& child) { a = fib(child, 16); });
+    sf.spawn([&a](weft::Subflow& child) { a = submitted_fib(child, 16); });
     sf.join();
-    auto inner = pool.submit([](weft::Subflow& child) { return fib(child, 15); });
+    auto inner = pool.submit([](weft::Subflow& child) { return submitted_fib(child, 15); });
     return a + inner.get();
   });
   CHECK(outer.get() == 987 + 610);

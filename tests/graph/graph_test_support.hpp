@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -22,6 +23,11 @@
 #include "weft/task_graph.hpp"
 
 namespace weft::test {
+
+// The exception a test's node throws on purpose (one type for the area: its files share one executable).
+struct Boom : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Graphs run with these worker counts (the 1, 2, 4, 8; 8 > cores on this machine on purpose).
 inline constexpr std::array<unsigned, 4> kGraphWorkerCounts = {1, 2, 4, 8};

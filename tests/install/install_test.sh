@@ -18,6 +18,10 @@
 # usage: install_test.sh SOURCE_ROOT B_SANITIZE WERROR MESON NINJA CXX...
 #   B_SANITIZE: the outer build's b_sanitize; anything but 'none' skips (77): this rebuilds weft twice.
 #   CXX...: the compiler that builds the inner weft (the outer build's), as meson runs it.
+# WEFT_OUTER_BUILD (optional): the outer build's directory. The static build then sits beside it rather than in a
+# temporary directory, so that its compile commands, source paths relative to the build directory included, are
+# the outer build's library's to the byte when their options agree (the defaults: .ci/test's release build), and
+# ccache (.ci/common.sh) gives back the outer build's objects instead of compiling the library again.
 set -euo pipefail
 
 if [ $# -lt 6 ]; then
@@ -38,7 +42,11 @@ for tool in pkg-config g++ cmake readelf python3; do
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/weft-install-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+static_build=
+trap 'rm -rf "$work" ${static_build:+"$static_build"}' EXIT
+if [ -n "${WEFT_OUTER_BUILD:-}" ]; then
+  static_build=$(mktemp -d "$(dirname "$WEFT_OUTER_BUILD")/weft-install-static.XXXXXX" 2>/dev/null) || static_build=
+fi
 
 consumers=(g++)
 if command -v clang++ >/dev/null; then
@@ -54,6 +62,7 @@ fail() { echo "install_test: FAILED: $*" >&2; exit 1; }
 build_and_install() {
   local kind=$1 cxx=$2; shift 2
   local build=$work/build-$kind prefix=$work/prefix-$kind
+  [ "$kind" = static ] && [ -n "$static_build" ] && build=$static_build
   echo "install_test: [$kind] building weft ($*) with $cxx: $($cxx --version | head -n 1)"
   CXX=$cxx "$meson" setup "$build" "$src" --prefix "$prefix" --wrap-mode=nodownload -Dwerror="$werror" \
     -Dtests=disabled -Dbenchmarks=disabled -Dmodel_tests=disabled -Dcmake_package=enabled "$@" \

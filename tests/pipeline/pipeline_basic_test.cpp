@@ -1,5 +1,4 @@
 // weft::TaskScope pipelines: the basic shapes (map, filter, fan-out, order, move-only items, composition).
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <atomic>

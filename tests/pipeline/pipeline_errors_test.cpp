@@ -34,10 +34,10 @@ const char* site_name(Site site) {
   return "?";
 }
 
-constexpr std::uint64_t kFanWidth = 3;
+constexpr std::uint64_t kErrorFanWidth = 3;
 
 // The throws of one round: at most one per site, at the given item (an element for range, after_fan and sink:
-// input * kFanWidth + index).
+// input * kErrorFanWidth + index).
 struct Throws {
   std::optional<std::uint64_t> at[static_cast<int>(Site::count)];
   void maybe_throw(Site site, std::uint64_t item) const {
@@ -82,8 +82,8 @@ void run_throwing(unsigned workers, std::uint64_t inputs, const Throws& throws, 
         staged,
         [&throws, &element_census](Counted c) {
           throws.maybe_throw(Site::fan, c.value());
-          const std::uint64_t base = c.value() * kFanWidth;
-          return std::views::iota(std::uint64_t{0}, kFanWidth) |
+          const std::uint64_t base = c.value() * kErrorFanWidth;
+          return std::views::iota(std::uint64_t{0}, kErrorFanWidth) |
                  std::views::transform([&throws, &element_census, base](std::uint64_t j) {
                    throws.maybe_throw(Site::range, base + j);
                    return Counted(element_census, base + j);
@@ -122,7 +122,7 @@ void run_throwing(unsigned workers, std::uint64_t inputs, const Throws& throws, 
     CHECK(check_throws_naming<StageFailure>([&] { static_cast<void>(scope.wait()); }, {}) == message);
     CHECK_THROWS_AS(after.get(), job_cancelled);
     CHECK_THROWS_AS(both.get(), job_cancelled);
-    CHECK(received.load() < inputs * kFanWidth);
+    CHECK(received.load() < inputs * kErrorFanWidth);
   }
   check_balanced(input_census);
   check_balanced(element_census);
@@ -140,12 +140,12 @@ TEST_CASE("an exception at a random item in a random place stops the pipeline an
       Throws throws;
       const auto site = static_cast<int>(random() % static_cast<int>(Site::count));
       const bool element = site >= static_cast<int>(Site::range);
-      throws.at[site] = random() % (element ? kInputs * kFanWidth : kInputs);
+      throws.at[site] = random() % (element ? kInputs * kErrorFanWidth : kInputs);
       // One round in three adds a second throw elsewhere: either may be the one rethrown.
       if (round % 3 == 2) {
         const auto other = static_cast<int>(random() % static_cast<int>(Site::count));
         if (!throws.at[other]) {
-          throws.at[other] = random() % (other >= static_cast<int>(Site::range) ? kInputs * kFanWidth : kInputs);
+          throws.at[other] = random() % (other >= static_cast<int>(Site::range) ? kInputs * kErrorFanWidth : kInputs);
         }
       }
       INFO("round " << round << ", site " << std::string(site_name(static_cast<Site>(site))) << " at item "
@@ -161,7 +161,7 @@ TEST_CASE("an exception at the first and at the last item of each place") {
     const Watchdog watchdog(named("edge exceptions", workers), patience(60));
     for (int site = 0; site < static_cast<int>(Site::count); ++site) {
       const bool element = site >= static_cast<int>(Site::range);
-      for (const std::uint64_t item : {std::uint64_t{0}, (element ? kInputs * kFanWidth : kInputs) - 1}) {
+      for (const std::uint64_t item : {std::uint64_t{0}, (element ? kInputs * kErrorFanWidth : kInputs) - 1}) {
         INFO("site " << std::string(site_name(static_cast<Site>(site))) << " at item " << item);
         Throws throws;
         throws.at[site] = item;

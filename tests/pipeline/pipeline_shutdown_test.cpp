@@ -1,6 +1,5 @@
 // A pipeline meets a DropPending shutdown of its pool: it stops at its next item, in either mode, and the run
 // fails with task_dropped; every item's destructor runs.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <atomic>

@@ -1,7 +1,6 @@
 // weft::Trace: what a pool, a graph run and a pipeline record, read back from the Chrome Trace Event JSON.
 // Every check parses the JSON (tests/support/json_reader.hpp, strict) and checks its structure, then that each
 // task, node execution and stage call appears exactly once, on a named thread, nested where it ran.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <algorithm>

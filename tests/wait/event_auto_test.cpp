@@ -42,7 +42,7 @@ using weft::test::patience;
 using weft::test::stress_count;
 using weft::test::Watchdog;
 
-std::vector<bool> fiber_modes() {
+std::vector<bool> event_fiber_modes() {
   if (weft::fibers_available()) return {true, false};
   return {false};
 }
@@ -129,7 +129,7 @@ void n_signals_m_waits(Waiters where, bool fibers, unsigned n, unsigned m) {
 }
 
 TEST_CASE("Auto: two back-to-back signals with four waits waiting release two of them") {
-  for (const bool fibers : fiber_modes()) {
+  for (const bool fibers : event_fiber_modes()) {
     for (const Waiters where : {Waiters::tasks, Waiters::threads}) {
       const Watchdog watchdog("two signals, four waits", patience(60));
       n_signals_m_waits(where, fibers, 2, 4);
@@ -139,7 +139,7 @@ TEST_CASE("Auto: two back-to-back signals with four waits waiting release two of
 
 TEST_CASE("Auto: N signals against M waiting waits release min(N, M); with N > M the event stays set, once") {
   const unsigned pairs[][2] = {{1, 1}, {1, 3}, {3, 1}, {3, 3}, {2, 5}, {5, 2}, {0, 2}, {4, 0}, {7, 7}, {8, 6}};
-  for (const bool fibers : fiber_modes()) {
+  for (const bool fibers : event_fiber_modes()) {
     for (const Waiters where : {Waiters::tasks, Waiters::threads}) {
       for (const auto& pair : pairs) {
         const Watchdog watchdog("N signals, M waits", patience(60));
@@ -173,7 +173,7 @@ TEST_CASE("Auto: clear() unsets an event nobody waits on, and keeps the releases
 // it found it (zero at the end). Signals go on until the waits that must return have.
 TEST_CASE("Auto: racing signals, waits and time-outs: never more returns than signals, exactly once each") {
   const std::uint64_t rounds = stress_count(kThreadSanitizer ? 30 : 300);
-  for (const bool fibers : fiber_modes()) {
+  for (const bool fibers : event_fiber_modes()) {
     INFO("fibers = " << fibers);
     const Watchdog watchdog("racing signals and waits", patience(240));
     weft::Pool pool{weft::PoolOptions{.threads = 3, .fibers = fibers}};
