@@ -78,6 +78,9 @@ inline constexpr PlantInfo plants[] = {
     {"word.signal_keeps_unreleased", "a released wait stays counted"},
     {"word.timeout_loses_release", "a timed-out wait drops the release due to it"},
     {"word.drop_loses_release", "a dropped wait eats its release"},
+    // include/weft/detail/future_state.hpp, by the word's template arguments (tests/model/future_then_model.cpp)
+    {"future_then.relaxed_settle", "the finisher settles relaxed: neither publishes nor acquires"},
+    {"future_then.relaxed_attach_failure", "an attacher that finds the word settled does not acquire"},
     // include/weft/detail/child_count.hpp, through its plant policy (tests/graph/child_count_model.cpp)
     {"child_count.relaxed_finish", "the child publishes nothing"},
     {"child_count.fold_forgotten", "the fold sets the bit and keeps the plain count"},
