@@ -17,8 +17,8 @@
 // miss an item whose push is still in flight: the pusher must wake consumers after try_push returns (the
 // EventCount protocol: publish, then notify), never rely on the consumer's re-check alone.
 //
-// Planted bugs for the model test (tests/bounded_queue/bounded_queue_model.cpp) are the WEFT_PLANT_BQ_*
-// macros; only that test defines them.
+// Planted bugs for the model test (tests/bounded_queue/bounded_queue_model.cpp) are the
+// WEFT_PLANTED("bounded_queue.*") lines (scheduler/atomics/plant.hpp): constant false outside that test.
 #pragma once
 
 #include <cstddef>
@@ -32,13 +32,9 @@
 
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 #include "weft/errors.hpp"
 
-#if !defined(RL_RELACY_HPP) &&                                                                  \
-    (defined(WEFT_PLANT_BQ_RELAXED_PUBLISH) || defined(WEFT_PLANT_BQ_RELAXED_RELEASE) ||          \
-     defined(WEFT_PLANT_BQ_RELAXED_CLAIM_LOAD) || defined(WEFT_PLANT_BQ_VYUKOV_TURN))
-#error "WEFT_PLANT_BQ_* plants a bug for the Relacy model test (tests/bounded_queue/bounded_queue_model.cpp) only"
-#endif
 
 namespace weft::inbox {
 
@@ -117,27 +113,22 @@ class BoundedQueue {
     for (;;) {
       const Where w = split(pos);
       Slot& slot = slots_[w.index];
-#if defined(WEFT_PLANT_BQ_RELAXED_CLAIM_LOAD)
-      const Turn turn = slot.turn.load(std::memory_order_relaxed);  // planted bug: the value is not acquired
-#else
       // acquire: pairs with the pusher's release store of 2·lap + 1, so its construction of the item is
-      // visible to the move below.
-      const Turn turn = slot.turn.load(std::memory_order_acquire);
-#endif
+      // visible to the move below. (Planted bug: relaxed, the value is not acquired.)
+      const Turn turn = slot.turn.load(WEFT_PLANTED("bounded_queue.relaxed_claim_load") ? std::memory_order_relaxed
+                                                                                         : std::memory_order_acquire);
       if (turn == readable(pos, w.lap)) {
         // relaxed: the CAS only decides which popper owns position pos (RMW atomicity is enough); the item's
         // visibility comes from the acquire above. On failure `pos` is refreshed and we retry.
         if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed, std::memory_order_relaxed)) {
           std::optional<T> out(std::move(*slot.value()));
           slot.value()->~T();
-#if defined(WEFT_PLANT_BQ_RELAXED_RELEASE)
-          // planted bug: the move out is not ordered before the next lap's construction
-          slot.turn.store(writable(pos + capacity_, w.lap + 1), std::memory_order_relaxed);
-#else
           // release: our move and destruction above happen before the next lap's pusher (which acquires this
-          // value) constructs into the same storage.
-          slot.turn.store(writable(pos + capacity_, w.lap + 1), std::memory_order_release);
-#endif
+          // value) constructs into the same storage. (Planted bug: relaxed, the move out is not ordered before
+          // the next lap's construction.)
+          slot.turn.store(writable(pos + capacity_, w.lap + 1), WEFT_PLANTED("bounded_queue.relaxed_release")
+                                                                    ? std::memory_order_relaxed
+                                                                    : std::memory_order_release);
           return out;
         }
       } else {
@@ -213,13 +204,10 @@ class BoundedQueue {
 
   // The turn values of position pos (on lap `lap`): writable before its push, readable after it.
   static constexpr Turn writable(Turn pos, Turn lap) noexcept {
-#if defined(WEFT_PLANT_BQ_VYUKOV_TURN)
-    (void)lap;
-    return pos;  // planted bug: Vyukov's sequence = position; at capacity 1 "full at p" = "empty at p + 1"
-#else
+    // planted bug: Vyukov's sequence = position; at capacity 1 "full at p" = "empty at p + 1"
+    if (WEFT_PLANTED("bounded_queue.vyukov_turn")) return pos;
     (void)pos;
     return 2 * lap;
-#endif
   }
   static constexpr Turn readable(Turn pos, Turn lap) noexcept { return writable(pos, lap) + 1; }
 
@@ -241,12 +229,11 @@ class BoundedQueue {
         // value read above is still current once we win.
         if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed, std::memory_order_relaxed)) {
           ::new (static_cast<void*>(slot.storage)) T(std::forward<U>(v));
-#if defined(WEFT_PLANT_BQ_RELAXED_PUBLISH)
-          slot.turn.store(readable(pos, w.lap), std::memory_order_relaxed);  // planted bug: not published
-#else
           // release: the construction above happens before the popper's acquire of this value reads it.
-          slot.turn.store(readable(pos, w.lap), std::memory_order_release);
-#endif
+          // (Planted bug: relaxed, not published.)
+          slot.turn.store(readable(pos, w.lap), WEFT_PLANTED("bounded_queue.relaxed_publish")
+                                                    ? std::memory_order_relaxed
+                                                    : std::memory_order_release);
           return true;
         }
       } else {

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 
 namespace weft::inbox {
 
@@ -16,11 +17,11 @@ class BasicExecutionSlots {
 
   // A producer pushed a token: true if it claimed a slot, and so must start an executor.
   [[nodiscard]] bool claim_after_push() noexcept {
-#ifndef WEFT_MODEL_MUTANT_PUSH_WITHOUT_FENCE  // defined only by tests/limiter/limiter_model.cpp
-    // seq_cst fence: Dekker with release_or_continue(): either we see the leaving executor's slot released and
-    // claim one, or that executor's re-check sees our token.
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("execution_slots.push_without_fence")) {
+      // seq_cst fence: Dekker with release_or_continue(): either we see the leaving executor's slot released and
+      // claim one, or that executor's re-check sees our token.
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     return try_claim();
   }
 
@@ -30,10 +31,10 @@ class BasicExecutionSlots {
   [[nodiscard]] bool release_or_continue(InboxEmpty inbox_empty) noexcept {
     // acq_rel: the release pairs with the next claimer's acquire.
     running_.fetch_sub(1, std::memory_order_acq_rel);
-#ifndef WEFT_MODEL_MUTANT_LEAVE_WITHOUT_FENCE  // defined only by tests/limiter/limiter_model.cpp
-    // seq_cst fence: the other half of the Dekker in claim_after_push().
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("execution_slots.leave_without_fence")) {
+      // seq_cst fence: the other half of the Dekker in claim_after_push().
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     return !inbox_empty() && try_claim();
   }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 
 namespace weft::inbox {
 
@@ -32,26 +33,25 @@ class BasicProducerPark {
     // seq_cst store and fence: Dekker with take_after_pop(). Either our look below sees the pop that freed
     // room, or that popper's look sees the park.
     parked_.store(parked, std::memory_order_seq_cst);
-#ifndef WEFT_MODEL_MUTANT_PARK_WITHOUT_FENCE  // defined only by tests/limiter/producer_park_model.cpp
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("producer_park.park_without_fence")) {
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     if (!has_room()) return false;
     // acq_rel: exactly one of us and the poppers that saw this park takes it back. The value may be an
     // identical park made again by a taker that pushed nothing: taking that one is the same.
-#ifdef WEFT_MODEL_MUTANT_TAKE_BACK_ANY  // defined only by tests/limiter/producer_park_model.cpp
-    return parked_.exchange(kNone, std::memory_order_acq_rel) != kNone;
-#else
+    if (WEFT_PLANTED("producer_park.take_back_any")) {
+      return parked_.exchange(kNone, std::memory_order_acq_rel) != kNone;  // planted bug: takes any park back
+    }
     return parked_.compare_exchange_strong(parked, kNone, std::memory_order_acq_rel, std::memory_order_relaxed);
-#endif
   }
 
   // An executor popped a token: true if it took over a parked producer's role, and must then produce from
   // `token`. Called after every pop of a node whose producer may park.
   [[nodiscard]] bool take_after_pop(std::uint64_t& token) noexcept {
-#ifndef WEFT_MODEL_MUTANT_POP_WITHOUT_FENCE  // defined only by tests/limiter/producer_park_model.cpp
-    // seq_cst fence: the other half of the Dekker in park(); orders our pop before the look at the park.
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("producer_park.pop_without_fence")) {
+      // seq_cst fence: the other half of the Dekker in park(); orders our pop before the look at the park.
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     // relaxed: a look; the exchange decides (acq_rel: orders the parker's pushes before ours).
     if (parked_.load(std::memory_order_relaxed) == kNone) return false;
     const std::uint64_t parked = parked_.exchange(kNone, std::memory_order_acq_rel);

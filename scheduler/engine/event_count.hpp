@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 #include "weft/detail/deadline.hpp"
 #include "scheduler/engine/wait_word.hpp"
 
@@ -54,9 +55,9 @@ class BasicEventCount {
     // seq_cst RMW + seq_cst fence pair with the fence in notify(): either this waiter's next check of the
     // condition sees the notifier's published work, or the notifier sees waiters_ > 0 and bumps the epoch.
     waiters_.fetch_add(1, std::memory_order_seq_cst);
-#ifndef WEFT_MODEL_MUTANT_PREPARE_WITHOUT_FENCE  // defined only by tests/event_count/event_count_model.cpp
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("event_count.prepare_without_fence")) {
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     // acquire: if this reads an epoch bumped by a notify, that notify's published work is visible to the
     // caller's check (the bump is a release), so the check will find it and the caller will not wait.
     // Asymmetric: the other half of the notifiers' light barrier. A notifier whose look for waiters missed our
@@ -144,18 +145,18 @@ class BasicEventCount {
  private:
   bool bump_if_waiting() noexcept {
     if (asymmetric_) {
-#if !defined(WEFT_MODEL_MUTANT_LOOK_BEFORE_BARRIER)  // defined only by tests/event_count/event_count_model.cpp
-      M::light_barrier();
-      if (waiters_.load(std::memory_order_relaxed) == 0) return false;
-#else
-      if (waiters_.load(std::memory_order_relaxed) == 0) return false;  // planted bug: looks before the barrier
-      M::light_barrier();
-#endif
+      if (WEFT_PLANTED("event_count.look_before_barrier")) {
+        if (waiters_.load(std::memory_order_relaxed) == 0) return false;  // planted bug: looks before the barrier
+        M::light_barrier();
+      } else {
+        M::light_barrier();
+        if (waiters_.load(std::memory_order_relaxed) == 0) return false;
+      }
     } else {
       // seq_cst fence: the Dekker half that pairs with prepare_wait() (see there).
-#ifndef WEFT_MODEL_MUTANT_NOTIFY_WITHOUT_FENCE  // defined only by tests/event_count/event_count_model.cpp
-      M::thread_fence(std::memory_order_seq_cst);
-#endif
+      if (!WEFT_PLANTED("event_count.notify_without_fence")) {
+        M::thread_fence(std::memory_order_seq_cst);
+      }
       if (waiters_.load(std::memory_order_relaxed) == 0) return false;
     }
     // release: a waiter that reads the new epoch also sees the work published before this notify.

@@ -23,6 +23,7 @@
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/engine/event_count.hpp"
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 
 namespace weft::engine {
 
@@ -46,13 +47,13 @@ class BasicParking {
       // The common case, every worker busy, without a fence: the light barrier and the heavy one in
       // prepare_park() act as the two fences of the handshake below, so either we see the announcement of a
       // worker about to sleep or its check sees our work. Seeing one, we go on as the plain protocol does.
-#if !defined(WEFT_MODEL_MUTANT_LOOK_BEFORE_BARRIER)  // defined only by tests/parking/parking_model.cpp
-      M::light_barrier();
-      if (events_.waiters() == 0) return;
-#else
-      if (events_.waiters() == 0) return;  // planted bug: the look is not ordered after our publish
-      M::light_barrier();
-#endif
+      if (WEFT_PLANTED("parking.look_before_barrier")) {
+        if (events_.waiters() == 0) return;  // planted bug: the look is not ordered after our publish
+        M::light_barrier();
+      } else {
+        M::light_barrier();
+        if (events_.waiters() == 0) return;
+      }
     }
     // seq_cst fence: orders our publish before the loads below. Either we see a searcher, or its re-check
     // after end_search() and prepare_park() sees our work (both sides fence; scheduler/engine/event_count.hpp).
@@ -76,9 +77,9 @@ class BasicParking {
       // A producer that published while our flag was up skipped its wake, and a worker may have started to
       // park since our look. Look once more now the flag is down: this notify's fence sees that worker's
       // announcement, or that worker's check sees the skipped producer's work.
-#if !defined(WEFT_MODEL_MUTANT_NO_SECOND_LOOK)  // defined only by tests/parking/parking_model.cpp
-      (void)events_.notify_one();
-#endif
+      if (!WEFT_PLANTED("parking.no_second_look")) {
+        (void)events_.notify_one();
+      }
     }
   }
 
@@ -124,14 +125,14 @@ class BasicParking {
     // published before it, and the checks below see its work. Costs a system call per park, against a fence
     // saved on every post and spawn.
     if (asymmetric_) M::heavy_barrier();
-#if !defined(WEFT_MODEL_MUTANT_PARK_IGNORES_PROMISE)  // defined only by tests/parking/parking_model.cpp
-    // seq_cst: if the producer's exchange precedes our announcement in S, we see the flag; otherwise its
-    // waiter count, read after its fence, sees us and the bump it makes is one our key predates.
-    if (wake_in_flight_.load(std::memory_order_seq_cst)) {
-      events_.cancel_wait();
-      return std::nullopt;
+    if (!WEFT_PLANTED("parking.park_ignores_promise")) {
+      // seq_cst: if the producer's exchange precedes our announcement in S, we see the flag; otherwise its
+      // waiter count, read after its fence, sees us and the bump it makes is one our key predates.
+      if (wake_in_flight_.load(std::memory_order_seq_cst)) {
+        events_.cancel_wait();
+        return std::nullopt;
+      }
     }
-#endif
     if (has_work()) {
       events_.cancel_wait();
       return std::nullopt;

@@ -23,6 +23,7 @@
 
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 #include "scheduler/atomics/spin_lock.hpp"
 
 namespace weft::fiber {
@@ -55,17 +56,15 @@ class BasicFiberLot {
   bool enqueue_if(Word& word, std::uint32_t expected, Waiter& waiter, Refused refused = &never_refused) {
     // seq_cst RMW + fence: the waiter's half of the Dekker pairing (see the top of this file).
     parked_.fetch_add(1, std::memory_order_seq_cst);
-#ifndef WEFT_MODEL_MUTANT_LOT_PARK_WITHOUT_FENCE  // defined only by tests/fiber/fiber_lot_model.cpp
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("fiber_lot.park_without_fence")) {
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     Bucket& bucket = bucket_of(&word);
     const std::lock_guard lock(bucket.lock);
     // acquire: the waker's change of the word, and what it published before, is visible to the resumed task.
-#ifndef WEFT_MODEL_MUTANT_LOT_PARK_IGNORES_REFUSAL  // defined only by tests/fiber/fiber_lot_model.cpp
-    if (word.load(std::memory_order_acquire) != expected || refused()) {
-#else
-    if (word.load(std::memory_order_acquire) != expected) {
-#endif
+    // (Planted bug fiber_lot.park_ignores_refusal: parks although refused.)
+    const bool refuse = !WEFT_PLANTED("fiber_lot.park_ignores_refusal") && refused();
+    if (word.load(std::memory_order_acquire) != expected || refuse) {
       parked_.fetch_sub(1, std::memory_order_relaxed);
       return false;
     }
@@ -78,9 +77,9 @@ class BasicFiberLot {
   // The caller changed the word before.
   [[nodiscard]] Waiter* take(const void* word, bool all) {
     // seq_cst fence: the waker's half of the Dekker pairing.
-#ifndef WEFT_MODEL_MUTANT_LOT_WAKE_WITHOUT_FENCE  // defined only by tests/fiber/fiber_lot_model.cpp
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("fiber_lot.wake_without_fence")) {
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     if (parked_.load(std::memory_order_relaxed) == 0) return nullptr;
     Bucket& bucket = bucket_of(word);
     const std::lock_guard lock(bucket.lock);
@@ -91,9 +90,9 @@ class BasicFiberLot {
   // them, timed or not), as a list linked by `next`.
   [[nodiscard]] Waiter* take_owned(const void* owner, Clock::time_point not_after = Clock::time_point::max()) {
     // seq_cst fence, as in take(): the caller changed what waiters test (the word's owner drops).
-#ifndef WEFT_MODEL_MUTANT_LOT_OWNED_WITHOUT_FENCE  // defined only by tests/fiber/fiber_lot_model.cpp
-    M::thread_fence(std::memory_order_seq_cst);
-#endif
+    if (!WEFT_PLANTED("fiber_lot.owned_without_fence")) {
+      M::thread_fence(std::memory_order_seq_cst);
+    }
     if (parked_.load(std::memory_order_relaxed) == 0) return nullptr;
     Waiter* taken = nullptr;
     for (Bucket& bucket : buckets_) {

@@ -24,8 +24,9 @@
 // case. The scheduler batches only the outside threads' slots, whose owner pops only while it waits; a worker's
 // deque keeps MaxBatch = 1 and its cheap pops.
 //
-// Planted bugs for the model test (tests/deque/deque_model.cpp) are the WEFT_PLANT_DEQUE_* macros; only that
-// test defines them, so production builds compile exactly the correct text.
+// Planted bugs for the model test (tests/deque/deque_model.cpp) are the WEFT_PLANTED("deque.*") lines
+// (scheduler/atomics/plant.hpp): constant false outside the Relacy model build, so production builds compile
+// exactly the correct text.
 #pragma once
 
 #include <algorithm>
@@ -40,16 +41,9 @@
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/lockfree/deque_array.hpp"
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 #include "scheduler/lockfree/steal_result.hpp"
 
-// A planted bug outside the Relacy model test would be a real bug: refuse to compile it.
-#if !defined(RL_RELACY_HPP) &&                                                                \
-    (defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) ||    \
-     defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||             \
-     defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED) ||     \
-     defined(WEFT_PLANT_DEQUE_CLAIM_PAST_BOTTOM))
-#error "WEFT_PLANT_DEQUE_* plants a bug for the Relacy model test (tests/deque/deque_model.cpp) only"
-#endif
 
 namespace weft::lockfree {
 
@@ -106,11 +100,13 @@ class ChaseLevDeque {
       // one it won. The synchronization stays in effect for every later push that relies on top_seen_.
       top_seen_ = top_.load(std::memory_order_acquire);
       // Reload after growth (the paper kept writing into the old array; found by CDSChecker).
-#if defined(WEFT_PLANT_DEQUE_NO_RELOAD)
-      if (b - top_seen_ >= a->capacity()) (void)grow(a, top_seen_, b);  // planted bug: into the retired array
-#else
-      if (b - top_seen_ >= a->capacity()) a = grow(a, top_seen_, b);
-#endif
+      if (b - top_seen_ >= a->capacity()) {
+        if (WEFT_PLANTED("deque.no_reload")) {
+          (void)grow(a, top_seen_, b);  // planted bug: writes into the retired array
+        } else {
+          a = grow(a, top_seen_, b);
+        }
+      }
     }
     a->store(b, item);
     publish_bottom(b + 1);
@@ -138,7 +134,12 @@ class ChaseLevDeque {
     // the pop below would end in a CAS of top anyway: claim with that CAS alone, as a thief would, leaving
     // bottom where it is. No reservation of b, so no fence: the CAS on top is the only point of agreement
     // with the thieves, as for a steal. A submit + get from an outside thread pops its slot's only item.
-    if (b - top_seen_ < static_cast<DequeIndex>(MaxBatch)) return claim_from(top_seen_, b, a);
+    if (WEFT_PLANTED("deque.unsigned_index")) {
+      // planted bug (see below): as unsigned, an empty deque's b - top wraps and never looks "few"
+      if (static_cast<std::uint64_t>(b - top_seen_) < MaxBatch) return claim_from(top_seen_, b, a);
+    } else if (b - top_seen_ < static_cast<DequeIndex>(MaxBatch)) {
+      return claim_from(top_seen_, b, a);
+    }
     DequeIndex t;
     // Reserve slot b by lowering bottom, then read top: the store-buffering (Dekker) pattern with steal(),
     // which reads top then bottom. Sequential consistency between the two sides guarantees that either we
@@ -147,26 +148,29 @@ class ChaseLevDeque {
       // seq_cst RMW: takes part in the single order S with steal()'s seq_cst loads; being an RMW it also
       // continues push's release sequence, so a thief reading this value still synchronizes with pushes.
       bottom_.exchange(b, std::memory_order_seq_cst);
-#if defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE)
-      t = top_.load(std::memory_order_acquire);  // planted bug: escapes the order S
-#else
-      t = top_.load(std::memory_order_seq_cst);  // seq_cst: the reading half of the Dekker pattern
-#endif
+      if (WEFT_PLANTED("deque.no_take_fence")) {
+        t = top_.load(std::memory_order_acquire);  // planted bug: escapes the order S
+      } else {
+        t = top_.load(std::memory_order_seq_cst);  // seq_cst: the reading half of the Dekker pattern
+      }
     } else {
       bottom_.store(b, std::memory_order_relaxed);  // relaxed: ordered by the fence below
-#if !defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE)
-      M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with steal()'s fence (Dekker)
-#endif
+      if (!WEFT_PLANTED("deque.no_take_fence")) {
+        M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with steal()'s fence (Dekker)
+      }
       t = top_.load(std::memory_order_relaxed);  // relaxed: ordered by the fence above
     }
     // No thief takes b: one whose CAS from t succeeds takes at most [t, t + MaxBatch), which stops before b;
     // one that reads a top later than t read it after that top's CAS, which comes after our fence in S (we
     // read t after it), so its fence comes after ours too and it sees bottom <= b.
-#if defined(WEFT_PLANT_DEQUE_BATCH_IGNORED)
-    if (t < b) return a->load(b);  // planted bug: the single-steal test, which a batch from t overruns
-#else
-    if (b - t >= static_cast<DequeIndex>(MaxBatch)) return a->load(b);
-#endif
+    if (WEFT_PLANTED("deque.batch_ignored")) {
+      if (t < b) return a->load(b);  // planted bug: the single-steal test, which a batch from t overruns
+    } else if (WEFT_PLANTED("deque.unsigned_index")) {
+      // planted bug: positions compared as unsigned, where bottom - 1 on an empty deque wraps to "non-empty"
+      if (static_cast<std::uint64_t>(b - t) >= MaxBatch) return a->load(b);
+    } else if (b - t >= static_cast<DequeIndex>(MaxBatch)) {
+      return a->load(b);
+    }
     if (t > b) {
       // Empty. Undo the reservation. Relaxed: a thief that reads this value with a stale top fails its CAS,
       // because every top value below b + 1 has already been CASed away.
@@ -240,10 +244,8 @@ class ChaseLevDeque {
   // The thieves' side is unchanged: every item leaves the deque through a CAS of top, so each is taken once.
   [[gnu::always_inline]] std::optional<T> claim_from(DequeIndex t, DequeIndex b, Array* a) noexcept {
     for (;;) {
-#if !defined(WEFT_PLANT_DEQUE_CLAIM_PAST_BOTTOM)
       // Empty: top is past every item (a CAS from t == b + 1 would "succeed" and take a slot nobody filled).
-      if (t > b) return std::nullopt;
-#endif
+      if (t > b && !WEFT_PLANTED("deque.claim_past_bottom")) return std::nullopt;
       // seq_cst, as the paper's last-item CAS: the winner of [t, b] is agreed in S with the thieves' CASes.
       // acquire on failure: the top read is then a lower bound push() may rely on (see push_slow), and the
       // next try starts from it.
@@ -306,9 +308,10 @@ class ChaseLevDeque {
 
   // Owner only: makes the slots written before it visible to thieves that read `bottom` (or a later value).
   void publish_bottom(DequeIndex bottom) noexcept {
-#if defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH)
-    bottom_.store(bottom, std::memory_order_relaxed);  // planted bug: the slot writes are not published
-#else
+    if (WEFT_PLANTED("deque.relaxed_publish")) {
+      bottom_.store(bottom, std::memory_order_relaxed);  // planted bug: the slot writes are not published
+      return;
+    }
     if constexpr (M::fences_invisible) {
       // release: a thief that acquires this value sees the slot writes (and a growth's copy) before it.
       // pop()'s exchange is an RMW, so it continues this release sequence.
@@ -319,7 +322,6 @@ class ChaseLevDeque {
       M::thread_fence(std::memory_order_release);
       bottom_.store(bottom, std::memory_order_relaxed);  // relaxed: published by the fence above
     }
-#endif
   }
 
   static DequeIndex rounded(std::size_t requested) {
@@ -357,9 +359,7 @@ class ChaseLevDeque {
   // which push and pop read anyway.
   void reclaim_if_quiescent() noexcept {
     if (retired_ == nullptr) return;
-#if !defined(WEFT_PLANT_DEQUE_EARLY_FREE)
-    if (thieves_.load(std::memory_order_seq_cst) != 0) return;
-#endif
+    if (!WEFT_PLANTED("deque.early_free") && thieves_.load(std::memory_order_seq_cst) != 0) return;
     free_retired();
   }
 

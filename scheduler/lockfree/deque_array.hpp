@@ -27,12 +27,9 @@ concept DequeItem = std::is_trivially_copyable_v<T> && std::default_initializabl
                     sizeof(T) <= sizeof(void*) && std::atomic<T>::is_always_lock_free;
 
 // Logical positions of top and bottom. Signed on purpose: take() computes bottom - 1 on an empty deque, and
-// with an unsigned type that wraps to a huge index that compares "non-empty" and hands out garbage.
-#if defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX)
-using DequeIndex = std::uint64_t;  // planted bug, defined only by tests/deque/deque_model.cpp
-#else
+// with an unsigned type that wraps to a huge index that compares "non-empty" and hands out garbage (the model's
+// planted bug deque.unsigned_index makes pop() compare as unsigned and must fail).
 using DequeIndex = std::int64_t;
-#endif
 
 template <DequeItem T, atomics::MemoryModel M>
 class DequeArray {

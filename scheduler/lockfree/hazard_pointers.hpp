@@ -7,8 +7,8 @@
 // reused by later threads. A thread scans when its retired list reaches R = 2H (H = K x records), so each
 // scan frees at least R - H nodes: O(1) amortised, and never more than N x R nodes unreclaimed.
 //
-// Model-test mutants (defined only by tests/queue/hp_model.cpp, never in the library):
-// WEFT_MODEL_MUTANT_NO_SCAN_FENCE, _NO_PROTECT_FENCE, _NO_REVALIDATE, _EARLY_FREE.
+// Planted bugs for the model test (tests/queue/queue_model.cpp): the WEFT_PLANTED("hazard.*") lines
+// (scheduler/atomics/plant.hpp), constant false outside the Relacy model build.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/lockfree/hazard_record.hpp"
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 #include "scheduler/lockfree/node_pool.hpp"
 #include "scheduler/lockfree/retirable.hpp"
 #include "scheduler/lockfree/thread_record_cache.hpp"
@@ -90,9 +91,9 @@ class HazardPointerDomain {
       auto p = src.load(std::memory_order_relaxed);  // a candidate only: validated below
       for (;;) {
         publish<Slot>(p);
-#ifdef WEFT_MODEL_MUTANT_NO_REVALIDATE
-        return p;
-#endif
+        if (WEFT_PLANTED("hazard.no_revalidate")) {
+          return p;
+        }
         // acquire: the node's contents (written before it was linked with release) are visible to us.
         auto again = src.load(kReread);
         if (again == p) return p;
@@ -104,9 +105,9 @@ class HazardPointerDomain {
     [[nodiscard]] bool protect_if(N* p, const Atomic& src, N* expected) noexcept {
       static_assert(Slot < K, "hazard slot index out of range for this domain's K");
       publish<Slot>(p);
-#ifdef WEFT_MODEL_MUTANT_NO_REVALIDATE
-      return true;
-#endif
+      if (WEFT_PLANTED("hazard.no_revalidate")) {
+        return true;
+      }
       return src.load(kReread) == expected;  // acquire: as in protect()
     }
     // Withdraws every hazard this guard published.
@@ -131,9 +132,9 @@ class HazardPointerDomain {
       } else {
         // relaxed: the fence below orders it before the re-read (Michael's "full fence").
         rec_.hazards[Slot].ptr.store(p, std::memory_order_relaxed);
-#ifndef WEFT_MODEL_MUTANT_NO_PROTECT_FENCE
-        M::thread_fence(std::memory_order_seq_cst);
-#endif
+        if (!WEFT_PLANTED("hazard.no_protect_fence")) {
+          M::thread_fence(std::memory_order_seq_cst);
+        }
       }
     }
     static constexpr auto kReread = M::fences_invisible ? std::memory_order_seq_cst : std::memory_order_acquire;
@@ -206,11 +207,11 @@ class HazardPointerDomain {
 
   void scan(Record& rec) noexcept {
     if constexpr (!M::fences_invisible) {
-#ifndef WEFT_MODEL_MUTANT_NO_SCAN_FENCE
-      // Orders our unlinking of the retired nodes before the hazard reads below against every reader's
-      // publish-fence-reread: either we see its hazard, or its re-read sees the node unlinked.
-      M::thread_fence(std::memory_order_seq_cst);
-#endif
+      if (!WEFT_PLANTED("hazard.no_scan_fence")) {
+        // Orders our unlinking of the retired nodes before the hazard reads below against every reader's
+        // publish-fence-reread: either we see its hazard, or its re-read sees the node unlinked.
+        M::thread_fence(std::memory_order_seq_cst);
+      }
     }
     auto& hazards = rec.snapshot;
     hazards.clear();
@@ -226,11 +227,9 @@ class HazardPointerDomain {
     std::size_t freed = 0;
     while (node != nullptr) {
       Retirable<M>* next = node->next_retired;
-#ifdef WEFT_MODEL_MUTANT_EARLY_FREE
-      const bool hazardous = false;
-#else
-      const bool hazardous = std::binary_search(hazards.begin(), hazards.end(), static_cast<const void*>(node));
-#endif
+      // (Planted bug hazard.early_free: every node counts as unprotected.)
+      const bool hazardous = !WEFT_PLANTED("hazard.early_free") &&
+                             std::binary_search(hazards.begin(), hazards.end(), static_cast<const void*>(node));
       if (hazardous) {
         rec.retired.push_back(node);
       } else {

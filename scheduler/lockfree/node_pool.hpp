@@ -14,8 +14,8 @@
 // classic pop's ABA (the top taken, reused and pushed back between the read of its link and the CAS) cannot
 // happen: a CAS that fails only saw pushes. The mutex is taken once per batch, never on the per-block paths.
 //
-// Model-test mutants (defined only by tests/queue/node_pool_model.cpp, never in the library):
-// WEFT_MODEL_MUTANT_POOL_UNLOCKED_TAKE, WEFT_MODEL_MUTANT_POOL_RELAXED_PUSH.
+// Planted bugs for the model test (tests/queue/node_pool_model.cpp): the WEFT_PLANTED("node_pool.*") lines
+// (scheduler/atomics/plant.hpp), constant false outside the Relacy model build.
 #pragma once
 
 #include <array>
@@ -28,6 +28,7 @@
 
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/atomics/plant.hpp"
 #include "weft/detail/block_cache.hpp"
 
 namespace weft::lockfree {
@@ -106,24 +107,16 @@ class NodePool {
     do {
       first->next_batch = top;
       // release: the taker's acquire must see the batch's links (and the blocks' last writes).
-    } while (!stack.top.compare_exchange_weak(top, first, kPushOrder, std::memory_order_relaxed));
+    } while (!stack.top.compare_exchange_weak(top, first, push_order(), std::memory_order_relaxed));
   }
 
   // Takes the newest batch of class cls (nullptr if the stack is empty): a null-terminated chain.
   [[nodiscard]] FreeBlock* take_batch(std::size_t cls) noexcept {
     SharedStack& stack = shared_[cls];
+    if (WEFT_PLANTED("node_pool.unlocked_take")) return pop_batch(stack);  // planted bug: the pop's ABA
     // The only remover: the top read below stays on the stack, with the same next_batch, until our CAS.
-#ifndef WEFT_MODEL_MUTANT_POOL_UNLOCKED_TAKE
     const std::lock_guard<typename M::mutex> lock(stack.takers);
-#endif
-    // acquire: pairs with push_batch's release, so the batch's links and its blocks' prior use happen-before
-    // our reads and our reuse. On failure too: the top seen then is the next one dereferenced.
-    FreeBlock* top = stack.top.load(std::memory_order_acquire);
-    while (top != nullptr) {
-      FreeBlock* const below = top->next_batch;
-      if (stack.top.compare_exchange_weak(top, below, std::memory_order_acquire, std::memory_order_acquire)) break;
-    }
-    return top;
+    return pop_batch(stack);
   }
 
   // Frees every block of the batches from `first` on (linked through next_batch) to the system.
@@ -144,15 +137,26 @@ class NodePool {
   }
 
  private:
-#ifdef WEFT_MODEL_MUTANT_POOL_RELAXED_PUSH
-  static constexpr auto kPushOrder = std::memory_order_relaxed;
-#else
-  static constexpr auto kPushOrder = std::memory_order_release;
-#endif
+  // release: publishes the batch's links (planted bug node_pool.relaxed_push: relaxed).
+  [[nodiscard]] static std::memory_order push_order() noexcept {
+    return WEFT_PLANTED("node_pool.relaxed_push") ? std::memory_order_relaxed : std::memory_order_release;
+  }
   struct alignas(atomics::kCacheLine) SharedStack {
     typename M::template atomic<FreeBlock*> top;
     typename M::mutex takers;  // held by take_batch only: pushes never wait for it
   };
+
+  // take_batch's pop, under the mutex but for the planted bug.
+  [[nodiscard]] static FreeBlock* pop_batch(SharedStack& stack) noexcept {
+    // acquire: pairs with push_batch's release, so the batch's links and its blocks' prior use happen-before
+    // our reads and our reuse. On failure too: the top seen then is the next one dereferenced.
+    FreeBlock* top = stack.top.load(std::memory_order_acquire);
+    while (top != nullptr) {
+      FreeBlock* const below = top->next_batch;
+      if (stack.top.compare_exchange_weak(top, below, std::memory_order_acquire, std::memory_order_acquire)) break;
+    }
+    return top;
+  }
   std::array<SharedStack, kPoolClasses> shared_;
   bool recycle_;
   std::atomic<std::uint64_t> system_allocations_{0};

@@ -19,13 +19,14 @@
 //
 // Templates on the word and on `Parking` (static park(word, expected, slice) and wake_all(word)), so that the
 // Relacy models in tests/wait/primitive_word_model.cpp and (Event's Mode::Auto) tests/wait/event_auto_model.cpp
-// check this text (planted bugs: WEFT_MODEL_MUTANT_*).
+// check this text (planted bugs: the WEFT_PLANTED("word.*") lines, scheduler/atomics/plant.hpp).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
+#include "scheduler/atomics/plant.hpp"
 #include "weft/detail/primitive_word.hpp"
 
 namespace weft::sync::word {
@@ -42,19 +43,20 @@ using weft::detail::kWordWaiters;
 inline constexpr std::uint32_t kEventSet = weft::detail::kEventSetBit;
 
 // The order of the RMW that makes a waiter's value ready (see the file comment).
-#ifdef WEFT_MODEL_MUTANT_RELAXED_RELEASE  // defined only by the model: the notifiers publish nothing
-inline constexpr std::memory_order kPublish = std::memory_order_relaxed;
-#else
-inline constexpr std::memory_order kPublish = std::memory_order_release;
-#endif
+// (Planted bug word.relaxed_release: relaxed, the notifiers publish nothing.) A template on the word, so that the
+// model's instantiation and the library's never share a symbol.
+template <class Word>
+[[nodiscard]] std::memory_order publish_order() noexcept {
+  return WEFT_PLANTED("word.relaxed_release") ? std::memory_order_relaxed : std::memory_order_release;
+}
 
 // After the notifier's RMW, which read `before`: wakes the word's waiters if one had announced itself. Uses the
 // word's address only.
 template <class Parking, class Word>
 void wake_if_announced(Word& word, std::uint32_t before) noexcept {
-#ifdef WEFT_MODEL_MUTANT_LOOK_AFTER_CHANGE  // defined only by the model: reads the word again after the RMW
-  if (word.load(std::memory_order_relaxed) == kWordWaiters) return;
-#endif
+  if (WEFT_PLANTED("word.look_after_change")) {
+    if (word.load(std::memory_order_relaxed) == kWordWaiters) return;
+  }
   if ((before & kWordWaiters) != 0) Parking::wake_all(word);
 }
 
@@ -69,9 +71,9 @@ void sleep(Word& word, ReadyAt ready_at, std::chrono::nanoseconds slice) noexcep
   for (;;) {
     if (ready_at(seen & kWordValue)) return;
     if ((seen & kWordWaiters) != 0) break;
-#ifdef WEFT_MODEL_MUTANT_PARK_UNANNOUNCED  // defined only by the model: parks without setting the bit
-    break;
-#endif
+    if (WEFT_PLANTED("word.park_unannounced")) {
+      break;
+    }
     if (word.compare_exchange_weak(seen, seen | kWordWaiters, std::memory_order_relaxed,
                                    std::memory_order_relaxed)) {
       seen |= kWordWaiters;
@@ -107,7 +109,7 @@ template <class Parking, class Word>
     next = count == 1 ? 0 : seen - 1;
     // release: what this caller did before done() is visible to a waiter that reads zero (acquire); the
     // earlier done() calls' RMWs are in the same release sequence.
-  } while (!word.compare_exchange_weak(seen, next, kPublish, std::memory_order_relaxed));
+  } while (!word.compare_exchange_weak(seen, next, publish_order<Word>(), std::memory_order_relaxed));
   if (next == 0) wake_if_announced<Parking>(word, seen);
   return true;
 }
@@ -118,7 +120,7 @@ template <class Parking, class Word>
 template <class Parking, class Word>
 void event_set(Word& word) noexcept {
   // release: what the signaller did before is visible to the wait that sees (or takes) the signal.
-  const std::uint32_t before = word.exchange(kEventSet, kPublish);
+  const std::uint32_t before = word.exchange(kEventSet, publish_order<Word>());
   wake_if_announced<Parking>(word, before);
 }
 
@@ -167,10 +169,10 @@ void auto_signal(Word& word) noexcept {
     // the wait that takes kEventSet sees what this signaller did before, as with a signal of its own.
     next = auto_unreleased(seen) != 0 ? (seen & ~kWordWaiters) - kEventWaitUnit + kEventReleaseUnit
                                       : seen | kEventSet;
-#ifdef WEFT_MODEL_MUTANT_SIGNAL_KEEPS_UNRELEASED  // defined only by the model: the released wait stays counted
-    if (auto_unreleased(seen) != 0) next += kEventWaitUnit;
-#endif
-  } while (!word.compare_exchange_weak(seen, next, kPublish, std::memory_order_relaxed));
+    if (WEFT_PLANTED("word.signal_keeps_unreleased")) {
+      if (auto_unreleased(seen) != 0) next += kEventWaitUnit;
+    }
+  } while (!word.compare_exchange_weak(seen, next, publish_order<Word>(), std::memory_order_relaxed));
   if (auto_unreleased(seen) != 0) wake_if_announced<Parking>(word, seen);
 }
 
@@ -219,17 +221,14 @@ template <class Word>
       next = seen - kEventWaitUnit;
     } else {
       next = seen - kEventReleaseUnit;
-#ifndef WEFT_MODEL_MUTANT_DROP_LOSES_RELEASE  // defined only by the model: a dropped wait eats its release
-      if (dropped) next |= kEventSet;
-#endif
+      if (!WEFT_PLANTED("word.drop_loses_release")) {
+        if (dropped) next |= kEventSet;
+      }
     }
     // acquire: pairs with auto_signal's release when it takes one.
   } while (!word.compare_exchange_weak(seen, next, std::memory_order_acquire, std::memory_order_relaxed));
-#ifdef WEFT_MODEL_MUTANT_TIMEOUT_LOSES_RELEASE  // defined only by the model: a time-out drops the release due
-  return false;
-#else
+  if (WEFT_PLANTED("word.timeout_loses_release")) return false;  // planted bug: drops the release due
   return auto_unreleased(seen) == 0 && !dropped;
-#endif
 }
 
 // --- ConditionVariable: the value is a generation, counted modulo 2^31 --------------------------------------
@@ -239,7 +238,8 @@ template <class Parking, class Word>
 void generation_bump(Word& word) noexcept {
   std::uint32_t seen = word.load(std::memory_order_relaxed);
   // release: a waiter that sees the new generation sees what the notifier did before (it re-locks anyway).
-  while (!word.compare_exchange_weak(seen, (seen + 1) & kWordValue, kPublish, std::memory_order_relaxed)) {
+  while (!word.compare_exchange_weak(seen, (seen + 1) & kWordValue, publish_order<Word>(),
+                                    std::memory_order_relaxed)) {
   }
   wake_if_announced<Parking>(word, seen);
 }

@@ -5,9 +5,10 @@
 //
 // Usage: bounded_queue_model [scenario...]   (no scenario = all). Each runs under the random scheduler and
 // the context-bound search (bound 2).
-// Planted bugs: the same source compiled with -DWEFT_PLANT_BQ_<BUG> (see meson.build). A correct build exits 0
-// only if every run passed; a planted build exits 1 only if every requested run caught the bug (it is
-// registered should_fail, so a bug that slips through, or a misspelt scenario, fails the suite).
+// Planted bugs (tests/model/plant.hpp): `--plant=bounded_queue.<bug>` takes that WEFT_PLANTED line of the
+// production header. Without a plant the run exits 0 only if every run passed; with one it exits 1 only if every
+// requested run caught the bug (it is registered should_fail, so a bug that slips through fails the suite). A
+// misspelt scenario or plant, or a plant whose line never ran, exits 99: an error whatever should_fail says.
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "tests/model/relacy_memory_model.hpp"
+#include "tests/model/plant.hpp"
 
 #include "graph/inbox/bounded_queue.hpp"
 
@@ -195,15 +197,11 @@ void check(const char* name, std::initializer_list<const char*> scripts, Totals&
 
 }  // namespace
 
-#if defined(WEFT_PLANT_BQ_RELAXED_PUBLISH) || defined(WEFT_PLANT_BQ_RELAXED_RELEASE) || \
-    defined(WEFT_PLANT_BQ_RELAXED_CLAIM_LOAD) || defined(WEFT_PLANT_BQ_VYUKOV_TURN)
-constexpr bool planted = true;
-#else
-constexpr bool planted = false;
-#endif
-constexpr int usage_error = planted ? 0 : 2;  // never the exit code a should_fail test accepts
+constexpr int usage_error = 99;  // meson reports an error, whatever should_fail says
 
 int main(int argc, char** argv) {
+  argc = weft::model::choose_plant(argc, argv, {"bounded_queue"});
+  const bool planted = weft::model::chosen_plant() != nullptr;
   const std::vector<std::string_view> only(argv + 1, argv + argc);
   const auto wanted = [&](std::string_view name) {
     if (only.empty()) return true;
@@ -224,6 +222,5 @@ int main(int argc, char** argv) {
   std::printf("[bounded_queue_model] %u of %u runs failed%s\n", totals.failures, totals.runs,
               planted ? " (planted bug: every run must fail)" : "");
   if (totals.runs == 0) return usage_error;  // a misspelt scenario must not pass silently
-  if (planted) return totals.failures == totals.runs ? 1 : 0;
-  return totals.failures == 0 ? 0 : 1;
+  return weft::model::plant_exit(totals.failures == 0, totals.failures == totals.runs);
 }

@@ -3,12 +3,12 @@
 // Each scenario checks exactly-once delivery: every pushed item is obtained by exactly one pop or steal (or
 // by the final drain), no item is invented, and after the drain every retired array has been freed.
 //
-// Usage: deque_model <fence|fence_free|both> [scenario...]   (no scenario = all)
-// Planted bugs: the same source compiled with -DWEFT_PLANT_DEQUE_<BUG> (see tests/deque/meson.build); the
-// production header holds those guarded lines, nothing else changes. A correct build exits 0 only if every
-// requested run passed. A planted build exits 1 only if every requested run (each scenario, random AND
-// bounded search) caught the bug, and 0 otherwise, including for a usage error: it is registered with
-// should_fail, so a bug that slips through, or a misspelt scenario, fails the test suite.
+// Usage: deque_model [--plant=deque.<bug>] <fence|fence_free|both> [scenario...]   (no scenario = all)
+// Planted bugs (tests/model/plant.hpp): the WEFT_PLANTED("deque.*") lines of the production header, chosen on the
+// command line. Without a plant the run exits 0 only if every requested run passed. With one it exits 1 only if
+// every requested run (each scenario, random AND bounded search) caught the bug, 0 otherwise; it is registered
+// should_fail, so a bug that slips through fails the suite. A usage error, a misspelt scenario or plant, or a
+// plant whose line never ran exits 99, which meson reports as an error whatever should_fail says.
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tests/model/relacy_memory_model.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/lockfree/chase_lev_deque.hpp"
 
@@ -326,17 +327,11 @@ void check_all(const char* variant, const std::vector<std::string_view>& only, T
 
 }  // namespace
 
-#if defined(WEFT_PLANT_DEQUE_NO_TAKE_FENCE) || defined(WEFT_PLANT_DEQUE_RELAXED_PUBLISH) || \
-    defined(WEFT_PLANT_DEQUE_EARLY_FREE) || defined(WEFT_PLANT_DEQUE_NO_RELOAD) ||          \
-    defined(WEFT_PLANT_DEQUE_UNSIGNED_INDEX) || defined(WEFT_PLANT_DEQUE_BATCH_IGNORED) ||  \
-    defined(WEFT_PLANT_DEQUE_CLAIM_PAST_BOTTOM)
-constexpr bool planted = true;
-#else
-constexpr bool planted = false;
-#endif
-constexpr int usage_error = planted ? 0 : 2;  // never the exit code a should_fail test accepts
+constexpr int usage_error = 99;  // meson reports an error, whatever should_fail says
 
 int main(int argc, char** argv) {
+  argc = weft::model::choose_plant(argc, argv, {"deque"});
+  const bool planted = weft::model::chosen_plant() != nullptr;
   const std::string_view variant = argc > 1 ? argv[1] : "both";
   if (variant != "fence" && variant != "fence_free" && variant != "both") {
     std::fprintf(stderr, "usage: deque_model <fence|fence_free|both> [scenario...]\n");
@@ -349,6 +344,5 @@ int main(int argc, char** argv) {
   std::printf("[deque_model] %u of %u runs failed%s\n", totals.failures, totals.runs,
               planted ? " (planted bug: every run must fail)" : "");
   if (totals.runs == 0) return usage_error;  // a misspelt scenario must not pass silently
-  if (planted) return totals.failures == totals.runs ? 1 : 0;
-  return totals.failures == 0 ? 0 : 1;
+  return weft::model::plant_exit(totals.failures == 0, totals.failures == totals.runs);
 }

@@ -1,7 +1,7 @@
 // Relacy model test of the EventCount protocol: a waiter that checks the condition after prepare_wait() and
 // finds nothing is always followed by an epoch bump, so its wait() cannot sleep through the notify.
 // Nothing sleeps in the model: "would sleep" is recorded and judged in after().
-// Built as is (must pass) and with each planted bug (WEFT_MODEL_MUTANT_*; must fail):
+// Run as is (must pass) and with each planted bug (--plant=, tests/model/plant.hpp; must fail):
 // - PREPARE_WITHOUT_FENCE, NOTIFY_WITHOUT_FENCE: a side of the plain protocol without its fence.
 // - LOOK_BEFORE_BARRIER: an asymmetric notifier looks for waiters before its light barrier.
 // Every scenario runs twice: with the asymmetric barriers (the model treats the pair as two seq_cst fences,
@@ -12,6 +12,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/engine/event_count.hpp"
 
@@ -95,7 +96,8 @@ struct TwoNotifiers : rl::test_suite<TwoNotifiers, 3> {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  weft::model::choose_plant(argc, argv, {"event_count"});
   bool ok = true;
   for (const bool asymmetric : {true, false}) {
     asymmetric_mode = asymmetric;
@@ -104,5 +106,5 @@ int main() {
     ok = weft::model::check_scenario<TwoWaitersNotifyAll>("two waiters, notify_all") && ok;
     ok = weft::model::check_scenario<TwoNotifiers>("two notifiers, one waiter") && ok;
   }
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

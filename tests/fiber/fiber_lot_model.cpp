@@ -3,7 +3,7 @@
 // leaves the lot exactly once when a wake-up and its deadline race; and a waiter whose owner starts dropping as it
 // parks either sees the drop or is taken out by it. Nothing is resumed in the model: who took the waiter out is
 // recorded and judged in after().
-// Built five times: as is (must pass), and with a planted bug (WEFT_MODEL_MUTANT_LOT_*; must fail): either half of
+// Run five times: as is (must pass), and with a planted bug (--plant=fiber_lot.*; must fail): either half of
 // the waiter/waker Dekker pairing removed (PARK_WITHOUT_FENCE, WAKE_WITHOUT_FENCE), the owner's half of the drop
 // pairing removed (OWNED_WITHOUT_FENCE), or a waiter that parks without asking refused() (PARK_IGNORES_REFUSAL).
 // The last two only "park against the owner's drop" catches.
@@ -16,6 +16,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/fiber/fiber_lot.hpp"
 
@@ -116,9 +117,10 @@ struct ParkAgainstOwnerDrop : rl::test_suite<ParkAgainstOwnerDrop, 2> {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  weft::model::choose_plant(argc, argv, {"fiber_lot"});
   bool ok = weft::model::check_scenario<ParkAgainstWake>("park against wake");
   ok = weft::model::check_scenario<WakeAgainstDeadline>("wake against deadline") && ok;
   ok = weft::model::check_scenario<ParkAgainstOwnerDrop>("park against the owner's drop") && ok;
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

@@ -5,7 +5,7 @@
 // Thread 0 is the owner: it spawns on its own stack, runs some children nested there, and joins as the scheduler's
 // wait does (look; announce; look once more; sleep). The other threads are thieves that run the children they
 // are handed.
-// Built as is (must pass) and with each planted bug (WEFT_MODEL_MUTANT_*; must fail):
+// Run as is (must pass) and with each planted bug (--plant=, tests/model/plant.hpp; must fail):
 // - RELAXED_FINISH: a child's count is relaxed (its writes race with the joiner's reads).
 // - PLAIN_WHILE_ANNOUNCED: a nested child counts in the plain field after the joiner announced (lost wake-up).
 // - FOLD_FORGOTTEN: the announcement leaves the plain count out of the shared one (lost wake-up).
@@ -14,13 +14,15 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "weft/detail/child_count.hpp"
 
 namespace {
 
 using Model = weft::model::RelacyMemoryModel;
-using Count = weft::detail::BasicChildCount<Model::atomic<std::uint64_t>, Model::var<std::int64_t>>;
+using Count =
+    weft::detail::BasicChildCount<Model::atomic<std::uint64_t>, Model::var<std::int64_t>, weft::model::ModelPlants>;
 
 // A child handed to a thief: the thief spins until it is queued (acquire: the queue's publication).
 void await_queued(Model::atomic<int>& queued) {
@@ -136,10 +138,11 @@ struct RemoteSpawn : rl::test_suite<RemoteSpawn, 3> {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  weft::model::choose_plant(argc, argv, {"child_count"});
   bool ok = true;
   ok = weft::model::check_scenario<NestedAndStolen>("nested and stolen") && ok;
   ok = weft::model::check_scenario<NestedAfterAnnounce>("nested after the announcement") && ok;
   ok = weft::model::check_scenario<RemoteSpawn>("a child spawns into its parent") && ok;
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

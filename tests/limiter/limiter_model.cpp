@@ -2,12 +2,13 @@
 // (graph/inbox/bounded_queue.hpp): a producer that pushes a token and finds every slot taken relies on a leaving
 // executor to see that token. The property: when everything has stopped, no token is left in the inbox unless
 // some producer claimed a slot (and so would start an executor for it), and the slots never exceed the limit.
-// Built three times: as is (must pass) and with either fence removed (WEFT_MODEL_MUTANT_*; must fail).
+// Run three times: as is (must pass) and with either fence removed (--plant=execution_slots.*; must fail).
 #include <cstdio>
 #include <string_view>
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "graph/inbox/bounded_queue.hpp"
 #include "graph/inbox/execution_slots.hpp"
@@ -92,8 +93,9 @@ struct TwoProducersLimitTwo : rl::test_suite<TwoProducersLimitTwo, 3> {
 // Usage: limiter_model [one_producer] — with the argument, only the scenario that catches either missing fence
 // (the mutant builds run just that one; the two-producer search alone takes millions of executions).
 int main(int argc, char** argv) {
+  argc = weft::model::choose_plant(argc, argv, {"execution_slots"});
   const bool only_first = argc > 1 && std::string_view(argv[1]) == "one_producer";
   bool ok = weft::model::check_scenario<OneProducerLimitOne>("one producer, limit 1", 500000);
   if (!only_first) ok = weft::model::check_scenario<TwoProducersLimitTwo>("two producers, limit 2", 500000) && ok;
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

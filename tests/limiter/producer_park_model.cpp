@@ -2,7 +2,7 @@
 // (graph/inbox/bounded_queue.hpp): a producer that finds the inbox full parks its position and leaves, and the next
 // pop takes its role over. The properties: every token is pushed exactly once, and when everything has
 // stopped, tokens not pushed yet are held by a parked producer that a queued token will wake; room that park()
-// reports is the slot the retried push takes. Built four times: as is (must pass); with either fence removed
+// reports is the slot the retried push takes. Run four times: as is (must pass); with either fence removed
 // (a producer parked behind an empty inbox, its tokens stranded) and with the take-back done on any park
 // rather than on its own (a stale producer takes a newer park back and pushes a token twice): each must fail.
 #include <cstdint>
@@ -10,6 +10,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "graph/inbox/bounded_queue.hpp"
 #include "graph/inbox/producer_park.hpp"
@@ -87,6 +88,8 @@ struct OneProducerOneExecutor : rl::test_suite<OneProducerOneExecutor, 2> {
 
 }  // namespace
 
-int main() {
-  return weft::model::check_scenario<OneProducerOneExecutor>("producer park, capacity 1", 500000) ? 0 : 1;
+int main(int argc, char** argv) {
+  weft::model::choose_plant(argc, argv, {"producer_park"});
+  return weft::model::plant_exit(
+      weft::model::check_scenario<OneProducerOneExecutor>("producer park, capacity 1", 500000));
 }

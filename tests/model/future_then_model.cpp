@@ -2,13 +2,16 @@
 // library uses): a finisher publishes a result and settles the word while an attacher constructs a
 // continuation and attaches it. Properties: exactly one of the two schedules the continuation; whoever does
 // sees both the result and the continuation's construction (a data race on either is reported by Relacy).
-// Run as is (must pass) and with one of the two orders planted as relaxed (argument; must fail).
+// Run as is (must pass) and with one of the two orders planted as relaxed (--plant=future_then.*, listed in
+// tests/model/plant.hpp; must fail). The orders are the word's template arguments, so the plant picks the
+// instantiation instead of a WEFT_PLANTED line.
 #include <cstdint>
 #include <cstdio>
 #include <string_view>
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "weft/detail/future_state.hpp"
 
@@ -67,21 +70,21 @@ int main(int argc, char** argv) {
   constexpr auto acq_rel = std::memory_order_acq_rel;
   constexpr auto acquire = std::memory_order_acquire;
   constexpr auto relaxed = std::memory_order_relaxed;
-  const std::string_view variant = argc > 1 ? argv[1] : "correct";
+  argc = weft::model::choose_plant(argc, argv, {"future_then"});
+  if (argc > 1) {
+    std::fprintf(stderr, "usage: future_then_model [--plant=future_then.<bug>]\n");
+    return 99;
+  }
   bool passed = false;
-  if (variant == "correct") {
+  if (weft::model::chosen_plant() == nullptr) {
     passed = weft::model::check_scenario<HandOver<Word<acq_rel, acquire>>>("then hand-over", 200'000) &&
              weft::model::check_scenario<SettleAlone<Word<acq_rel, acquire>>>("then settle alone", 1'000);
-  } else if (variant == "plant_relaxed_settle") {
+  } else if (weft::atomics::planted("future_then.relaxed_settle")) {
     // The finisher neither publishes the result to a late attacher nor acquires the continuation.
     passed = weft::model::check_scenario<HandOver<Word<relaxed, acquire>>>("then hand-over, relaxed settle", 200'000);
-  } else if (variant == "plant_relaxed_attach_failure") {
+  } else if (weft::atomics::planted("future_then.relaxed_attach_failure")) {
     // An attacher that finds the word settled does not acquire the result it will run on.
     passed = weft::model::check_scenario<HandOver<Word<acq_rel, relaxed>>>("then hand-over, relaxed attach", 200'000);
-  } else {
-    std::fprintf(stderr, "future_then_model: unknown variant '%.*s'\n", static_cast<int>(variant.size()),
-                 variant.data());
-    return 2;
   }
-  return passed ? 0 : 1;
+  return weft::model::plant_exit(passed);
 }

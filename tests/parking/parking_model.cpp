@@ -3,7 +3,7 @@
 // A worker "sleeps" by recording the key it would sleep on; after() judges whether a notify came after it
 // (sleep with no time left reports that). Workers that run a task for long are modelled as threads that take
 // one item and stop looking.
-// Built as is (must pass) and with each planted bug (WEFT_MODEL_MUTANT_*; must fail):
+// Run as is (must pass) and with each planted bug (--plant=, tests/model/plant.hpp; must fail):
 // - PARK_IGNORES_PROMISE: prepare_park() does not look at the wake in flight. Found in CI on 2026-11-21 as a
 //   hang of graph_differential under TSan: all workers asleep, a task in a slot, the flag stuck up.
 // - NO_SECOND_LOOK: notify() does not look again after taking back its promise.
@@ -16,6 +16,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/engine/parking.hpp"
 
@@ -139,7 +140,8 @@ struct HandOver : ParkingScenario<HandOver> {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  weft::model::choose_plant(argc, argv, {"parking"});
   bool ok = true;
   for (const bool asymmetric : {true, false}) {
     asymmetric_mode = asymmetric;
@@ -148,5 +150,5 @@ int main() {
     ok = weft::model::check_scenario<TwoProducers>("two producers, one idle worker") && ok;
     ok = weft::model::check_scenario<HandOver>("a searcher hands over") && ok;
   }
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

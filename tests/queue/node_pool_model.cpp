@@ -3,8 +3,8 @@
 // ABA of an unserialised pop hands a batch out twice), for a block lost or duplicated on the stack, and for a
 // data race on the blocks' contents (a hand-over without the push's release).
 //
-// Built several times (tests/queue/meson.build): once correct, and once per planted bug
-// (-DWEFT_MODEL_MUTANT_POOL_...), each registered should_fail. Exit code 0 = every scenario passed.
+// Run several times (tests/queue/meson.build): once correct, and once per planted bug
+// (--plant=node_pool.*, tests/model/plant.hpp), each registered should_fail. Exit code 0 = every scenario passed.
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +12,7 @@
 #include <initializer_list>
 
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/lockfree/node_pool.hpp"
 
@@ -124,6 +125,7 @@ bool run(const char* name, std::initializer_list<const char*> scripts) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  argc = weft::model::choose_plant(argc, argv, {"node_pool"});
   // An optional argument runs one scenario only (for timing); by default all run, stopping at a failure.
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   const std::function<bool()> scenarios[] = {
@@ -139,5 +141,5 @@ int main(int argc, char** argv) {
     if (only < 0 || only == i) ok = scenarios[i]();
   }
   std::printf(ok ? "all scenarios passed\n" : "a scenario FAILED\n");
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

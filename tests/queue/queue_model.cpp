@@ -1,8 +1,8 @@
 // Relacy model tests of MSQueue with hazard-pointer and QSBR reclamation: every interleaving explored is
 // checked for data races, use of freed nodes, leaks, exactly-once delivery and FIFO order per producer.
 //
-// Built several times (tests/queue/meson.build): once correct, and once per planted bug
-// (-DWEFT_MODEL_MUTANT_...), each registered should_fail. Exit code 0 = every scenario passed.
+// Run several times (tests/queue/meson.build): once correct, and once per planted bug
+// (--plant=hazard.*, tests/model/plant.hpp), each registered should_fail. Exit code 0 = every scenario passed.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tests/model/relacy_memory_model.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/lockfree/hazard_pointers.hpp"
 #include "scheduler/lockfree/ms_queue.hpp"
@@ -128,6 +129,7 @@ bool run(const char* name, std::initializer_list<const char*> scripts, rl::sched
 }  // namespace
 
 int main(int argc, char** argv) {
+  argc = weft::model::choose_plant(argc, argv, {"hazard"});
   // An optional argument runs one scenario only (for timing); by default all run, stopping at a failure.
   const int only = argc > 1 ? std::atoi(argv[1]) : -1;
   const auto random = rl::random_scheduler_type;
@@ -147,5 +149,5 @@ int main(int argc, char** argv) {
     if (only < 0 || only == i) ok = scenarios[i]();
   }
   std::printf(ok ? "all scenarios passed\n" : "a scenario FAILED\n");
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

@@ -12,7 +12,7 @@
 // wait's catch block does. Waits that a scenario expects to return free the event as soon as they can, so that a
 // signaller touching it after its change is reported.
 //
-// Built as is (must pass) and with each planted bug (WEFT_MODEL_MUTANT_*; must fail):
+// Run as is (must pass) and with each planted bug (--plant=, tests/model/plant.hpp; must fail):
 // - SIGNAL_KEEPS_UNRELEASED: a signal adds a release due but leaves the wait it released counted unreleased (two
 //   signals, two waits: the word keeps two waits that are gone; a third signal releases a wait nobody signalled).
 // - TIMEOUT_LOSES_RELEASE: a timed-out wait whose release was due takes it off the word but reports a time-out (the
@@ -25,6 +25,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/sync/word_protocol.hpp"
 #include "tests/wait/futex_model.hpp"
@@ -263,7 +264,8 @@ struct DroppedWaitRacesSignal : rl::test_suite<DroppedWaitRacesSignal, 2> {
 
 // The scenarios of four threads search less, since the next depth takes too long for a test (docs/perf-log.md):
 // (1a) exhaustively with one preemption, not two; (1b) at random only, not with one preemption.
-int main() {
+int main(int argc, char** argv) {
+  weft::model::choose_plant(argc, argv, {"word"});
   bool ok = true;
   ok = weft::model::check_scenario<TwoSignalsTwoWaits>("auto event: 2 signals, 2 waits", 200'000, 1) && ok;
   ok = weft::model::check_scenario<TwoSignalsThreeWaits>("auto event: 2 signals, 3 waits", 1'000'000, 0) && ok;
@@ -271,5 +273,5 @@ int main() {
   ok = weft::model::check_scenario<TimeoutRacesSignal>("auto event: time-out, signal") && ok;
   ok = weft::model::check_scenario<SignalsWithoutWaiter>("auto event: signals, no wait") && ok;
   ok = weft::model::check_scenario<DroppedWaitRacesSignal>("auto event: dropped wait, signal") && ok;
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

@@ -8,7 +8,7 @@
 // takes the sleepers; the wake uses only the word's address. A waiter that sleeps with nobody left to wake it is a
 // deadlock, which Relacy reports.
 //
-// Built as is (must pass) and with each planted bug (WEFT_MODEL_MUTANT_*; must fail):
+// Run as is (must pass) and with each planted bug (--plant=, tests/model/plant.hpp; must fail):
 // - LOOK_AFTER_CHANGE: the notifier reads the word again after its RMW (the use-after-free this protocol exists to
 //   prevent; weft's first Event and WaitGroup did this with a separate count of sleepers).
 // - PARK_UNANNOUNCED: a waiter parks without setting kWordWaiters (its wake-up is lost).
@@ -19,6 +19,7 @@
 
 #include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/relacy_check.hpp"
+#include "tests/model/plant.hpp"
 
 #include "scheduler/sync/word_protocol.hpp"
 #include "tests/wait/futex_model.hpp"
@@ -181,12 +182,13 @@ struct GenerationBumps : rl::test_suite<GenerationBumps, 3> {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  weft::model::choose_plant(argc, argv, {"word"});
   bool ok = true;
   ok = weft::model::check_scenario<GroupFreedByWaiter>("group: freed by its waiter") && ok;
   ok = weft::model::check_scenario<GroupAddTwoWaiters>("group: add, two waiters") && ok;
   ok = weft::model::check_scenario<EventTwoWaiters>("manual event: two waiters") && ok;
   ok = weft::model::check_scenario<AutoEventPingPong>("auto event: ping-pong") && ok;
   ok = weft::model::check_scenario<GenerationBumps>("generation: two bumps") && ok;
-  return ok ? 0 : 1;
+  return weft::model::plant_exit(ok);
 }

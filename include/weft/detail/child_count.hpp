@@ -1,6 +1,8 @@
 // How a weft::Subflow counts its unfinished children, and how the last one knows to wake a sleeping joiner.
 // Internal: weft::Subflow holds one (include/weft/subflow.hpp); tests/graph/child_count_model.cpp checks it under
-// Relacy (planted bugs: WEFT_MODEL_MUTANT_*).
+// Relacy, planted bugs included: they come in through the `Plants` template parameter (the model's policy marks
+// one of the "child_count.*" sites taken), and ChildCount's NoPlants answers a constant false, so the library
+// compiles only the correct text and this installed header holds no test switch.
 //
 // Two counts. `local_`, a plain integer, is touched only by code on the owner's stack (the execution that owns the
 // Subflow: its body, and whatever its waits run nested on that stack, one piece at a time): children it spawned,
@@ -33,8 +35,14 @@ class PlainField {
   T value_;
 };
 
-// `Atomic64`: std::atomic<std::uint64_t>, or the model's; `Field`: PlainField<std::int64_t>, or the model's.
-template <class Atomic64, class Field>
+// The production plant policy: no planted bug anywhere.
+struct NoPlants {
+  static constexpr bool planted(const char* /*name*/) noexcept { return false; }
+};
+
+// `Atomic64`: std::atomic<std::uint64_t>, or the model's; `Field`: PlainField<std::int64_t>, or the model's;
+// `Plants`: NoPlants, or the model's (tests/model/plant.hpp), whose planted(name) is true for the one planted bug.
+template <class Atomic64, class Field, class Plants = NoPlants>
 class BasicChildCount {
  public:
   static constexpr std::uint64_t kSleeper = std::uint64_t{1} << 63;
@@ -61,11 +69,10 @@ class BasicChildCount {
     }
     // acq_rel: publishes the child's work to the joiner (acquire in unfinished()) and, through the chain of RMWs,
     // its siblings' work too.
-#ifdef WEFT_MODEL_MUTANT_RELAXED_FINISH  // defined only by the model: the child publishes nothing
-    return shared_.fetch_sub(1, std::memory_order_relaxed) == (kSleeper | (kBias + 1));
-#else
-    return shared_.fetch_sub(1, std::memory_order_acq_rel) == (kSleeper | (kBias + 1));
-#endif
+    // (Planted bug child_count.relaxed_finish: relaxed, the child publishes nothing.)
+    const auto order = Plants::planted("child_count.relaxed_finish") ? std::memory_order_relaxed
+                                                                      : std::memory_order_acq_rel;
+    return shared_.fetch_sub(1, order) == (kSleeper | (kBias + 1));
   }
 
   // Owner only: true while a child is unfinished.
@@ -79,12 +86,12 @@ class BasicChildCount {
   // nothing, if every child had finished already.
   [[nodiscard]] bool announce() noexcept {
     if (announced()) return true;
-#ifdef WEFT_MODEL_MUTANT_FOLD_FORGOTTEN  // defined only by the model: sets the bit and keeps the plain count
-    const std::uint64_t folded = 0;
-#else
-    const auto folded = static_cast<std::uint64_t>(local_.load());
-    local_.store(0);
-#endif
+    std::uint64_t folded = 0;
+    // (Planted bug child_count.fold_forgotten: sets the bit and keeps the plain count.)
+    if (!Plants::planted("child_count.fold_forgotten")) {
+      folded = static_cast<std::uint64_t>(local_.load());
+      local_.store(0);
+    }
     // One RMW: a child's decrement lands either before it (and is in the sum) or after it (and sees the bit). The
     // sum stays below kSleeper, so adding the bit carries nothing. seq_cst, as the children's RMWs on this one
     // variable are ordered against it anyway.
@@ -109,11 +116,9 @@ class BasicChildCount {
 
  private:
   [[nodiscard]] bool announced_unless_planted() const noexcept {
-#ifdef WEFT_MODEL_MUTANT_PLAIN_WHILE_ANNOUNCED  // defined only by the model: counts plainly after the fold
-    return false;
-#else
+    // (Planted bug child_count.plain_while_announced: counts plainly after the fold.)
+    if (Plants::planted("child_count.plain_while_announced")) return false;
     return announced();
-#endif
   }
 
   Atomic64 shared_{kBias};
