@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace weft::detail {
+namespace weft::graph {
 
 template <class T>
 class ChunkedVector {
@@ -117,4 +117,4 @@ class ChunkedVector {
   std::size_t reserved_first_ = 0;  // reserve()'s size for the first chunk, 0 for kFirstCapacity
 };
 
-}  // namespace weft::detail
+}  // namespace weft::graph

@@ -14,7 +14,7 @@
 #include "graph/graph_impl.hpp"
 #include "weft/errors.hpp"
 
-namespace weft::detail {
+namespace weft::graph {
 namespace {
 
 using Edges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
@@ -329,4 +329,4 @@ void GraphImpl::throw_cycle(const std::vector<std::uint32_t>& indegree_left, con
   throw cycle_error(message, std::move(names));
 }
 
-}  // namespace weft::detail
+}  // namespace weft::graph

@@ -5,7 +5,7 @@
 
 #include "graph/graph_impl.hpp"
 
-namespace weft::detail {
+namespace weft::graph {
 namespace {
 
 // Text inside a DOT string literal: quotes and backslashes escaped.
@@ -67,4 +67,4 @@ void GraphImpl::dump(std::ostream& out) const {
   out << "}\n";
 }
 
-}  // namespace weft::detail
+}  // namespace weft::graph

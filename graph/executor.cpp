@@ -16,7 +16,7 @@
 #include "scheduler/engine/task_locals.hpp"
 #include "weft/errors.hpp"
 
-namespace weft::detail {
+namespace weft::graph {
 namespace {
 
 
@@ -119,7 +119,7 @@ void RunState::post_roots() noexcept {
   // outside waiter that claims them (acq_rel) finds the cursor ready, with this task counted.
   roots_claimed_.store(false, std::memory_order_release);
   try {
-    PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
+    detail::PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::roots, 0), TaskOptions{}, inline_tag());
   } catch (const weft::pool_closed&) {
     // Refused: the task's destructor already failed the run and gave its unit back.
     refused_.store(true, std::memory_order_relaxed);
@@ -191,7 +191,7 @@ void RunState::help_from_outside() noexcept {
   // accepted, whose roots task counts as pending until it has run (after this claim, which it then loses) or been
   // dropped. seq_cst RMW, before the claim's acq_rel exchange, as Engine::run_inline counts before its claim: an
   // idle() that reads the roots task finished (finished before submitted) reads this start too.
-  engine::Engine& engine = PoolAccess::engine(pool_);
+  engine::Engine& engine = detail::PoolAccess::engine(pool_);
   weft::detail::InlineRunCounter& inline_runs = engine.inline_runs();
   inline_runs.started.fetch_add(1, std::memory_order_seq_cst);
   if (claim_roots()) {
@@ -209,7 +209,7 @@ void RunState::help_from_outside() noexcept {
 
 void RunState::run_roots(bool outside) noexcept {
   graph::ClaimCursor& cursor = graph_.roots_cursor();
-  const engine::Engine& engine = PoolAccess::engine(pool_);
+  const engine::Engine& engine = detail::PoolAccess::engine(pool_);
   const unsigned threads = engine.size();
   for (bool first = true;; first = false) {
     cursor.keep_one_queued([this] { post(GraphTaskKind::roots, 1, nullptr); });
@@ -241,7 +241,7 @@ void RunState::run_node(std::uint32_t node) noexcept {
 
 template <bool kSpecial>
 void RunState::run_node_as(std::uint32_t node) noexcept {
-  const engine::Engine& engine = PoolAccess::engine(pool_);
+  const engine::Engine& engine = detail::PoolAccess::engine(pool_);
   while (node != kNoIndex) {
     // Without special_: no recording, and no node is a condition (execute_as<false> returns kNoBranch).
     const std::size_t branch = kSpecial ? execute(node, 0) : execute_as<false>(node, 0);
@@ -264,20 +264,20 @@ std::size_t RunState::execute(std::uint32_t node, std::uint64_t token) noexcept 
 template <bool kRecording>
 std::size_t RunState::execute_as(std::uint32_t node, std::uint64_t token) noexcept {
   if constexpr (kRecording) {
-    if (keep_going_ && skip_for_failed_ancestor(node, 1)) return kNoBranch;  // KeepGoing: after a failed node
+    if (keep_going_ && skip_for_failed_ancestor(node, 1)) return detail::kNoBranch;  // KeepGoing: after a failed node
   }
   if (cancelled()) {
     if constexpr (kRecording) mark(node, kCancelled);
     add_skipped(1);
-    return kNoBranch;
+    return detail::kNoBranch;
   }
-  if (PoolAccess::engine(pool_).dropping()) [[unlikely]] {
+  if (detail::PoolAccess::engine(pool_).dropping()) [[unlikely]] {
     // A DropPending shutdown has begun: work already running in place (a chain inside one task) stops at this
     // node boundary as the pool's queued tasks stop, and the run fails with task_dropped.
     stop_for_drop_pending(node);
     if constexpr (kRecording) mark(node, kCancelled);
     add_skipped(1);
-    return kNoBranch;
+    return detail::kNoBranch;
   }
   if constexpr (kRecording) started(node);
   [[maybe_unused]] const std::int64_t traced_from =
@@ -285,15 +285,15 @@ std::size_t RunState::execute_as(std::uint32_t node, std::uint64_t token) noexce
   // A node that runs in place has default options: Normal priority, without an options look-up.
   const Priority priority =
       graph_.node(node).runs_in_place ? Priority::Normal : graph_.options(node).priority;
-  Subflow subflow = SubflowAccess::make_root(*this, priority, node);
-  NodeCall call{subflow, static_cast<std::size_t>(token)};
+  Subflow subflow = detail::SubflowAccess::make_root(*this, priority, node);
+  detail::NodeCall call{subflow, static_cast<std::size_t>(token)};
   try {
     graph_.body(node)(call);
   } catch (...) {
     // The node as the subflow on the stack holds it: keeping `node` live across the body cost a saved register.
-    record_exception(SubflowAccess::node(subflow), std::current_exception());
+    record_exception(detail::SubflowAccess::node(subflow), std::current_exception());
   }
-  SubflowAccess::join_if_spawned(subflow);
+  detail::SubflowAccess::join_if_spawned(subflow);
   if constexpr (kRecording) {
     ended(node);
     if (traced_from >= 0) trace_node(node, traced_from);
@@ -392,7 +392,7 @@ void RunState::start_group(std::uint32_t index, std::uint32_t& in_place) noexcep
 
 void RunState::run_members(std::uint32_t index, bool outside) noexcept {
   graph::ClaimCursor& cursor = graph_.group_cursor(index);
-  const engine::Engine& engine = PoolAccess::engine(pool_);
+  const engine::Engine& engine = detail::PoolAccess::engine(pool_);
   const unsigned threads = engine.size();
   for (;;) {
     cursor.keep_one_queued([this, index] { post(GraphTaskKind::members, index, nullptr); });
@@ -430,7 +430,7 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
     task_options.affinity = options->affinity;
   }
   try {
-    PoolAccess::post(pool_, GraphTask(this, kind, index), task_options, inline_tag());
+    detail::PoolAccess::post(pool_, GraphTask(this, kind, index), task_options, inline_tag());
   } catch (...) {
     // The pool refused it (shut down) or could not allocate: the GraphTask it was given has been destroyed
     // unrun, and its destructor already failed the run and gave the unit back (task_dropped).
@@ -440,7 +440,7 @@ void RunState::post(GraphTaskKind kind, std::uint32_t index, const NodeOptions* 
 void RunState::run_node_successors(std::uint32_t node, std::size_t branch) noexcept {
   const std::uint32_t next = finish_node(node, branch);
   if (next == kNoIndex) return;
-  if (PoolAccess::engine(pool_).worker_should_yield_to_high()) [[unlikely]] {
+  if (detail::PoolAccess::engine(pool_).worker_should_yield_to_high()) [[unlikely]] {
     ready(next);  // behind a High task in the pool, as in run_node
   } else {
     run_node(next);
@@ -504,7 +504,7 @@ void RunState::stop_for_drop_pending(std::uint32_t node) noexcept {
     std::string after = "' (and the ";
     after += noun_;
     after += "s after it) did not run: the pool is shutting down and drops pending work (";
-    after += PoolAccess::engine(pool_).drop_policy();
+    after += detail::PoolAccess::engine(pool_).drop_policy();
     after += ")";
     fail_dropped_at(node, "", after.c_str());
   } catch (...) {
@@ -696,4 +696,4 @@ bool RunState::another_pass() noexcept {
   return true;
 }
 
-}  // namespace weft::detail
+}  // namespace weft::graph

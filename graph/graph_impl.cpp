@@ -14,7 +14,7 @@
 #include "weft/pool.hpp"
 #include "weft/semaphore.hpp"
 
-namespace weft::detail {
+namespace weft::graph {
 namespace {
 
 std::atomic<std::uint64_t> next_graph_id{1};
@@ -26,7 +26,7 @@ std::atomic<std::uint64_t> next_graph_id{1};
 }
 
 // "<call>: NodeOptions::<option> = <value> for <noun> '<name>': <rule>".
-[[noreturn]] void throw_option(const Caller& caller, const std::string& node, const char* option,
+[[noreturn]] void throw_option(const detail::Caller& caller, const std::string& node, const char* option,
                                const std::string& value, const std::string& rule) {
   std::string message = caller.call;
   message += ": NodeOptions::";
@@ -47,7 +47,7 @@ class ModuleBody {
  public:
   ModuleBody(GraphImpl& outer, GraphImpl& inner, std::uint32_t index) noexcept
       : outer_(&outer), inner_(&inner), index_(index) {}
-  void operator()(NodeCall& call) { outer_->run_module(*inner_, index_, call); }
+  void operator()(detail::NodeCall& call) { outer_->run_module(*inner_, index_, call); }
 
  private:
   GraphImpl* outer_;  // GraphImpl does not move (TaskGraph holds it by unique_ptr): these stay valid
@@ -59,14 +59,14 @@ class ModuleBody {
 
 const NodeOptions GraphImpl::kDefaultOptions{};
 
-void GraphImpl::require_one_token(const NodeOptions& options, const Caller& caller, const char* rule) const {
+void GraphImpl::require_one_token(const NodeOptions& options, const detail::Caller& caller, const char* rule) const {
   if (options.tokens <= 1) return;  // 0 is refused with the other options, by add_node
   const std::string node = options.name.empty() ? "node " + std::to_string(size()) : options.name;
   throw_option(caller, node, "tokens", std::to_string(options.tokens), rule);
 }
 
-Node GraphImpl::add_condition(NodeBody&& body, NodeOptions&& options) {
-  const Caller caller{"weft::TaskGraph::add_condition"};
+Node GraphImpl::add_condition(detail::NodeBody&& body, NodeOptions&& options) {
+  const detail::Caller caller{"weft::TaskGraph::add_condition"};
   require_idle("add_condition");
   require_one_token(options, caller, "a condition node picks one successor per execution: must be 1");
   conditions_.reserve(conditions_.size() + 1);  // so that recording it below cannot throw after the node exists
@@ -76,23 +76,23 @@ Node GraphImpl::add_condition(NodeBody&& body, NodeOptions&& options) {
 }
 
 Node GraphImpl::add_module(GraphImpl& inner, NodeOptions&& options) {
-  const Caller caller{"weft::TaskGraph::add_graph"};
+  const detail::Caller caller{"weft::TaskGraph::add_graph"};
   require_idle("add_graph");
   // One module node runs its graph once at a time; tokens > 1 would start it `tokens` times at once.
   require_one_token(options, caller,
                     "a module node runs its graph once per execution and a graph runs once at a time: must be 1");
   modules_.reserve(modules_.size() + 1);  // so that recording it below cannot throw after the node exists
-  const Node node = add_node(NodeBody(ModuleBody(*this, inner, static_cast<std::uint32_t>(size()))),
+  const Node node = add_node(detail::NodeBody(ModuleBody(*this, inner, static_cast<std::uint32_t>(size()))),
                              std::move(options), caller);
   modules_.emplace_back(node.index(), &inner);
   return node;
 }
 
-void GraphImpl::run_module(GraphImpl& inner, std::uint32_t index, NodeCall& call) {
-  RunState& outer_run = SubflowAccess::run(call.subflow);
+void GraphImpl::run_module(GraphImpl& inner, std::uint32_t index, detail::NodeCall& call) {
+  RunState& outer_run = detail::SubflowAccess::run(call.subflow);
   Run run;
   try {
-    run = inner.run(outer_run.pool(), Caller{"weft::TaskGraph::add_graph"});
+    run = inner.run(outer_run.pool(), detail::Caller{"weft::TaskGraph::add_graph"});
   } catch (const graph_busy&) {
     // Refused at once, never waited for: a composition cycle or two module nodes of one graph cannot hang.
     std::string message = "weft::TaskGraph: module node '";
@@ -169,7 +169,7 @@ void GraphImpl::throw_bad_edge(Node from, Node to, const char* what, const std::
 namespace {
 
 // NodeOptions::semaphores: no null entry, no more units of one semaphore than its count, one token.
-void validate_semaphores(const NodeOptions& options, const std::string& node, const Caller& caller) {
+void validate_semaphores(const NodeOptions& options, const std::string& node, const detail::Caller& caller) {
   const std::vector<Semaphore*>& list = options.semaphores;
   if (list.empty()) return;
   if (options.tokens > 1) {
@@ -199,7 +199,7 @@ void validate_semaphores(const NodeOptions& options, const std::string& node, co
 
 }  // namespace
 
-void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const Caller& caller) const {
+void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const detail::Caller& caller) const {
   const std::string node = options.name.empty() ? "node " + std::to_string(index) : options.name;
   if (options.concurrency == 0)
     throw_option(caller, node, "concurrency", "0", "must be at least 1 (or weft::kUnlimited)");
@@ -223,7 +223,7 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const 
   validate_semaphores(options, node, caller);
 }
 
-Node GraphImpl::add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller) {
+Node GraphImpl::add_node(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller) {
   require_idle("add_node");
   if (!body) throw std::invalid_argument(std::string(caller.call) + ": the callable is empty (a null function)");
   if (bodies_.size() >= kMaxNodes) [[unlikely]]
@@ -329,8 +329,8 @@ void GraphImpl::compile() {
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
-Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, std::unique_ptr<RunRepeat> repeat,
-                     const RunOptions& options) {
+Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>* live,
+                   std::unique_ptr<RunRepeat> repeat, const RunOptions& options) {
   // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
   // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
   fiber::require_stack(caller.call);
@@ -372,4 +372,4 @@ Run GraphImpl::run(Pool& pool, const Caller& caller, std::atomic<void*>* live, s
   return Run(std::move(state));
 }
 
-}  // namespace weft::detail
+}  // namespace weft::graph

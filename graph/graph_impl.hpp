@@ -17,7 +17,7 @@
 #include "weft/node_options.hpp"
 #include "weft/task_graph.hpp"
 
-namespace weft::detail {
+namespace weft::graph {
 
 class RunState;
 
@@ -25,7 +25,7 @@ class RunState;
 // (checked before each pass; true stops). Held by the run's state; null there for a plain run (one pass).
 struct RunRepeat {
   std::uint64_t remaining = 0;  // run_n: passes still to start (unused when `until` is set)
-  RunPredicate until;           // run_until: called before each pass, and once more after the last
+  detail::RunPredicate until;   // run_until: called before each pass, and once more after the last
 };
 
 inline constexpr std::uint32_t kNoIndex = std::numeric_limits<std::uint32_t>::max();
@@ -87,18 +87,18 @@ class GraphImpl {
   GraphImpl& operator=(const GraphImpl&) = delete;
 
   // `caller` names the public call in errors (TaskGraph's own, or TaskScope's, parallel_for's).
-  Node add_node(NodeBody&& body, NodeOptions&& options, const Caller& caller);
+  Node add_node(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
   // A condition node (TaskGraph::add_condition): its out-edges are weak (see CompiledNode::condition).
-  Node add_condition(NodeBody&& body, NodeOptions&& options);
+  Node add_condition(detail::NodeBody&& body, NodeOptions&& options);
   // A node kind that runs once per activation: tokens > 1 throws invalid_option naming the node and `rule`.
-  void require_one_token(const NodeOptions& options, const Caller& caller, const char* rule) const;
+  void require_one_token(const NodeOptions& options, const detail::Caller& caller, const char* rule) const;
   // The graph has condition nodes: a run may leave join counters part-way down (a branch not taken), so each
   // pass ends by setting them all back.
   [[nodiscard]] bool has_conditions() const noexcept { return !conditions_.empty(); }
   // A module node running `inner` (TaskGraph::add_graph); `inner` is checked by the caller not to be this one.
   Node add_module(GraphImpl& inner, NodeOptions&& options);
   // A module node's execution: runs `inner` as one run on the node's pool and waits for it (graph_impl.cpp).
-  void run_module(GraphImpl& inner, std::uint32_t index, NodeCall& call);
+  void run_module(GraphImpl& inner, std::uint32_t index, detail::NodeCall& call);
   void add_edge(Node from, Node to);
   // Every edge is checked before any is added: a refused call changes nothing.
   void add_edges(Node from, std::initializer_list<Node> to);
@@ -108,7 +108,7 @@ class GraphImpl {
   // `live`, if given, gets the run's state before any node starts (GraphAccess::run).
   // `repeat`, if given, makes the run several passes (run_n / run_until); `options`: its error policy and what
   // it records (RunOptions).
-  Run run(Pool& pool, const Caller& caller, std::atomic<void*>* live = nullptr,
+  Run run(Pool& pool, const detail::Caller& caller, std::atomic<void*>* live = nullptr,
           std::unique_ptr<RunRepeat> repeat = nullptr, const RunOptions& options = {});
   // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
   void wait_for_run_end() noexcept;
@@ -134,7 +134,7 @@ class GraphImpl {
   // a graph runs once at a time, and each range starts at most once per run.
   [[nodiscard]] graph::ClaimCursor& group_cursor(std::uint32_t index) noexcept { return group_cursors_[index]; }
   [[nodiscard]] graph::ClaimCursor& roots_cursor() noexcept { return roots_cursor_; }
-  [[nodiscard]] NodeBody& body(std::uint32_t index) noexcept { return bodies_[index]; }
+  [[nodiscard]] detail::NodeBody& body(std::uint32_t index) noexcept { return bodies_[index]; }
   // Inline: a run reads it for every node it posts or finishes, and a build without LTO would call across files.
   [[nodiscard]] const NodeOptions& options(std::uint32_t index) const noexcept {
     const std::uint32_t at = options_index_[index];
@@ -191,7 +191,7 @@ class GraphImpl {
   // std::length_error: "<call>: <count> <items>; a graph holds at most <limit>".
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_too_many(const std::string& call, std::size_t count,
                                                                     const char* items, std::size_t limit);
-  void validate(const NodeOptions& options, std::uint32_t index, const Caller& caller) const;
+  void validate(const NodeOptions& options, std::uint32_t index, const detail::Caller& caller) const;
   // Compiles; errors (a cycle, out of memory) name `call`: compile() or the run() that compiles first.
   void lay_out(const char* call);
   void lay_out_unchecked(const char* call);
@@ -209,7 +209,7 @@ class GraphImpl {
   // The options of every node that sets none (graph/graph_impl.cpp).
   static const NodeOptions kDefaultOptions;
   // As built. Options are stored only for nodes that have some non-default one (options_index_).
-  ChunkedVector<NodeBody> bodies_;  // 64 KiB chunks: only the first grows (chunked_vector.hpp)
+  ChunkedVector<detail::NodeBody> bodies_;  // 64 KiB chunks: only the first grows (chunked_vector.hpp)
   std::vector<std::uint32_t> options_index_;
   std::vector<NodeOptions> options_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
@@ -241,4 +241,4 @@ class GraphImpl {
   std::shared_ptr<RunState> current_;  // the last run started (kept so the destructor can wait for it)
 };
 
-}  // namespace weft::detail
+}  // namespace weft::graph

@@ -13,12 +13,12 @@
 #include "weft/errors.hpp"
 #include "weft/task_graph.hpp"
 
-namespace weft::detail {
+namespace weft::graph {
 
 namespace {
 // The trace a run records into: its own, else its pool's.
 [[nodiscard]] const std::shared_ptr<Trace>& trace_for(Pool& pool, const RunOptions& options) noexcept {
-  return options.trace ? options.trace : PoolAccess::engine(pool).trace();
+  return options.trace ? options.trace : detail::PoolAccess::engine(pool).trace();
 }
 }  // namespace
 
@@ -52,12 +52,12 @@ RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
 }
 
 bool RunState::is_caller_inside() const noexcept {
-  return current() == this || SubflowAccess::current_child_run() == this;
+  return current() == this || detail::SubflowAccess::current_child_run() == this;
 }
 
 RunStatus RunState::wait() {
   // The innermost first: a child runs nested inside its node's join on one worker, inside both.
-  if (SubflowAccess::current_child_run() == this)
+  if (detail::SubflowAccess::current_child_run() == this)
     throw would_deadlock(
         "weft::Run::wait: called from a subflow child of one of the run's own nodes; the run cannot end while "
         "it waits");
@@ -212,7 +212,7 @@ std::vector<NodeOutcome> RunState::outcomes() const {
   return all;
 }
 
-}  // namespace weft::detail
+}  // namespace weft::graph
 
 namespace weft {
 

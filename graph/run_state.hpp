@@ -20,7 +20,7 @@
 #include "weft/pool.hpp"
 #include "weft/task_graph.hpp"
 
-namespace weft::detail {
+namespace weft::graph {
 
 // A parked node of a run (graph/semaphore.cpp): one per node with semaphores, allocated with the run, linked
 // into the waiters of the semaphore it lacked units of.
@@ -74,7 +74,7 @@ class RunState {
   // the run's tasks from the thread's own slot (help_from_own_slot).
   void help_as_outside_waiter() noexcept;
   // What this run's tasks carry, so that an outside thread waiting for the run may run them from its own slot.
-  [[nodiscard]] InlineTag inline_tag() const noexcept { return reinterpret_cast<InlineTag>(this); }
+  [[nodiscard]] detail::InlineTag inline_tag() const noexcept { return reinterpret_cast<detail::InlineTag>(this); }
   // An outside thread waiting without a deadline for `ready`: runs this run's tasks from its own slot while
   // there are any (the roots and whatever the tasks it runs make ready) and some worker is idle, as oneTBB's
   // waiting thread does in its arena slot. Returns ready(). Does nothing on a worker, or nested deeper than
@@ -171,7 +171,7 @@ class RunState {
   [[nodiscard, gnu::noinline]] std::uint32_t finish_condition(std::uint32_t node, std::size_t branch) noexcept;
   // Finishes `node` (a multi-token node's last token, or a node that held semaphores) and runs what it made
   // ready. `branch`: what execute() returned, for a condition node (a multi-token node is never one).
-  void run_node_successors(std::uint32_t node, std::size_t branch = kNoBranch) noexcept;
+  void run_node_successors(std::uint32_t node, std::size_t branch = detail::kNoBranch) noexcept;
   void cancel_from_inside() noexcept;
   // Cancels the inner runs of module nodes in flight (after cancelled_ was set).
   void cancel_children() noexcept;
@@ -320,7 +320,7 @@ bool RunState::help_from_own_slot(Ready ready) noexcept {
   unsigned& depth = run_state_detail::outside_help_depth;
   if (depth >= kMaxHelpDepth) return false;
   ++depth;
-  engine::Engine& engine = PoolAccess::engine(pool_);
+  engine::Engine& engine = detail::PoolAccess::engine(pool_);
   // Only while a worker is idle: when every worker is busy, a helping caller would be one thread more than
   // there are cores for compute-bound nodes (a parallel_for slows; docs/perf-log.md); it then
   // sleeps, and the workers steal what is left in its slot.
@@ -329,4 +329,4 @@ bool RunState::help_from_own_slot(Ready ready) noexcept {
   return ready();
 }
 
-}  // namespace weft::detail
+}  // namespace weft::graph

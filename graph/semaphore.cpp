@@ -55,7 +55,7 @@ class SemaphoreAccess {
   // Takes `units` if there are that many; else, if may_park() (called under the lock) allows it, appends
   // `waiter`. Returns true if taken.
   template <class MayPark>
-  static bool take_or_park(Semaphore& semaphore, std::size_t units, SemaphoreWaiter& waiter, bool& parked,
+  static bool take_or_park(Semaphore& semaphore, std::size_t units, graph::SemaphoreWaiter& waiter, bool& parked,
                            MayPark may_park) {
     const std::lock_guard<std::mutex> hold(semaphore.lock_);
     const std::size_t available = semaphore.available_.load(std::memory_order_relaxed);
@@ -82,7 +82,7 @@ class SemaphoreAccess {
   // parked, while the units they need fit in what is available (less what the ones before them need). The
   // first that does not fit stops the walk, so a node needing several units is not overtaken forever by nodes
   // needing one. Returns them linked through `next`, each with woken_from set.
-  [[nodiscard]] static SemaphoreWaiter* give(Semaphore& semaphore, std::size_t units) noexcept {
+  [[nodiscard]] static graph::SemaphoreWaiter* give(Semaphore& semaphore, std::size_t units) noexcept {
     const std::lock_guard<std::mutex> hold(semaphore.lock_);
     const std::size_t available = semaphore.available_.load(std::memory_order_relaxed) + units;
     semaphore.available_.store(available, std::memory_order_relaxed);
@@ -91,14 +91,14 @@ class SemaphoreAccess {
 
   // Unlinks every waiter of `run` (its run was cancelled) and then wakes as give(semaphore, 0) does: with them
   // gone, those behind may fit. Returns all of them, linked through `next`.
-  [[nodiscard]] static SemaphoreWaiter* remove_run(Semaphore& semaphore, const RunState* run) noexcept {
+  [[nodiscard]] static graph::SemaphoreWaiter* remove_run(Semaphore& semaphore, const graph::RunState* run) noexcept {
     const std::lock_guard<std::mutex> hold(semaphore.lock_);
-    SemaphoreWaiter* removed = nullptr;
-    SemaphoreWaiter** removed_end = &removed;
-    SemaphoreWaiter* kept_tail = nullptr;
+    graph::SemaphoreWaiter* removed = nullptr;
+    graph::SemaphoreWaiter** removed_end = &removed;
+    graph::SemaphoreWaiter* kept_tail = nullptr;
     std::size_t count = 0;
-    for (SemaphoreWaiter** at = &semaphore.head_; *at != nullptr;) {
-      SemaphoreWaiter* const waiter = *at;
+    for (graph::SemaphoreWaiter** at = &semaphore.head_; *at != nullptr;) {
+      graph::SemaphoreWaiter* const waiter = *at;
       if (waiter->run != run) {
         kept_tail = waiter;
         at = &waiter->next;
@@ -117,12 +117,12 @@ class SemaphoreAccess {
   }
 
  private:
-  [[nodiscard]] static SemaphoreWaiter* wake_locked(Semaphore& semaphore, std::size_t budget) noexcept {
-    SemaphoreWaiter* woken = nullptr;
-    SemaphoreWaiter** woken_end = &woken;
+  [[nodiscard]] static graph::SemaphoreWaiter* wake_locked(Semaphore& semaphore, std::size_t budget) noexcept {
+    graph::SemaphoreWaiter* woken = nullptr;
+    graph::SemaphoreWaiter** woken_end = &woken;
     std::size_t count = 0;
     while (semaphore.head_ != nullptr && semaphore.head_->units <= budget) {
-      SemaphoreWaiter* const waiter = semaphore.head_;
+      graph::SemaphoreWaiter* const waiter = semaphore.head_;
       budget -= waiter->units;
       semaphore.head_ = waiter->next;
       waiter->next = nullptr;
@@ -137,6 +137,10 @@ class SemaphoreAccess {
   }
 };
 
+}  // namespace detail
+}  // namespace weft
+
+namespace weft::graph {
 namespace {
 
 // Re-posts each waiter of a list that give() or remove_run() returned. Reads a waiter's fields before
@@ -185,7 +189,7 @@ RunState::Take RunState::take_semaphores(std::uint32_t node) noexcept {
   // The semaphore whose release re-posted this task (if one did) is tried first: see the file's comment.
   Semaphore* const woken_from = std::exchange(waiter.woken_from, nullptr);
   if (cancelled()) {
-    if (woken_from != nullptr) resume_all(SemaphoreAccess::give(*woken_from, 0));  // hand the wake-up on
+    if (woken_from != nullptr) resume_all(detail::SemaphoreAccess::give(*woken_from, 0));  // hand the wake-up on
     return Take::skip;
   }
   std::uint32_t start = 0;
@@ -193,7 +197,7 @@ RunState::Take RunState::take_semaphores(std::uint32_t node) noexcept {
   for (std::uint32_t taken = 0; taken != count; ++taken) {
     const SemaphoreNeed& need = needs[(start + taken) % count];
     bool parked = false;
-    const bool ok = SemaphoreAccess::take_or_park(*need.semaphore, need.units, waiter, parked, [this] {
+    const bool ok = detail::SemaphoreAccess::take_or_park(*need.semaphore, need.units, waiter, parked, [this] {
       // Under the semaphore's lock, so that a cancel either sees this node parked (wake_parked_on_cancel takes
       // the same lock) or is seen here.
       if (cancelled()) return false;
@@ -214,7 +218,7 @@ void RunState::give_semaphores(std::uint32_t slot, std::uint32_t start, std::uin
   const std::uint32_t size = entry.end - entry.begin;
   for (std::uint32_t i = 0; i != count; ++i) {
     const SemaphoreNeed& need = needs[(start + i) % size];
-    resume_all(SemaphoreAccess::give(*need.semaphore, need.units));
+    resume_all(detail::SemaphoreAccess::give(*need.semaphore, need.units));
   }
 }
 
@@ -228,7 +232,7 @@ void RunState::resume_parked(std::uint32_t node) noexcept {
 void RunState::semaphore_task_dropped(std::uint32_t node) noexcept {
   SemaphoreWaiter& waiter = semaphore_waiters_[graph_.semaphore_slot(node)];
   if (Semaphore* const woken_from = std::exchange(waiter.woken_from, nullptr))
-    resume_all(SemaphoreAccess::give(*woken_from, 0));
+    resume_all(detail::SemaphoreAccess::give(*woken_from, 0));
 }
 
 bool RunState::try_add_unit() noexcept {
@@ -244,9 +248,9 @@ void RunState::wake_parked_on_cancel() noexcept {
   // Cancel may come from outside the run, after it ended and its graph was changed or destroyed: a unit of
   // the run keeps the graph's layout valid while the semaphores are walked.
   if (!try_add_unit()) return;
-  for (Semaphore* const semaphore : graph_.semaphores()) resume_all(SemaphoreAccess::remove_run(*semaphore, this));
+  for (Semaphore* const semaphore : graph_.semaphores())
+    resume_all(detail::SemaphoreAccess::remove_run(*semaphore, this));
   finish_unit();
 }
 
-}  // namespace detail
-}  // namespace weft
+}  // namespace weft::graph

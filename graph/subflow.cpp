@@ -49,11 +49,11 @@ void Subflow::spawn_child(detail::SelfTask* child, void (*destroy)(detail::SelfT
 namespace {
 // The Subflow child running on the calling thread (a task-local slot: it follows a child that suspends on a
 // fiber to the worker where it resumes).
-Subflow* current_child() noexcept { return static_cast<Subflow*>(engine::task_local(detail::kCurrentChildSlot)); }
+Subflow* current_child() noexcept { return static_cast<Subflow*>(engine::task_local(graph::kCurrentChildSlot)); }
 }  // namespace
 
 Subflow* Subflow::exchange_current(Subflow* next) noexcept {
-  return static_cast<Subflow*>(engine::exchange_task_local(detail::kCurrentChildSlot, next));
+  return static_cast<Subflow*>(engine::exchange_task_local(graph::kCurrentChildSlot, next));
 }
 
 Subflow* Subflow::enter_body() noexcept {
@@ -78,7 +78,7 @@ void Subflow::end_body(bool started, Subflow* outer) noexcept {
   if (started) (void)exchange_current(outer);
 }
 
-const detail::RunState* detail::SubflowAccess::current_child_run() noexcept {
+const graph::RunState* detail::SubflowAccess::current_child_run() noexcept {
   const Subflow* child = current_child();
   return child != nullptr ? child->run_ : nullptr;
 }
@@ -151,7 +151,7 @@ Pool& Subflow::pool() const noexcept { return run_->pool(); }
 
 void Subflow::child_finished(bool on_owner_stack) noexcept {
   // Read before the count: once it lands, a joiner may return and this Subflow vanish.
-  detail::RunState* run = run_;
+  graph::RunState* run = run_;
   if (!children_.finished(on_owner_stack)) return;
   // The last child, and a joiner announced itself: wake it, then end the unit it took for this (the run may end
   // here; this Subflow may be gone already).
@@ -160,7 +160,7 @@ void Subflow::child_finished(bool on_owner_stack) noexcept {
 }
 
 void Subflow::child_dropped() noexcept {
-  detail::RunState* run = run_;
+  graph::RunState* run = run_;
   run->fail_dropped(
       "weft::Subflow: a child task was not run: the pool refused it (shut down, or out of memory) or dropped it "
       "(shut down)");

@@ -21,7 +21,7 @@ namespace {
 
 }  // namespace
 
-TaskGraph::TaskGraph() : impl_(std::make_unique<detail::GraphImpl>()) {}
+TaskGraph::TaskGraph() : impl_(std::make_unique<graph::GraphImpl>()) {}
 TaskGraph::~TaskGraph() = default;
 TaskGraph::TaskGraph(TaskGraph&& other) noexcept = default;
 // noexcept: a pointer move, and the old graph's destructor (noexcept, as destructors are) waits for its run.
@@ -83,14 +83,14 @@ Run TaskGraph::run(Pool& pool) {
 
 Run TaskGraph::run_n(Pool& pool, std::size_t n) {
   if (!impl_) throw_moved_from("run_n");
-  auto repeat = std::make_unique<detail::RunRepeat>();
+  auto repeat = std::make_unique<graph::RunRepeat>();
   repeat->remaining = n;
   return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_n"}, nullptr, std::move(repeat));
 }
 
 Run TaskGraph::run_until_erased(Pool& pool, detail::RunPredicate&& predicate) {
   if (!impl_) throw_moved_from("run_until");
-  auto repeat = std::make_unique<detail::RunRepeat>();
+  auto repeat = std::make_unique<graph::RunRepeat>();
   repeat->until = std::move(predicate);
   return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_until"}, nullptr, std::move(repeat));
 }
@@ -127,7 +127,7 @@ Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller, std::at
   return graph.impl_->run(pool, caller, &live, nullptr, options);
 }
 
-void GraphAccess::cancel_live(void* live) noexcept { static_cast<RunState*>(live)->cancel(); }
+void GraphAccess::cancel_live(void* live) noexcept { static_cast<graph::RunState*>(live)->cancel(); }
 
 RunStatus GraphAccess::wait(Run& run, const Caller& caller) {
   if (run.state_ != nullptr && run.state_->is_caller_inside()) {

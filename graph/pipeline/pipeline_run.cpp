@@ -296,9 +296,9 @@ class Run::Task {
     // The stages' bodies run inside the scope's run, as the pipeline's job does: a wait for that run from one of
     // them (TaskScope::wait, Run::wait) could never end and must be refused with would_deadlock, not suspend the
     // carrier (and the item it holds) for good.
-    void* const outer = engine::exchange_task_local(kCurrentRunSlot, &run->run_state_);
+    void* const outer = engine::exchange_task_local(graph::kCurrentRunSlot, &run->run_state_);
     run->carry(step_);
-    (void)engine::exchange_task_local(kCurrentRunSlot, outer);
+    (void)engine::exchange_task_local(graph::kCurrentRunSlot, outer);
     run->task_ended();
   }
 
@@ -325,7 +325,7 @@ void Run::spawn(Step step) noexcept {
 void Run::task_ended() noexcept {
   // Once the count is zero, the owner may return and destroy *this before notify() runs: the signal is the
   // run's, which the task's unit keeps alive until finish_unit(), last.
-  RunState& run = run_state_;
+  graph::RunState& run = run_state_;
   if (tasks_.fetch_sub(1, std::memory_order_acq_rel) == 1) run.subflow_signal().notify();
   run.finish_unit();
 }

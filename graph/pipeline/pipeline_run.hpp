@@ -48,9 +48,9 @@
 #include "weft/detail/pipeline.hpp"
 #include "weft/subflow.hpp"
 
-namespace weft::detail {
-class RunState;
-}  // namespace weft::detail
+namespace weft::graph {
+class RunState;  // graph/run_state.hpp
+}  // namespace weft::graph
 
 namespace weft::detail::pipeline {
 
@@ -183,7 +183,7 @@ class Run {
 
   Pipeline& pipeline_;
   Subflow& subflow_;
-  RunState& run_state_;
+  graph::RunState& run_state_;
   const std::vector<Pipeline::Stage>& stages_;
   std::uint32_t last_;  // the sink
   std::size_t storage_offset_;

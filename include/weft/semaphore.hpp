@@ -10,9 +10,11 @@
 
 namespace weft {
 
+namespace graph {  // graph/: the TaskGraph executor behind the public classes
+struct SemaphoreWaiter;  // graph/run_state.hpp: a node parked for units
+}  // namespace graph
 namespace detail {
-struct SemaphoreWaiter;
-class SemaphoreAccess;
+class SemaphoreAccess;  // graph/semaphore.cpp: the executor's access to the lock and the waiters
 }  // namespace detail
 
 // A count of units shared by any number of nodes, of any number of graphs, scopes and runs (Taskflow's
@@ -62,8 +64,8 @@ class Semaphore {
   std::atomic<std::size_t> waiting_{0};
   std::mutex lock_;
   // The parked nodes, first parked first (an intrusive list: parking allocates nothing).
-  detail::SemaphoreWaiter* head_ = nullptr;
-  detail::SemaphoreWaiter* tail_ = nullptr;
+  graph::SemaphoreWaiter* head_ = nullptr;
+  graph::SemaphoreWaiter* tail_ = nullptr;
 };
 
 }  // namespace weft

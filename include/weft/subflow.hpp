@@ -22,9 +22,11 @@ namespace weft {
 class Pool;
 class Subflow;
 
-namespace detail {
+namespace graph {  // graph/: the TaskGraph executor behind the public classes
 class RunState;  // graph/run_state.hpp: one run of a TaskGraph
-struct SubflowAccess;
+}  // namespace graph
+namespace detail {
+struct SubflowAccess;  // graph/subflow_access.hpp: the executor's access to Subflow
 }  // namespace detail
 
 // A callable a Subflow can spawn: it takes nothing, or its own Subflow (to spawn grandchildren).
@@ -91,7 +93,7 @@ class Subflow {
  private:
   friend struct detail::SubflowAccess;
 
-  Subflow(detail::RunState& run, Subflow* parent, Priority priority, std::uint32_t node,
+  Subflow(graph::RunState& run, Subflow* parent, Priority priority, std::uint32_t node,
           std::uintptr_t owner_stack = 0) noexcept
       : run_(&run), parent_(parent), priority_(priority), node_(node), owner_stack_(owner_stack) {}
 
@@ -189,7 +191,7 @@ class Subflow {
   void record_exception(std::exception_ptr error) noexcept;
   void record_skipped() noexcept;
 
-  detail::RunState* run_;
+  graph::RunState* run_;
   Subflow* parent_;
   Priority priority_;  // the node's: every child and grandchild is posted with it
   std::uint32_t node_;  // the node (index) whose execution this is: a child's exception is that node's failure

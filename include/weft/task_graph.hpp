@@ -32,8 +32,12 @@ namespace weft {
 class Pool;
 class TaskGraph;
 
-namespace detail {
+namespace graph {  // graph/: the TaskGraph executor behind the public classes
 class GraphImpl;  // graph/graph_impl.hpp: nodes, edges, the compiled layout
+class RunState;   // graph/run_state.hpp: one run of a TaskGraph
+}  // namespace graph
+
+namespace detail {
 struct GraphAccess;
 
 // Whose call a graph operation serves, so that its errors name the public call the user made and what that
@@ -202,7 +206,7 @@ class Node {
   friend bool operator==(const Node&, const Node&) noexcept = default;
 
  private:
-  friend class detail::GraphImpl;
+  friend class graph::GraphImpl;
   Node(std::uint32_t index, std::uint64_t graph) noexcept : index_(index), graph_(graph) {}
   std::uint32_t index_ = 0;
   std::uint64_t graph_ = 0;  // a process-unique id of the owning graph; 0: no graph
@@ -364,13 +368,13 @@ class [[nodiscard]] Run {
   [[nodiscard]] std::vector<NodeOutcome> outcomes() const;
 
  private:
-  friend class detail::GraphImpl;
+  friend class graph::GraphImpl;
   friend struct detail::GraphAccess;
-  explicit Run(std::shared_ptr<detail::RunState> state) noexcept : state_(std::move(state)) {}
+  explicit Run(std::shared_ptr<graph::RunState> state) noexcept : state_(std::move(state)) {}
   bool wait_for_ns(std::chrono::nanoseconds timeout);
   void require_valid(const char* what) const;
 
-  std::shared_ptr<detail::RunState> state_;
+  std::shared_ptr<graph::RunState> state_;
 };
 
 // A graph of work, built once and run many times.
@@ -544,7 +548,7 @@ class TaskGraph {
   Run run_until_erased(Pool& pool, detail::RunPredicate&& predicate);
   Node add_condition_body(detail::NodeBody&& body, NodeOptions&& options);
 
-  std::unique_ptr<detail::GraphImpl> impl_;
+  std::unique_ptr<graph::GraphImpl> impl_;
 };
 
 namespace detail {

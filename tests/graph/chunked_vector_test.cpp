@@ -13,7 +13,7 @@
 
 namespace {
 
-using weft::detail::ChunkedVector;
+using weft::graph::ChunkedVector;
 
 // Counts live objects; throws from its constructor when asked to.
 struct Tracked {

@@ -316,7 +316,7 @@ TEST_CASE("a child takes no unit of its run: the node's execution holds the one 
     bool had_run = false;
     weft::TaskGraph g;
     (void)g.add_node([&](weft::Subflow& sf) {
-      const weft::detail::RunState* run = weft::detail::RunState::current();
+      const weft::graph::RunState* run = weft::graph::RunState::current();
       had_run = run != nullptr;
       if (run == nullptr) return;
       before = run->units();

@@ -14,8 +14,8 @@
 
 namespace {
 
-using weft::detail::GraphImpl;
-using weft::detail::JoinGroup;
+using weft::graph::GraphImpl;
+using weft::graph::JoinGroup;
 
 struct Noop {
   void operator()() const noexcept {}
