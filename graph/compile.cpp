@@ -5,6 +5,8 @@
 // Out of memory throws weft::out_of_memory naming the call (compile, or the run that compiles first) and, for a
 // node's inbox, the node.
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <new>
@@ -131,20 +133,162 @@ void GraphImpl::make_semaphore_tables(std::vector<CompiledNode>& compiled, std::
   semaphores.erase(std::unique(semaphores.begin(), semaphores.end()), semaphores.end());
 }
 
+namespace {
+
+// What the counting pass over the edges found (see lay_out_unchecked).
+struct EdgeScan {
+  std::size_t with_predecessors = 0;  // nodes with a strong incoming edge
+  bool forward = true;                // every edge goes from a lower to a higher index
+  bool by_target = true;              // the edges came in strictly increasing (to, from) order
+};
+
+// Successor lists by counting sort on the source node, shifted by one so that no cursor array is needed:
+// after the counts' prefix sum, start[s + 1] is where source s's edges begin; placing the edges advances it
+// to where they end, which is where s + 1's begin. So start[0..n] ends up as the offsets.
+// The same pass counts every node's incoming edges into its join counter's start value (a repeated edge is
+// taken back below) and the nodes that have any, so the roots are known without another pass. It also
+// notes two orders the common builders keep (add a node, then the edges into it from its predecessors in
+// order: chains, trees, layers, wavefronts), each of which saves a pass below:
+//  - forward: every edge goes from a lower to a higher index, so node order is a topological order and
+//    there can be no cycle;
+//  - by_target: the edges came in strictly increasing (to, from) order, so none repeats.
+// `weak_target` (only with conditions) marks the targets of a condition's weak edges.
+EdgeScan count_edges(const Edges& edges, bool conditions, std::vector<CompiledNode>& compiled,
+                     std::vector<std::uint32_t>& start, std::vector<std::uint8_t>& weak_target) {
+  EdgeScan scan;
+  std::uint64_t last_key = 0;  // below every edge's key: a self-edge is never added
+  for (const auto& [from, to] : edges) {
+    ++start[from + 2];
+    if (conditions && compiled[from].condition) [[unlikely]] {
+      weak_target[to] = 1;
+    } else {
+      scan.with_predecessors += compiled[to].join_init++ == 0 ? 1 : 0;
+    }
+    const std::uint64_t key = std::uint64_t{to} << 32 | from;
+    scan.forward &= from < to;
+    scan.by_target &= key > last_key;
+    last_key = key;
+  }
+  return scan;
+}
+
+// The successor entries, each source's from start[source + 1] on (advancing it): a target's index, or for a join
+// group's first member the group's entry (kJoinGroupBit | group) and for the group's other members nothing.
+std::vector<std::uint32_t> place_targets(const Edges& edges, const std::vector<CompiledNode>& compiled,
+                                         const std::vector<JoinGroup>& groups, std::vector<std::uint32_t>& start) {
+  const auto n = static_cast<std::uint32_t>(compiled.size());
+  std::vector<std::uint32_t> targets(start[n + 1]);
+  if (groups.empty()) {
+    for (const auto& [from, to] : edges) targets[start[from + 1]++] = to;
+    return targets;
+  }
+  // Run by run (see find_join_groups): a group's first member places the group's entry, the others nothing.
+  std::size_t run = 0;
+  std::size_t g = 0;
+  for (std::uint32_t v = 0; v < n; ++v) {
+    const std::uint32_t length = compiled[v].join_init;
+    std::uint32_t entry = v;
+    if (g < groups.size() && v >= groups[g].first) {
+      entry = kJoinGroupBit | static_cast<std::uint32_t>(g);
+      const bool follower = v != groups[g].first;
+      if (v + 1 == groups[g].end) ++g;
+      if (follower) {
+        run += length;
+        continue;
+      }
+    }
+    for (std::size_t e = run; e != run + length; ++e) targets[start[edges[e].first + 1]++] = entry;
+    run += length;
+  }
+  return targets;
+}
+
+// Sets every node's successor range; unless no edge can repeat (`by_target`), removes the repeated ones first.
+// Returns the number of distinct edges.
+std::size_t finish_successor_lists(std::vector<CompiledNode>& compiled, const std::vector<std::uint32_t>& start,
+                                   std::vector<std::uint32_t>& targets, bool by_target, std::size_t edges) {
+  const std::size_t n = compiled.size();
+  if (by_target) {
+    // No edge repeats: the lists are final as placed.
+    for (std::size_t i = 0; i < n; ++i) {
+      compiled[i].succ_begin = start[i];
+      compiled[i].succ_end = start[i + 1];
+    }
+    return edges;
+  }
+  // Remove repeated edges per node, compacting in place and keeping the order they were added in: a target
+  // already taken for this source carries the source's index in `taken_by` (linear, no sort per node).
+  std::vector<std::uint32_t> taken_by(n, kNoIndex);
+  std::uint32_t out = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto source = static_cast<std::uint32_t>(i);
+    compiled[i].succ_begin = out;
+    for (std::uint32_t e = start[i]; e != start[i + 1]; ++e) {
+      const std::uint32_t target = targets[e];
+      if (taken_by[target] == source) {
+        // Counted twice above (a weak edge not at all); still >= 1, so the root count holds.
+        if (!compiled[i].condition) --compiled[target].join_init;
+        continue;
+      }
+      taken_by[target] = source;
+      targets[out++] = target;
+    }
+    compiled[i].succ_end = out;
+  }
+  targets.resize(out);
+  return out;
+}
+
+// Join counters and roots in one pass (`compiled` is 20 MiB for a million nodes: one walk, not three).
+std::unique_ptr<std::atomic<std::uint32_t>[]> start_joins(const std::vector<CompiledNode>& compiled,
+                                                          const std::vector<std::uint8_t>& weak_target,
+                                                          bool conditions, std::vector<std::uint32_t>& roots) {
+  const std::size_t n = compiled.size();
+  auto join = std::make_unique<std::atomic<std::uint32_t>[]>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t count = compiled[i].join_init;
+    join[i].store(count, std::memory_order_relaxed);
+    // A root has no incoming edge at all, strong or weak (as in Taskflow): a loop's head is not one.
+    if (count == 0 && (!conditions || weak_target[i] == 0)) roots.push_back(static_cast<std::uint32_t>(i));
+  }
+  return join;
+}
+
+// Kahn's algorithm over strong edges (a cycle through a condition's weak edge is a loop, allowed): every node
+// must be reachable in topological order, else there is a cycle. Returns the in-degrees left: all zero if none.
+std::vector<std::uint32_t> indegrees_left(const std::vector<CompiledNode>& compiled,
+                                          const std::vector<std::uint32_t>& targets,
+                                          const std::vector<std::uint32_t>& roots, bool conditions, bool& acyclic) {
+  const std::size_t n = compiled.size();
+  std::vector<std::uint32_t> indegree(n);
+  for (std::size_t i = 0; i < n; ++i) indegree[i] = compiled[i].join_init;
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  if (conditions) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (indegree[i] == 0) order.push_back(static_cast<std::uint32_t>(i));  // roots and loop heads
+  } else {
+    order.assign(roots.begin(), roots.end());
+  }
+  for (std::size_t head = 0; head < order.size(); ++head) {
+    const CompiledNode& node = compiled[order[head]];
+    if (node.condition) continue;
+    for (std::uint32_t e = node.succ_begin; e != node.succ_end; ++e)
+      if (--indegree[targets[e]] == 0) order.push_back(targets[e]);
+  }
+  acyclic = order.size() == n;
+  return indegree;
+}
+
+}  // namespace
+
+// The steps, each a function above: count the edges (and see which orders they keep), find the join groups,
+// place the successor entries, drop repeated edges, start the join counters and find the roots, check for a
+// cycle unless the edges all go forward; then the nodes' options; then the layout replaces the old one whole.
 void GraphImpl::lay_out_unchecked(const char* call) {
   const std::size_t n = bodies_.size();
   std::vector<CompiledNode> compiled(n);
-  // Successor lists by counting sort on the source node, shifted by one so that no cursor array is needed:
-  // after the counts' prefix sum, start[s + 1] is where source s's edges begin; placing the edges advances it
-  // to where they end, which is where s + 1's begin. So start[0..n] ends up as the offsets.
-  // The same pass counts every node's incoming edges into its join counter's start value (a repeated edge is
-  // taken back below) and the nodes that have any, so the roots are known without another pass. It also
-  // notes two orders the common builders keep (add a node, then the edges into it from its predecessors in
-  // order: chains, trees, layers, wavefronts), each of which saves a pass below:
-  //  - forward: every edge goes from a lower to a higher index, so node order is a topological order and
-  //    there can be no cycle;
-  //  - by_target: the edges came in strictly increasing (to, from) order, so none repeats.
-  std::vector<std::uint32_t> start(n + 2, 0);
+  std::vector<std::uint32_t> start(n + 2, 0);  // see count_edges
   // Condition nodes (add_condition): their out-edges are weak, left out of join counters, join groups and the
   // cycle check. A graph without any takes none of the branches below on `conditions`.
   const bool conditions = !conditions_.empty();
@@ -153,110 +297,22 @@ void GraphImpl::lay_out_unchecked(const char* call) {
     weak_target.assign(n, 0);
     for (const std::uint32_t c : conditions_) compiled[c].condition = true;
   }
-  std::size_t with_predecessors = 0;
-  bool forward = true;
-  bool by_target = true;
-  std::uint64_t last_key = 0;  // below every edge's key: a self-edge is never added
-  for (const auto& [from, to] : edges_) {
-    ++start[from + 2];
-    if (conditions && compiled[from].condition) [[unlikely]] {
-      weak_target[to] = 1;
-    } else {
-      with_predecessors += compiled[to].join_init++ == 0 ? 1 : 0;
-    }
-    const std::uint64_t key = std::uint64_t{to} << 32 | from;
-    forward &= from < to;
-    by_target &= key > last_key;
-    last_key = key;
-  }
+  const EdgeScan scan = count_edges(edges_, conditions, compiled, start, weak_target);
   // Join groups need whole runs of edges per target (by target), members after their predecessors (forward: no
   // cycle check walks the lists) and a group index that fits beside kJoinGroupBit.
   std::vector<JoinGroup> groups;
-  if (by_target && forward && n < kJoinGroupBit && !conditions) groups = find_join_groups(edges_, compiled, start, 2);
+  if (scan.by_target && scan.forward && n < kJoinGroupBit && !conditions)
+    groups = find_join_groups(edges_, compiled, start, 2);
   for (std::size_t i = 2; i < n + 2; ++i) start[i] += start[i - 1];
-  std::vector<std::uint32_t> targets(start[n + 1]);
-  if (groups.empty()) {
-    for (const auto& [from, to] : edges_) targets[start[from + 1]++] = to;
-  } else {
-    // Run by run (see find_join_groups): a group's first member places the group's entry, the others nothing.
-    std::size_t run = 0;
-    std::size_t g = 0;
-    for (std::uint32_t v = 0; v < n; ++v) {
-      const std::uint32_t length = compiled[v].join_init;
-      std::uint32_t entry = v;
-      if (g < groups.size() && v >= groups[g].first) {
-        entry = kJoinGroupBit | static_cast<std::uint32_t>(g);
-        const bool follower = v != groups[g].first;
-        if (v + 1 == groups[g].end) ++g;
-        if (follower) {
-          run += length;
-          continue;
-        }
-      }
-      for (std::size_t e = run; e != run + length; ++e) targets[start[edges_[e].first + 1]++] = entry;
-      run += length;
-    }
-  }
-  std::size_t distinct_edges = edges_.size();
-  if (by_target) {
-    // No edge repeats: the lists are final as placed.
-    for (std::size_t i = 0; i < n; ++i) {
-      compiled[i].succ_begin = start[i];
-      compiled[i].succ_end = start[i + 1];
-    }
-  } else {
-    // Remove repeated edges per node, compacting in place and keeping the order they were added in: a target
-    // already taken for this source carries the source's index in `taken_by` (linear, no sort per node).
-    std::vector<std::uint32_t> taken_by(n, kNoIndex);
-    std::uint32_t out = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto source = static_cast<std::uint32_t>(i);
-      compiled[i].succ_begin = out;
-      for (std::uint32_t e = start[i]; e != start[i + 1]; ++e) {
-        const std::uint32_t target = targets[e];
-        if (taken_by[target] == source) {
-          // Counted twice above (a weak edge not at all); still >= 1, so the root count holds.
-          if (!compiled[i].condition) --compiled[target].join_init;
-          continue;
-        }
-        taken_by[target] = source;
-        targets[out++] = target;
-      }
-      compiled[i].succ_end = out;
-    }
-    targets.resize(out);
-    distinct_edges = out;
-  }
-  // Join counters and roots in one pass (`compiled` is 20 MiB for a million nodes: one walk, not three).
+  std::vector<std::uint32_t> targets = place_targets(edges_, compiled, groups, start);
+  const std::size_t distinct_edges = finish_successor_lists(compiled, start, targets, scan.by_target, edges_.size());
   std::vector<std::uint32_t> roots;
-  roots.reserve(n - with_predecessors);
-  auto join = std::make_unique<std::atomic<std::uint32_t>[]>(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t count = compiled[i].join_init;
-    join[i].store(count, std::memory_order_relaxed);
-    // A root has no incoming edge at all, strong or weak (as in Taskflow): a loop's head is not one.
-    if (count == 0 && (!conditions || weak_target[i] == 0)) roots.push_back(static_cast<std::uint32_t>(i));
-  }
-  if (!forward) {
-    // Kahn's algorithm: every node must be reachable in topological order, else there is a cycle.
-    std::vector<std::uint32_t> indegree(n);
-    for (std::size_t i = 0; i < n; ++i) indegree[i] = compiled[i].join_init;
-    // Over strong edges only: a cycle through a condition's weak edge is a loop, allowed.
-    std::vector<std::uint32_t> order;
-    order.reserve(n);
-    if (conditions) {
-      for (std::size_t i = 0; i < n; ++i)
-        if (indegree[i] == 0) order.push_back(static_cast<std::uint32_t>(i));  // roots and loop heads
-    } else {
-      order.assign(roots.begin(), roots.end());
-    }
-    for (std::size_t head = 0; head < order.size(); ++head) {
-      const CompiledNode& node = compiled[order[head]];
-      if (node.condition) continue;
-      for (std::uint32_t e = node.succ_begin; e != node.succ_end; ++e)
-        if (--indegree[targets[e]] == 0) order.push_back(targets[e]);
-    }
-    if (order.size() != n) {
+  roots.reserve(n - scan.with_predecessors);
+  auto join = start_joins(compiled, weak_target, conditions, roots);
+  if (!scan.forward) {
+    bool acyclic = true;
+    const std::vector<std::uint32_t> indegree = indegrees_left(compiled, targets, roots, conditions, acyclic);
+    if (!acyclic) {
       succ_ = std::move(targets);  // throw_cycle walks the edges; the layout stays invalid
       compiled_ = std::move(compiled);
       compiled_nodes_ = std::numeric_limits<std::size_t>::max();

@@ -50,62 +50,71 @@ std::string list(const std::vector<unsigned>& cpus) {
   return out;
 }
 
+// The options' checks (weft::invalid_option naming the field); Pinning::OnePerCpu fills in the CPU list. Returns
+// how many workers to start.
+unsigned checked_options(PoolOptions& options) {
+  if (const std::string_view setting = os::process_barrier_unknown_setting(); !setting.empty()) {
+    throw invalid_option("WEFT_PROCESS_BARRIER=" + std::string(setting) +
+                         ": the environment variable may only be \"off\" (a fence on both sides of the pool's "
+                         "handshakes); unset it to let weft use the process-wide barrier");
+  }
+  if (options.threads > kMaxThreads)
+    invalid("threads = " + std::to_string(options.threads) + ": at most " + std::to_string(kMaxThreads));
+  const unsigned count = options.threads == 0 ? os::usable_cpu_count() : options.threads;
+  if (options.name.empty()) invalid("name is empty: workers need a name prefix");
+  if (options.nice && (*options.nice < -20 || *options.nice > 19))
+    invalid("nice = " + std::to_string(*options.nice) + ": must be in -20..19");
+  if (options.spin_before_park < std::chrono::microseconds::zero() ||
+      options.spin_before_park > std::chrono::seconds(1))
+    invalid("spin_before_park = " + std::to_string(options.spin_before_park.count()) + "us: must be in 0..1s");
+  if (options.affinity_patience < std::chrono::microseconds::zero() ||
+      options.affinity_patience > std::chrono::seconds(10))
+    invalid("affinity_patience = " + std::to_string(options.affinity_patience.count()) +
+            "us: must be in 0..10s");
+  if (options.pinning > Pinning::CpuList)
+    invalid("pinning = " + std::to_string(static_cast<unsigned>(options.pinning)) +
+            ": not a weft::Pinning (None, OnePerCpu or CpuList)");
+  const auto allowed = os::allowed_cpus();
+  if (options.pinning == Pinning::CpuList) {
+    if (options.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::CpuList");
+    for (const unsigned cpu : options.cpus) {
+      if (!std::binary_search(allowed.begin(), allowed.end(), cpu))
+        invalid("cpus contains CPU " + std::to_string(cpu) + ", which this process may not use (allowed: " +
+                list(allowed) + ")");
+    }
+  } else if (!options.cpus.empty()) {
+    invalid("cpus is set, but pinning is not Pinning::CpuList: the CPU list would be ignored");
+  }
+  if (options.pinning == Pinning::OnePerCpu) options.cpus = allowed;
+
+  if (options.fiber_stack_size < PoolOptions::min_fiber_stack_size ||
+      options.fiber_stack_size > fiber::kMaxFiberStackSize)
+    invalid("fiber_stack_size = " + std::to_string(options.fiber_stack_size) + ": must be in " +
+            std::to_string(PoolOptions::min_fiber_stack_size) + ".." + std::to_string(fiber::kMaxFiberStackSize) +
+            " bytes");
+  if (options.max_fibers < 1 || options.max_fibers > fiber::kMaxFiberStacks)
+    invalid("max_fibers = " + std::to_string(options.max_fibers) + ": must be in 1.." +
+            std::to_string(fiber::kMaxFiberStacks));
+  return count;
+}
+
 }  // namespace
 
 Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
 
 Engine::Engine(PoolOptions options)
     : options_(std::move(options)),
-      tracer_(weft::tracing::TraceAccess::impl(options_.trace)),
-      hooked_(options_.on_task_start || options_.on_task_end || tracer_ != nullptr),
+      hooks_(options_),
       parking_(asymmetric_parking(options_)),
       // Notified whenever a worker runs dry or an outside thread ran tasks itself; waited on only by wait_idle
       // and shutdown: the fence moves to the waiter, whatever the CPU count.
-      idle_changed_(os::process_barrier_available()),
-      id_(slot_lease::next_engine_id()) {
-  if (const std::string_view setting = os::process_barrier_unknown_setting(); !setting.empty()) {
-    throw invalid_option("WEFT_PROCESS_BARRIER=" + std::string(setting) +
-                         ": the environment variable may only be \"off\" (a fence on both sides of the pool's "
-                         "handshakes); unset it to let weft use the process-wide barrier");
-  }
-  if (options_.threads > kMaxThreads)
-    invalid("threads = " + std::to_string(options_.threads) + ": at most " + std::to_string(kMaxThreads));
-  const unsigned count = options_.threads == 0 ? os::usable_cpu_count() : options_.threads;
-  if (options_.name.empty()) invalid("name is empty: workers need a name prefix");
-  if (options_.nice && (*options_.nice < -20 || *options_.nice > 19))
-    invalid("nice = " + std::to_string(*options_.nice) + ": must be in -20..19");
-  if (options_.spin_before_park < std::chrono::microseconds::zero() ||
-      options_.spin_before_park > std::chrono::seconds(1))
-    invalid("spin_before_park = " + std::to_string(options_.spin_before_park.count()) + "us: must be in 0..1s");
-  if (options_.affinity_patience < std::chrono::microseconds::zero() ||
-      options_.affinity_patience > std::chrono::seconds(10))
-    invalid("affinity_patience = " + std::to_string(options_.affinity_patience.count()) +
-            "us: must be in 0..10s");
-  if (options_.pinning > Pinning::CpuList)
-    invalid("pinning = " + std::to_string(static_cast<unsigned>(options_.pinning)) +
-            ": not a weft::Pinning (None, OnePerCpu or CpuList)");
-  const auto allowed = os::allowed_cpus();
-  if (options_.pinning == Pinning::CpuList) {
-    if (options_.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::CpuList");
-    for (const unsigned cpu : options_.cpus) {
-      if (!std::binary_search(allowed.begin(), allowed.end(), cpu))
-        invalid("cpus contains CPU " + std::to_string(cpu) + ", which this process may not use (allowed: " +
-                list(allowed) + ")");
-    }
-  } else if (!options_.cpus.empty()) {
-    invalid("cpus is set, but pinning is not Pinning::CpuList: the CPU list would be ignored");
-  }
-  if (options_.pinning == Pinning::OnePerCpu) options_.cpus = allowed;
+      idle_changed_(os::process_barrier_available()) {
+  const unsigned count = checked_options(options_);
+  make_workers(count);
+  start_workers();
+}
 
-  if (options_.fiber_stack_size < PoolOptions::min_fiber_stack_size ||
-      options_.fiber_stack_size > fiber::kMaxFiberStackSize)
-    invalid("fiber_stack_size = " + std::to_string(options_.fiber_stack_size) + ": must be in " +
-            std::to_string(PoolOptions::min_fiber_stack_size) + ".." + std::to_string(fiber::kMaxFiberStackSize) +
-            " bytes");
-  if (options_.max_fibers < 1 || options_.max_fibers > fiber::kMaxFiberStacks)
-    invalid("max_fibers = " + std::to_string(options_.max_fibers) + ": must be in 1.." +
-            std::to_string(fiber::kMaxFiberStacks));
-
+void Engine::make_workers(unsigned count) {
   for (auto& queue : injected_) queue = std::make_unique<TaskQueue>(domain_);
   workers_.reserve(count);
   for (unsigned i = 0; i < count; ++i) {
@@ -126,40 +135,15 @@ Engine::Engine(PoolOptions options)
     fiber::install_fiber_overflow_report();  // again if someone replaced the handler since the last pool started
   }
 #endif
+}
 
+void Engine::start_workers() {
+  const auto count = static_cast<unsigned>(workers_.size());
   starting_.store(count, std::memory_order_relaxed);
   unsigned launched = 0;
   try {
     for (auto& worker : workers_) {
-      worker->thread = std::thread([this, &self = *worker] {
-        tls_worker = &self;
-        self.registration.emplace(domain_.register_thread());
-        std::string problem = apply_thread_options(self);
-        if (!problem.empty()) {
-          const std::lock_guard lock(startup_mutex_);
-          if (startup_failure_.empty()) startup_failure_ = std::move(problem);
-        }
-#if WEFT_FIBERS
-        if (self.fibers != nullptr) self.fibers->take_loop_stack();  // before any task may take the last stacks
-#endif
-        // acq_rel: the constructor, which acquires the count, sees the failure written above. Everything
-        // touched here is a member, which outlives this thread (it is joined before they are destroyed).
-        starting_.fetch_sub(1, std::memory_order_acq_rel);
-        started_changed_.notify_all();
-#if WEFT_FIBERS
-        if (self.fibers != nullptr) {
-          // An overflow of a fiber's stack is reported, naming this worker (scheduler/fiber/fiber_overflow.hpp).
-          const fiber::FiberOverflowScope overflow(options_.name.c_str(), self.index, fiber_stacks_->guard_size());
-          self.fibers->run(self);
-        } else {
-          worker_main(self);
-        }
-#else
-        worker_main(self);
-#endif
-        self.registration.reset();
-        tls_worker = nullptr;
-      });
+      worker->thread = std::thread([this, &self = *worker] { worker_thread(self); });
       ++launched;
     }
   } catch (...) {
@@ -182,6 +166,36 @@ Engine::Engine(PoolOptions options)
   }
 }
 
+void Engine::worker_thread(Worker& self) {
+  tls_worker = &self;
+  self.registration.emplace(domain_.register_thread());
+  std::string problem = apply_thread_options(self);
+  if (!problem.empty()) {
+    const std::lock_guard lock(startup_mutex_);
+    if (startup_failure_.empty()) startup_failure_ = std::move(problem);
+  }
+#if WEFT_FIBERS
+  if (self.fibers != nullptr) self.fibers->take_loop_stack();  // before any task may take the last stacks
+#endif
+  // acq_rel: the constructor, which acquires the count, sees the failure written above. Everything
+  // touched here is a member, which outlives this thread (it is joined before they are destroyed).
+  starting_.fetch_sub(1, std::memory_order_acq_rel);
+  started_changed_.notify_all();
+#if WEFT_FIBERS
+  if (self.fibers != nullptr) {
+    // An overflow of a fiber's stack is reported, naming this worker (scheduler/fiber/fiber_overflow.hpp).
+    const fiber::FiberOverflowScope overflow(options_.name.c_str(), self.index, fiber_stacks_->guard_size());
+    self.fibers->run(self);
+  } else {
+    worker_main(self);
+  }
+#else
+  worker_main(self);
+#endif
+  self.registration.reset();
+  tls_worker = nullptr;
+}
+
 Engine::~Engine() {
   const std::lock_guard lock(shutdown_mutex_);
   if (!joined_) {
@@ -191,10 +205,7 @@ Engine::~Engine() {
     idle_changed_.await([this] { return state_.load(std::memory_order_acquire) != State::draining || idle(); });
     finish_shutdown();
   }
-  // Threads that still hold a lease on one of our slots prune it at their next look-up. relaxed: read only to
-  // prune; the slot's memory stays valid through the shared_ptr either way.
-  const unsigned slots = slot_count_.load(std::memory_order_acquire);
-  for (unsigned i = 0; i < slots; ++i) slots_[i].load(std::memory_order_relaxed)->engine_alive.store(false, std::memory_order_relaxed);
+  // The slots are marked dead by slots_'s destructor (slot_table.hpp).
 }
 
 std::string Engine::apply_thread_options(Worker& self) {
@@ -233,9 +244,9 @@ PoolStats Engine::stats() const {
     queued += worker->deque.size_hint() + worker->from_outside.size_hint();
     queued += static_cast<std::size_t>(std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
   }
-  const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
+  const unsigned slots = slots_.count();
   for (unsigned i = 0; i < slots; ++i) {
-    const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);
+    const OutsideSlot& slot = slots_.at(i);
     submitted += slot.submitted.read();
     finished += slot.finished.read();
     queued += slot.deque.size_hint();

@@ -19,8 +19,9 @@
 #include "scheduler/engine/parking.hpp"
 #include "scheduler/engine/resumed_queue.hpp"
 #include "scheduler/engine/slot_lease.hpp"
+#include "scheduler/engine/slot_table.hpp"
+#include "scheduler/engine/task_hooks.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
-#include "scheduler/tracing/trace_impl.hpp"
 #include "scheduler/engine/worker.hpp"
 #include "weft/pool.hpp"
 #if WEFT_FIBERS
@@ -107,7 +108,7 @@ class Engine {
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
   // PoolOptions::trace's recorder, or null if the pool does not trace.
-  [[nodiscard]] weft::tracing::TraceImpl* tracer() const noexcept { return tracer_; }
+  [[nodiscard]] weft::tracing::TraceImpl* tracer() const noexcept { return hooks_.tracer(); }
   [[nodiscard]] const std::shared_ptr<Trace>& trace() const noexcept { return options_.trace; }
 
   // Runs `work` on the calling thread as one task of this engine: inside the task hooks (TaskEvent::worker is
@@ -166,7 +167,7 @@ class Engine {
   static void note_drop_was_empty() noexcept;
 
   // At most this many outside threads at a time get a slot in one engine; more use the shared queues.
-  static constexpr unsigned kMaxSlots = 64;
+  static constexpr unsigned kMaxSlots = SlotTable::kMaxSlots;
 
   // THE place a worker waits (Future::get, a full queue): until ready() holds, it runs other tasks; when
   // there are none it sleeps in short slices. Nested waits deeper than kMaxWaitDepth, or short of stack
@@ -229,6 +230,12 @@ class Engine {
     return state == State::dropping || state == State::stopped;
   }
 
+  // The constructor's steps after the options' checks: the queues, workers and their fibers; then the threads,
+  // started and waited for until each applied its thread options (a failure stops them and throws).
+  void make_workers(unsigned count);
+  void start_workers();
+  // A worker's thread: applies its options, counts itself started, runs the loop (on a fiber if it has them).
+  void worker_thread(Worker& self);
   void worker_main(Worker& self);
   // The worker loop's entry on a fiber (FiberWorker): for the worker of the thread that first resumes it.
   void run_loop_on_fiber();
@@ -264,7 +271,6 @@ class Engine {
   [[nodiscard]] Task* steal(Worker& self);
   [[nodiscard]] Task* steal_from_mailboxes(Worker& self);
   [[nodiscard]] Task* steal_from_slots(Worker& self);
-  [[nodiscard]] OutsideSlot* slot_for_submission();
   void run_outside(OutsideSlot& slot, Task* task) noexcept;
   // run_outside of the state whose Future::get is the caller, taken from the caller's own slot: see
   // FutureStateBase::run_exclusive. Only without task hooks.
@@ -272,16 +278,6 @@ class Engine {
   // The calling thread's index for running a task of this engine itself: its worker index, or size() + the
   // index of its slot (adopted or made here if it has none); nullopt if it can have no slot.
   [[nodiscard]] std::optional<unsigned> thread_index_for_running() noexcept;
-  // Records a pool task's event if tracing (run_hooked and run_as).
-  void trace_task(std::int64_t start, Priority priority, unsigned worker) const noexcept {
-    tracer_->complete(weft::tracing::TraceCategory::task, weft::tracing::TraceImpl::kTaskName, start,
-                      static_cast<std::uint64_t>(priority), worker);
-  }
-  void trace_steal(unsigned victim) const noexcept {
-    if (!tracer_->recording()) return;
-    tracer_->record({tracer_->now(), 0, victim, weft::tracing::TraceImpl::kStealName, 0,
-                     weft::tracing::TraceCategory::steal});
-  }
   // run_here's body, for a thread whose index is known.
   template <class Work>
   void run_as(unsigned thread_index, Priority priority, Work&& work) noexcept;
@@ -297,7 +293,7 @@ class Engine {
   // waiter already ran inline runs no hooks here (it ran inside them there).
   Worker* run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept;
   // Hooks or a trace: run_hooked/run_as's slow path.
-  [[nodiscard]] bool has_hooks() const noexcept { return hooked_; }
+  [[nodiscard]] bool has_hooks() const noexcept { return hooks_.any(); }
   void call_hook(const shared_function<void(const TaskEvent&)>& hook, const TaskEvent& event) noexcept;
   // The calling thread's index among this engine's workers, or TaskEvent::not_a_worker.
   [[nodiscard]] unsigned worker_index_here() const noexcept;
@@ -328,6 +324,12 @@ class Engine {
   void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
   // abandon_unqueued's counting, for a task that is its own block (its submitter drops it).
   void abandon_counted() noexcept;
+  // enqueue_general's steps (submit.cpp): the options' checks (invalid_option, an empty task); the shutdown gate,
+  // passed while `pass` lives (false: closed to this submitter); a task counted as submitted, then routed.
+  struct GatePass;
+  void check_task_options(const TaskOptions& options, bool empty) const;
+  [[nodiscard]] bool enter_gate(const Worker* self, OutsideSlot* slot, GatePass& pass) noexcept;
+  SubmitStatus queue_counted(Worker* self, TaskDomain::ThreadRef ref, Task* task);
   // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
   // closure (wrapped in a ClosureTask here) or a task that is its own block; defined in submit.cpp.
   template <class Source>
@@ -359,10 +361,8 @@ class Engine {
   void refuse_on_own_worker(const char* what) const;
 
   PoolOptions options_;
-  // PoolOptions::trace's recorder (null: not tracing), and whether any task hook or a trace is set. Both fixed
-  // at construction.
-  weft::tracing::TraceImpl* const tracer_;
-  const bool hooked_;
+  // The task hooks and the trace's recorder, fixed at construction (scheduler/engine/task_hooks.hpp).
+  const TaskHooks hooks_;
   TaskDomain domain_;
   std::vector<std::unique_ptr<Worker>> workers_;
   // Shared FIFO queues, one per priority, for tasks from outside the workers (and High/Low tasks from
@@ -421,14 +421,8 @@ class Engine {
   std::mutex shutdown_mutex_;
   bool joined_ = false;
 
-  // Outside threads' slots (scheduler/engine/outside_slot.hpp). slots_[i] for i < slot_count_ is set and never
-  // changes; published by the release store of slot_count_, read with acquire. slot_holders_ (under
-  // slots_mutex_) keeps each alive until the engine and the owning thread have both let go.
-  const std::uint64_t id_;
-  std::array<std::atomic<OutsideSlot*>, kMaxSlots> slots_{};
-  std::atomic<unsigned> slot_count_{0};
-  std::mutex slots_mutex_;
-  std::array<std::shared_ptr<OutsideSlot>, kMaxSlots> slot_holders_{};
+  // Outside threads' slots (scheduler/engine/slot_table.hpp): each an owner-only deque workers steal from.
+  SlotTable slots_;
 };
 
 template <class Work>
@@ -447,18 +441,18 @@ void Engine::run_as(unsigned thread_index, Priority priority, Work&& work) noexc
     return;
   }
   const TaskEvent event{worker_index_here(), priority};
-  const bool traced = tracer_ != nullptr && tracer_->recording();
-  const std::int64_t start = traced ? tracer_->now() : 0;
-  call_hook(options_.on_task_start, event);
+  const bool traced = hooks_.recording();
+  const std::int64_t start = traced ? hooks_.now() : 0;
+  call_hook(hooks_.on_start(), event);
   work();
-  call_hook(options_.on_task_end, event);
-  if (traced) trace_task(start, priority, event.worker);
+  call_hook(hooks_.on_end(), event);
+  if (traced) hooks_.task(start, priority, event.worker);
 }
 
 template <class Ready>
 bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
                                 weft::detail::FutureStateBase* exclusive) noexcept {
-  OutsideSlot* slot = slot_lease::find(id_);
+  OutsideSlot* slot = slots_.mine();
   if (slot == nullptr) return ready();
   bool ran = false;
   while (!ready()) {

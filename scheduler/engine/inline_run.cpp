@@ -54,9 +54,9 @@ std::optional<unsigned> Engine::thread_index_for_running() noexcept {
   try {
     // A slot is owned by one thread at a time and kept until that thread exits: size() + its index is unique
     // among the threads running this engine's tasks, and stays the thread's for as long as it lives.
-    if (const OutsideSlot* slot = slot_for_submission()) return size() + slot->index;
+    if (const OutsideSlot* slot = slots_.claim()) return size() + slot->index;
   } catch (...) {
-    // slot_for_submission fails only if its mutex does: no slot, so no index.
+    // slots_.claim() fails only if its mutex does: no slot, so no index.
   }
   return std::nullopt;
 }

@@ -27,14 +27,14 @@ bool Engine::idle() const noexcept {
   finished += inline_runs_.finished.load(std::memory_order_acquire);
   for (const auto& worker : workers_) finished += worker->counters.finished.read();
   // A slot made after this read only adds to `submitted` below (its owner's runs are of its own submissions),
-  // which errs towards "not idle". acquire: see slots_.
-  const unsigned slots_seen = slot_count_.load(std::memory_order_acquire);
-  for (unsigned i = 0; i < slots_seen; ++i) finished += slots_[i].load(std::memory_order_relaxed)->finished.read();
+  // which errs towards "not idle".
+  const unsigned slots_seen = slots_.count();
+  for (unsigned i = 0; i < slots_seen; ++i) finished += slots_.at(i).finished.read();
   std::uint64_t submitted = external_submitted_.load(std::memory_order_acquire);
   submitted += inline_runs_.started.load(std::memory_order_acquire);
   for (const auto& worker : workers_) submitted += worker->counters.spawned.read();
-  const unsigned slots = slot_count_.load(std::memory_order_acquire);
-  for (unsigned i = 0; i < slots; ++i) submitted += slots_[i].load(std::memory_order_relaxed)->submitted.read();
+  const unsigned slots = slots_.count();
+  for (unsigned i = 0; i < slots; ++i) submitted += slots_.at(i).submitted.read();
   return finished == submitted;
 }
 
@@ -66,12 +66,12 @@ void Engine::begin_shutdown(State target, DropCause cause) {
   if (asymmetric_gate_) os::process_barrier();
   room_available_.notify_all();  // submitters blocked on a full queue must see the gate close
   while (gate_.load(std::memory_order_acquire) >= 2) std::this_thread::yield();
-  // seq_cst: a slot made after this load published its count (seq_cst) after our fetch_or in S, so its first
-  // submitter, which raises its flag after that, sees the closed bit. The flag loads are the other half of
-  // the Dekker pairing, and acquire the submitter's release on leaving: its push is visible to the drops.
-  const unsigned slots = slot_count_.load(std::memory_order_seq_cst);
+  // seq_cst (count_seq_cst): a slot made after this load published its count (seq_cst) after our fetch_or in S,
+  // so its first submitter, which raises its flag after that, sees the closed bit. The flag loads are the other
+  // half of the Dekker pairing, and acquire the submitter's release on leaving: its push is visible to the drops.
+  const unsigned slots = slots_.count_seq_cst();
   for (unsigned i = 0; i < slots; ++i) {
-    const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);  // see slots_
+    const OutsideSlot& slot = slots_.at(i);
     while (slot.entering.load(std::memory_order_seq_cst)) std::this_thread::yield();
   }
   raise_state(target, cause);
@@ -108,10 +108,10 @@ void Engine::await_submitters() const noexcept {
   if (asymmetric_gate_) os::process_barrier();
   while (gate_.load(std::memory_order_seq_cst) >= 2) std::this_thread::yield();
   // seq_cst: the other half of the Dekker pairing; acquire of the submitter's release on leaving, so its push is
-  // visible to the drops. acquire on the count: see slots_.
-  const unsigned slots = slot_count_.load(std::memory_order_seq_cst);
+  // visible to the drops. seq_cst on the count too: see count_seq_cst.
+  const unsigned slots = slots_.count_seq_cst();
   for (unsigned i = 0; i < slots; ++i) {
-    const OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);  // see slots_
+    const OutsideSlot& slot = slots_.at(i);
     while (slot.entering.load(std::memory_order_seq_cst)) std::this_thread::yield();
   }
 }
@@ -194,9 +194,9 @@ std::uint64_t Engine::drop_pending_while_running(TaskDomain::ThreadRef ref) noex
 std::uint64_t Engine::drop_slots(TaskDomain::ThreadRef ref) noexcept {
   // steal(), never pop(): the owning thread may still be alive (it only pops, and only while not dropping).
   std::uint64_t count = 0;
-  const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
+  const unsigned slots = slots_.count();
   for (unsigned i = 0; i < slots; ++i) {
-    OutsideSlot& slot = *slots_[i].load(std::memory_order_relaxed);
+    OutsideSlot& slot = slots_.at(i);
     while (Task* task = steal_until_taken_or_empty(slot.deque)) count += drop(task, ref);
   }
   return count;

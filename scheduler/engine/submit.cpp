@@ -18,42 +18,40 @@ namespace {
 [[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
 }  // namespace
 
-template <class Source>
-SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options, weft::detail::Admission admission,
-                                     std::chrono::steady_clock::time_point deadline,
-                                     weft::detail::InlineTag inline_tag) {
+// External submitters pass a gate that shutdown closes and then waits to drain: the shared count gate_ for
+// those without a slot, the slot's own `entering` flag for the others (one store instead of two RMWs). Leaving
+// the pass's scope lets go of whichever it holds.
+struct Engine::GatePass {
+  std::atomic<std::uint64_t>* gate = nullptr;
+  std::atomic<bool>* entering = nullptr;
+  GatePass() noexcept = default;
+  GatePass(const GatePass&) = delete;
+  GatePass& operator=(const GatePass&) = delete;
+  ~GatePass() {
+    if (gate != nullptr) gate->fetch_sub(2, std::memory_order_release);  // release: shutdown acquires
+    // release: begin_shutdown acquires it, so our push happens-before its final drop pass.
+    if (entering != nullptr) entering->store(false, std::memory_order_release);
+  }
+};
+
+[[gnu::always_inline]] inline void Engine::check_task_options(const TaskOptions& options, bool empty) const {
   if (options.affinity && *options.affinity >= size())
     throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
                          ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
                          ")");
-  if (is_empty(source)) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
+  if (empty) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
   // Only here: the fast path of enqueue() takes Normal tasks alone, so an out-of-range value always comes here.
   if (options.priority > Priority::Low)
     throw invalid_option("weft::TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
                          ": not a weft::Priority (High, Normal or Low)");
-  // A worker of this pool here has a task with a priority, an affinity or max_queued: enqueue() took the rest.
-  Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
+}
 
-  // An outside thread's Normal task without affinity goes into the thread's own slot (when it can have one).
-  OutsideSlot* const slot = self == nullptr && !options.affinity && options.priority == Priority::Normal
-                                ? slot_for_submission()
-                                : nullptr;
-
-  // External submitters pass a gate that shutdown closes and then waits to drain: the shared count gate_ for
-  // those without a slot, the slot's own `entering` flag for the others (one store instead of two RMWs).
-  struct GatePass {
-    std::atomic<std::uint64_t>* gate = nullptr;
-    std::atomic<bool>* entering = nullptr;
-    ~GatePass() {
-      if (gate != nullptr) gate->fetch_sub(2, std::memory_order_release);  // release: shutdown acquires
-      // release: begin_shutdown acquires it, so our push happens-before its final drop pass.
-      if (entering != nullptr) entering->store(false, std::memory_order_release);
-    }
-  } pass;
+[[gnu::always_inline]] inline bool Engine::enter_gate(const Worker* self, OutsideSlot* slot, GatePass& pass) noexcept {
   if (self != nullptr) {
     const State state = state_.load(std::memory_order_acquire);
-    if (stops_tasks(state)) return SubmitStatus::Closed;
-  } else if (slot != nullptr) {
+    return !stops_tasks(state);
+  }
+  if (slot != nullptr) {
     // Dekker with begin_shutdown: we raise our flag then look at the closed bit; shutdown sets the bit then
     // looks at every flag. One of us sees the other: either we see the bit and refuse, or shutdown sees our
     // flag and waits until we are out. Asymmetric (asymmetric_gate_): a compiler barrier here, and shutdown's
@@ -65,17 +63,49 @@ SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options
       slot->entering.store(true, std::memory_order_seq_cst);
     }
     pass.entering = &slot->entering;
-    if ((gate_.load(std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed())
-      return SubmitStatus::Closed;
-  } else {
-    // seq_cst: pairs with the fetch_or in begin_shutdown (seeing the closed bit means shutdown has begun), and
-    // is the submitter's half of the Dekker pairing with await_submitters when the closed gate admits it.
-    if ((gate_.fetch_add(2, std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed()) {
-      gate_.fetch_sub(2, std::memory_order_release);
-      return SubmitStatus::Closed;
-    }
-    pass.gate = &gate_;
+    return (gate_.load(std::memory_order_seq_cst) & 1) == 0 || admits_own_work_while_closed();
   }
+  // seq_cst: pairs with the fetch_or in begin_shutdown (seeing the closed bit means shutdown has begun), and
+  // is the submitter's half of the Dekker pairing with await_submitters when the closed gate admits it.
+  if ((gate_.fetch_add(2, std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed()) {
+    gate_.fetch_sub(2, std::memory_order_release);
+    return false;
+  }
+  pass.gate = &gate_;
+  return true;
+}
+
+[[gnu::always_inline]] inline SubmitStatus Engine::queue_counted(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
+  // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
+  if (self != nullptr) {
+    self->counters.spawned.bump();
+  } else {
+    external_submitted_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+  }
+  try {
+    route(self, ref, task);
+  } catch (...) {
+    abandon_unqueued(ref, task);  // only allocation can fail here, before the task was queued
+    throw;
+  }
+  return SubmitStatus::Accepted;
+}
+
+template <class Source>
+SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options, weft::detail::Admission admission,
+                                     std::chrono::steady_clock::time_point deadline,
+                                     weft::detail::InlineTag inline_tag) {
+  check_task_options(options, is_empty(source));
+  // A worker of this pool here has a task with a priority, an affinity or max_queued: enqueue() took the rest.
+  Worker* self = tls_worker != nullptr && &tls_worker->engine == this ? tls_worker : nullptr;
+
+  // An outside thread's Normal task without affinity goes into the thread's own slot (when it can have one).
+  OutsideSlot* const slot = self == nullptr && !options.affinity && options.priority == Priority::Normal
+                                ? slots_.claim()
+                                : nullptr;
+
+  GatePass pass;
+  if (!enter_gate(self, slot, pass)) return SubmitStatus::Closed;
 
   if (options_.max_queued != 0) {
     const SubmitStatus admitted = admit(self, admission, deadline);
@@ -85,7 +115,7 @@ SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options
   const auto affinity = options.affinity ? *options.affinity : Task::kNoAffinity;
   // Into the calling thread's slot; `abandon` takes the task back if the deque cannot grow.
   const auto push_to_slot = [&](Task* task, auto abandon) {
-    // Counted as submitted before it can run (see below); the owner's plain increment, release.
+    // Counted as submitted before it can run (see queue_counted); the owner's plain increment, release.
     slot->submitted.bump();
     try {
       slot->deque.push(task);
@@ -114,19 +144,7 @@ SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options
     throw;
   }
   if (slot != nullptr) return push_to_slot(task, [this, ref](Task* t) noexcept { abandon_unqueued(ref, t); });
-  // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
-  if (self != nullptr) {
-    self->counters.spawned.bump();
-  } else {
-    external_submitted_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
-  }
-  try {
-    route(self, ref, task);
-  } catch (...) {
-    abandon_unqueued(ref, task);  // only allocation can fail here, before the task was queued
-    throw;
-  }
-  return SubmitStatus::Accepted;
+  return queue_counted(self, ref, task);
 }
 
 // The two kinds of source enqueue() passes (spawn_path.hpp declares them extern).
@@ -186,40 +204,6 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   signal_work();
 }
 
-
-OutsideSlot* Engine::slot_for_submission() {
-  if (OutsideSlot* slot = slot_lease::find(id_)) return slot;
-  // First submission from this thread (or its slot was never granted): adopt a slot whose owner exited, else
-  // make one. acquire on the count: see Engine::slots_.
-  unsigned count = slot_count_.load(std::memory_order_acquire);
-  for (unsigned i = 0; i < count; ++i) {
-    OutsideSlot* slot = slots_[i].load(std::memory_order_relaxed);
-    bool expected = false;
-    // acquire: the previous owner's deque and counter writes (released when it exited) are visible to us.
-    if (slot->owned.load(std::memory_order_relaxed) ||
-        !slot->owned.compare_exchange_strong(expected, true, std::memory_order_acquire, std::memory_order_relaxed))
-      continue;
-    const std::lock_guard lock(slots_mutex_);
-    return slot_lease::remember(id_, slot_holders_[i]) ? slot : nullptr;
-  }
-  const std::lock_guard lock(slots_mutex_);
-  count = slot_count_.load(std::memory_order_relaxed);  // relaxed: only written under this mutex
-  if (count >= kMaxSlots) return nullptr;
-  std::shared_ptr<OutsideSlot> made;
-  try {
-    made = std::make_shared<OutsideSlot>();
-  } catch (...) {
-    return nullptr;  // no memory for a slot: the shared queues still work
-  }
-  OutsideSlot* slot = made.get();
-  slot->index = count;
-  slot_holders_[count] = made;
-  slots_[count].store(slot, std::memory_order_relaxed);  // relaxed: published by the release store below
-  // release: a reader that acquires the new count sees the slot constructed and its pointer stored. seq_cst
-  // for begin_shutdown's scan of the `entering` flags (see there).
-  slot_count_.store(count + 1, std::memory_order_seq_cst);
-  return slot_lease::remember(id_, std::move(made)) ? slot : nullptr;
-}
 
 bool Engine::closed_to(const Worker* self) const noexcept {
   if (self != nullptr) {

@@ -172,7 +172,7 @@ Task* Engine::steal(Worker& self) {
       const auto result = victim.deque.steal();
       if (result) {
         self.counters.stolen.bump();
-        if (tracer_ != nullptr) [[unlikely]] trace_steal(victim.index);
+        if (hooks_.tracer() != nullptr) [[unlikely]] hooks_.steal(victim.index);
         return result.item;
       }
     }
@@ -181,8 +181,8 @@ Task* Engine::steal(Worker& self) {
 }
 
 Task* Engine::steal_from_slots(Worker& self) {
-  // acquire: pairs with the release store in slot_for_submission(), so every slots_[i] below it is set.
-  const unsigned count = slot_count_.load(std::memory_order_acquire);
+  // acquire (SlotTable::count): every slot below the count is set.
+  const unsigned count = slots_.count();
   if (count == 0) return nullptr;
   // First what this worker took from the slots earlier (a relaxed hint skips the pop's fence when empty).
   if (!self.from_outside.empty()) {
@@ -190,8 +190,7 @@ Task* Engine::steal_from_slots(Worker& self) {
   }
   const auto start = static_cast<unsigned>(self.next_random() % count);
   for (unsigned i = 0; i < count; ++i) {
-    // relaxed: set before slot_count_ was published (acquired above) and never changed.
-    OutsideSlot& victim = *slots_[(start + i) % count].load(std::memory_order_relaxed);
+    OutsideSlot& victim = slots_.at((start + i) % count);
     if (victim.deque.empty()) continue;  // a hint, as in steal()
     // Not counted in stolen/steal_attempts: those are about other workers; this is the outside threads'
     // work coming in, as from the shared queues.
@@ -252,7 +251,7 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
     if (auto task = victim.mailbox.try_pop(self.ref())) {
       victim.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
       self.counters.stolen.bump();
-      if (tracer_ != nullptr) [[unlikely]] trace_steal(victim.index);
+      if (hooks_.tracer() != nullptr) [[unlikely]] hooks_.steal(victim.index);
       return *task;
     }
   }
@@ -302,7 +301,7 @@ Worker* Engine::run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* t
 
 Worker* Engine::run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, unsigned worker) noexcept {
   const TaskEvent event{worker, task->priority};
-  const bool traced = tracer_ != nullptr && tracer_->recording();
+  const bool traced = hooks_.recording();
   if (task->kind == weft::detail::TaskKind::future_state) {
     auto* const state = static_cast<weft::detail::FutureStateBase*>(task);
     // Only the winner of the claim runs the task, so only it runs the hooks and is traced: a waiter that ran
@@ -310,24 +309,24 @@ Worker* Engine::run_hooked(Worker* self, TaskDomain::ThreadRef ref, Task* task, 
     const std::uint64_t mark = self != nullptr ? switch_mark(*self) : 0;
     Worker* after = self;
     if (state->try_claim()) {
-      const std::int64_t start = traced ? tracer_->now() : 0;
-      call_hook(options_.on_task_start, event);
+      const std::int64_t start = traced ? hooks_.now() : 0;
+      call_hook(hooks_.on_start(), event);
       state->run_claimed();
       after = self != nullptr ? &worker_after(*self, mark) : nullptr;
       // The end hook on the thread the task ended on: a task that suspended on a fiber may have moved.
       const TaskEvent end{after != nullptr ? after->index : worker, event.priority};
-      call_hook(options_.on_task_end, end);
-      if (traced) trace_task(start, event.priority, end.worker);
+      call_hook(hooks_.on_end(), end);
+      if (traced) hooks_.task(start, event.priority, end.worker);
     }
     state->release();
     return after;
   }
-  const std::int64_t start = traced ? tracer_->now() : 0;
-  call_hook(options_.on_task_start, event);
+  const std::int64_t start = traced ? hooks_.now() : 0;
+  call_hook(hooks_.on_start(), event);
   Worker* const after = run_and_release(self, ref, task);
   const TaskEvent end{after != nullptr ? after->index : worker, event.priority};
-  call_hook(options_.on_task_end, end);
-  if (traced) trace_task(start, event.priority, end.worker);
+  call_hook(hooks_.on_end(), end);
+  if (traced) hooks_.task(start, event.priority, end.worker);
   return after;
 }
 
@@ -349,9 +348,9 @@ bool Engine::has_visible_work(const Worker& self) const noexcept {
   for (const auto& worker : workers_) {
     if (!worker->deque.empty() || !worker->from_outside.empty()) return true;
   }
-  const unsigned slots = slot_count_.load(std::memory_order_acquire);  // acquire: see slots_
+  const unsigned slots = slots_.count();
   for (unsigned i = 0; i < slots; ++i) {
-    if (!slots_[i].load(std::memory_order_relaxed)->deque.empty()) return true;
+    if (!slots_.at(i).deque.empty()) return true;
   }
   return false;
 }
@@ -377,13 +376,10 @@ void Engine::park(Worker& self) {
   auto timeout = mailbox_waiting_elsewhere(self) ? std::chrono::nanoseconds(options_.affinity_patience)
                                                  : std::chrono::nanoseconds::max();
   if (self.fibers != nullptr && timed_parked() != 0) timeout = std::min(timeout, std::chrono::nanoseconds(kTimerSleep));
-  const std::int64_t slept_from = tracer_ != nullptr && tracer_->recording() ? tracer_->now() : -1;
+  const std::int64_t slept_from = hooks_.recording() ? hooks_.now() : -1;
   (void)parking_.sleep(*key, timeout);
   self.counters.wakeups.bump();
-  if (slept_from >= 0) [[unlikely]] {
-    tracer_->record({slept_from, tracer_->now() - slept_from, 0, weft::tracing::TraceImpl::kParkName, self.index,
-                     weft::tracing::TraceCategory::park});
-  }
+  if (slept_from >= 0) [[unlikely]] hooks_.park(slept_from, self.index);
 }
 
 
