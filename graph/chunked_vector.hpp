@@ -31,8 +31,8 @@ class ChunkedVector {
  public:
   // 64 KiB chunks: under glibc's default mmap threshold (128 KiB), so they come from the heap.
   static constexpr std::size_t kChunkBytes = 64 * 1024;
-  static constexpr std::size_t kPerChunk =
-      kChunkBytes / sizeof(T) > 0 ? std::bit_floor(kChunkBytes / sizeof(T)) : std::size_t{1};
+  static constexpr std::size_t kPerChunk = kChunkBytes / sizeof(T) > 0 ? std::bit_floor(kChunkBytes / sizeof(T))
+                                                                       : std::size_t{1};
   static constexpr unsigned kShift = std::countr_zero(kPerChunk);
   static constexpr std::size_t kMask = kPerChunk - 1;
   // The first chunk's capacity when nothing was reserved.

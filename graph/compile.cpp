@@ -74,8 +74,7 @@ void GraphImpl::make_limiters(std::vector<CompiledNode>& compiled,
   for (std::size_t i = 0; !options_.empty() && i < n; ++i) {
     if (options_index_[i] == kNoIndex) continue;
     const NodeOptions& options = options_[options_index_[i]];
-    if (options.affinity)
-      max_affinity_plus_one = std::max(max_affinity_plus_one, std::uint64_t{*options.affinity} + 1);
+    if (options.affinity) max_affinity_plus_one = std::max(max_affinity_plus_one, std::uint64_t{*options.affinity} + 1);
     if (options.tokens > 1) {
       std::unique_ptr<inbox::Limiter> limiter;
       try {
@@ -103,8 +102,7 @@ void GraphImpl::make_limiters(std::vector<CompiledNode>& compiled,
 }
 
 void GraphImpl::make_semaphore_tables(std::vector<CompiledNode>& compiled, std::vector<SemaphoreNode>& nodes,
-                                      std::vector<SemaphoreNeed>& needs,
-                                      std::vector<Semaphore*>& semaphores) const {
+                                      std::vector<SemaphoreNeed>& needs, std::vector<Semaphore*>& semaphores) const {
   const std::size_t n = bodies_.size();
   for (std::size_t i = 0; !options_.empty() && i < n; ++i) {
     if (options_index_[i] == kNoIndex) continue;
@@ -117,9 +115,8 @@ void GraphImpl::make_semaphore_tables(std::vector<CompiledNode>& compiled, std::
     for (Semaphore* const semaphore : options.semaphores) {
       auto* const first = needs.data() + begin;
       auto* const end = needs.data() + needs.size();
-      auto* const same = std::find_if(first, end, [&](const SemaphoreNeed& need) {
-        return need.semaphore == semaphore;
-      });
+      auto* const same = std::find_if(first, end,
+                                      [&](const SemaphoreNeed& need) { return need.semaphore == semaphore; });
       if (same != end) {
         ++same->units;
       } else {
@@ -241,8 +238,8 @@ std::size_t finish_successor_lists(std::vector<CompiledNode>& compiled, const st
 
 // Join counters and roots in one pass (`compiled` is 20 MiB for a million nodes: one walk, not three).
 std::unique_ptr<std::atomic<std::uint32_t>[]> start_joins(const std::vector<CompiledNode>& compiled,
-                                                          const std::vector<std::uint8_t>& weak_target,
-                                                          bool conditions, std::vector<std::uint32_t>& roots) {
+                                                          const std::vector<std::uint8_t>& weak_target, bool conditions,
+                                                          std::vector<std::uint32_t>& roots) {
   const std::size_t n = compiled.size();
   auto join = std::make_unique<std::atomic<std::uint32_t>[]>(n);
   for (std::size_t i = 0; i < n; ++i) {

@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "graph/inbox/token_flow.hpp"
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "graph/inbox/token_flow.hpp"
 #include "scheduler/engine/pool_access.hpp"
 #include "scheduler/engine/task_locals.hpp"
 #include "weft/errors.hpp"
@@ -19,13 +19,11 @@
 namespace weft::graph {
 namespace {
 
-
 // The closure a run posts: 16 bytes, so it sits inline in the pool's task. If the pool destroys it unrun
 // (refused at shutdown, or dropped by DropPending), the run is told: nothing is lost silently.
 class GraphTask {
  public:
-  GraphTask(RunState* run, GraphTaskKind kind, std::uint32_t index) noexcept
-      : run_(run), index_(index), kind_(kind) {}
+  GraphTask(RunState* run, GraphTaskKind kind, std::uint32_t index) noexcept : run_(run), index_(index), kind_(kind) {}
   GraphTask(GraphTask&& other) noexcept
       : run_(std::exchange(other.run_, nullptr)), index_(other.index_), kind_(other.kind_) {}
   GraphTask& operator=(GraphTask&&) = delete;
@@ -52,16 +50,16 @@ class RunState::NodeTokens {
       : run_(run), node_(run.graph_.limited_node(limiter_index)), limiter_index_(limiter_index) {}
 
   [[nodiscard]] bool cancelled() const noexcept { return run_.cancelled(); }
-  void post_executor() noexcept {
-    run_.post(GraphTaskKind::executor, limiter_index_, &run_.graph_.options(node_));
-  }
+  void post_executor() noexcept { run_.post(GraphTaskKind::executor, limiter_index_, &run_.graph_.options(node_)); }
   void execute(std::uint64_t token) noexcept { (void)run_.execute(node_, token); }
   void skipped(std::uint64_t count) noexcept {
-    if (run_.recording_) [[unlikely]] run_.mark(node_, kCancelled);  // RunOptions: see NodeRecord
+    if (run_.recording_) [[unlikely]]
+      run_.mark(node_, kCancelled);  // RunOptions: see NodeRecord
     run_.add_skipped(count);
   }
   void dropped() noexcept {
-    if (run_.recording_) [[unlikely]] run_.mark(node_, kDropped);
+    if (run_.recording_) [[unlikely]]
+      run_.mark(node_, kDropped);
     run_.dropped_.fetch_add(1, std::memory_order_relaxed);
   }
   void inbox_full() noexcept {
@@ -257,7 +255,8 @@ void RunState::run_node_as(std::uint32_t node) noexcept {
 std::size_t RunState::execute(std::uint32_t node, std::uint64_t token) noexcept {
   // RunOptions that record (outcomes, times, KeepGoing) take the instantiation with the hooks; a default run
   // pays this one predictable test (a test per hook cost every node of a chain more; docs/perf-log.md).
-  if (recording_) [[unlikely]] return execute_as<true>(node, token);
+  if (recording_) [[unlikely]]
+    return execute_as<true>(node, token);
   return execute_as<false>(node, token);
 }
 
@@ -280,11 +279,11 @@ std::size_t RunState::execute_as(std::uint32_t node, std::uint64_t token) noexce
     return detail::kNoBranch;
   }
   if constexpr (kRecording) started(node);
-  [[maybe_unused]] const std::int64_t traced_from =
-      kRecording && tracer_ != nullptr && tracer_->recording() ? tracer_->now() : -1;
+  [[maybe_unused]] const std::int64_t traced_from = kRecording && tracer_ != nullptr && tracer_->recording()
+                                                        ? tracer_->now()
+                                                        : -1;
   // A node that runs in place has default options: Normal priority, without an options look-up.
-  const Priority priority =
-      graph_.node(node).runs_in_place ? Priority::Normal : graph_.options(node).priority;
+  const Priority priority = graph_.node(node).runs_in_place ? Priority::Normal : graph_.options(node).priority;
   Subflow subflow = detail::SubflowAccess::make_root(*this, priority, node);
   detail::NodeCall call{subflow, static_cast<std::size_t>(token)};
   try {
@@ -560,7 +559,8 @@ void RunState::fail_node(std::uint32_t node, std::exception_ptr error) noexcept 
 }
 
 void RunState::child_skipped(std::uint32_t node) noexcept {
-  if (recording_) [[unlikely]] mark(node, kCancelled);
+  if (recording_) [[unlikely]]
+    mark(node, kCancelled);
   add_skipped(1);
 }
 
@@ -573,9 +573,7 @@ bool RunState::skip_for_failed_ancestor(std::uint32_t node, std::uint64_t execut
 }
 
 namespace {
-[[nodiscard]] std::int64_t now_ticks() noexcept {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
+[[nodiscard]] std::int64_t now_ticks() noexcept { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 }  // namespace
 
 void RunState::started(std::uint32_t node) noexcept {

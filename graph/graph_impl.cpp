@@ -21,8 +21,8 @@ std::atomic<std::uint64_t> next_graph_id{1};
 
 [[nodiscard]] bool has_default_options(const NodeOptions& options) noexcept {
   return options.name.empty() && options.priority == Priority::Normal && !options.affinity &&
-         options.concurrency == kUnlimited && options.capacity == kUnbounded &&
-         options.overflow == Overflow::Block && options.tokens == 1 && options.semaphores.empty();
+         options.concurrency == kUnlimited && options.capacity == kUnbounded && options.overflow == Overflow::Block &&
+         options.tokens == 1 && options.semaphores.empty();
 }
 
 // "<call>: NodeOptions::<option> = <value> for <noun> '<name>': <rule>".
@@ -97,9 +97,10 @@ void GraphImpl::run_module(GraphImpl& inner, std::uint32_t index, detail::NodeCa
     // Refused at once, never waited for: a composition cycle or two module nodes of one graph cannot hang.
     std::string message = "weft::TaskGraph: module node '";
     message += name(index);
-    message += "' cannot run its graph: a run of that graph is in flight (a graph runs once at a time: two module "
-               "nodes of one graph that may run at once, a graph composed into itself through another, or a run "
-               "of it started elsewhere)";
+    message +=
+        "' cannot run its graph: a run of that graph is in flight (a graph runs once at a time: two module "
+        "nodes of one graph that may run at once, a graph composed into itself through another, or a run "
+        "of it started elsewhere)";
     throw graph_busy(message);
   }
   RunState& inner_run = *run.state_;
@@ -120,9 +121,10 @@ GraphImpl::~GraphImpl() { wait_for_run_end(); }
 void GraphImpl::wait_for_run_end() noexcept {
   if (current_ == nullptr || current_->done()) return;
   if (current_->is_caller_inside()) {
-    std::fputs("weft::TaskGraph destroyed from inside one of its own running nodes (or their subflow children): "
-               "the run cannot end\n",
-               stderr);
+    std::fputs(
+        "weft::TaskGraph destroyed from inside one of its own running nodes (or their subflow children): "
+        "the run cannot end\n",
+        stderr);
     std::terminate();
   }
   current_->wait_quietly();
@@ -275,8 +277,7 @@ void GraphImpl::add_edges(Node from, std::initializer_list<Node> to) {
 
 void GraphImpl::add_edge_growing(std::uint32_t from, std::uint32_t to) {
   // The layout indexes edges with 32 bits: growth stops at kMaxEdges, so only this path needs the check.
-  if (edges_.size() >= kMaxEdges)
-    throw_too_many("weft::TaskGraph::add_edge", edges_.size() + 1, "edges", kMaxEdges);
+  if (edges_.size() >= kMaxEdges) throw_too_many("weft::TaskGraph::add_edge", edges_.size() + 1, "edges", kMaxEdges);
   edges_.reserve(std::min(kMaxEdges, std::max<std::size_t>(16, 2 * edges_.capacity())));
   record_edge(from, to);
 }
@@ -353,8 +354,8 @@ Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>*
     }
     for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
     if (options.on_error > ErrorPolicy::KeepGoing) {
-      throw invalid_option(std::string(caller.call) + ": RunOptions::on_error = " +
-                           std::to_string(static_cast<unsigned>(options.on_error)) +
+      throw invalid_option(std::string(caller.call) +
+                           ": RunOptions::on_error = " + std::to_string(static_cast<unsigned>(options.on_error)) +
                            ": not a weft::ErrorPolicy (CancelRun or KeepGoing)");
     }
     state = std::make_shared<RunState>(*this, pool, options);

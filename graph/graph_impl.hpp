@@ -234,7 +234,7 @@ class GraphImpl {
   std::vector<std::uint32_t> roots_;
   std::vector<SemaphoreNode> semaphore_nodes_;
   std::vector<SemaphoreNeed> semaphore_needs_;
-  std::vector<Semaphore*> semaphores_;  // distinct, sorted by address
+  std::vector<Semaphore*> semaphores_;       // distinct, sorted by address
   std::uint64_t max_affinity_plus_one_ = 0;  // 0: no node has an affinity (64 bits: affinity + 1 cannot wrap)
 
   std::atomic<bool> running_{false};

@@ -194,9 +194,9 @@ NodeOutcome RunState::outcome(Node node) const {
       message += "an empty weft::Node (default-constructed), of no graph";
     } else {
       message += "node " + std::to_string(node.index());
-      message += GraphImpl::graph_of(node) != graph_id_ ? " of another graph"
-                                                         : ", past the " + std::to_string(node_count_) +
-                                                               " nodes the run's graph had when it ran";
+      message += GraphImpl::graph_of(node) != graph_id_
+                     ? " of another graph"
+                     : ", past the " + std::to_string(node_count_) + " nodes the run's graph had when it ran";
     }
     message += ", not a node of this run's graph";
     throw invalid_graph(message);

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "graph/graph_impl.hpp"
-#include "scheduler/sync/signal.hpp"
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/engine/pool_access.hpp"
+#include "scheduler/sync/signal.hpp"
 #include "weft/pool.hpp"
 #include "weft/task_graph.hpp"
 
@@ -199,11 +199,11 @@ class RunState {
   // pays one test per execution. One record per node, sized when the run starts; written with relaxed atomics
   // while the run goes, read once it is over (the pending count's acq_rel orders every write before the end).
   struct NodeRecord {
-    std::atomic<std::uint8_t> flags{0};             // RecordFlag bits
-    std::atomic<std::uint32_t> cause{kNoIndex};     // KeepGoing: the lowest failed ancestor, or kNoIndex
-    std::exception_ptr error;                       // written once, by whoever set kFailed
-    std::atomic<std::int64_t> start{kNoStart};      // steady_clock ticks: the earliest start of an execution
-    std::atomic<std::int64_t> end{kNoEnd};          // the latest end of one
+    std::atomic<std::uint8_t> flags{0};          // RecordFlag bits
+    std::atomic<std::uint32_t> cause{kNoIndex};  // KeepGoing: the lowest failed ancestor, or kNoIndex
+    std::exception_ptr error;                    // written once, by whoever set kFailed
+    std::atomic<std::int64_t> start{kNoStart};   // steady_clock ticks: the earliest start of an execution
+    std::atomic<std::int64_t> end{kNoEnd};       // the latest end of one
   };
   static constexpr std::int64_t kNoStart = std::numeric_limits<std::int64_t>::max();
   static constexpr std::int64_t kNoEnd = std::numeric_limits<std::int64_t>::min();
@@ -287,8 +287,8 @@ class RunState {
   std::vector<RunState*> children_;
   const char* noun_ = "node";  // set_noun
   [[nodiscard]] bool scope_run() const noexcept { return noun_[0] == 'j'; }
-  const std::uint64_t graph_id_;               // for Run::outcome's check of its node (the graph may be gone)
-  std::unique_ptr<NodeRecord[]> records_;      // one per node if recording_, else null
+  const std::uint64_t graph_id_;           // for Run::outcome's check of its node (the graph may be gone)
+  std::unique_ptr<NodeRecord[]> records_;  // one per node if recording_, else null
   // RunOptions::trace, else the pool's PoolOptions::trace (null: not tracing): held for the run's life; its
   // recorder; this run's number in it; and each node's name interned in it (null if not tracing).
   std::shared_ptr<Trace> trace_;

@@ -8,10 +8,10 @@
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
-#include "scheduler/sync/signal.hpp"
 #include "scheduler/engine/pool_access.hpp"
-#include "scheduler/fiber/stack_guard.hpp"
 #include "scheduler/engine/task_locals.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
+#include "scheduler/sync/signal.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
@@ -168,9 +168,7 @@ void Subflow::child_dropped() noexcept {
   child_finished(false);  // last: this Subflow's execution may end here, and with it the run
 }
 
-void Subflow::record_exception(std::exception_ptr error) noexcept {
-  run_->record_exception(node_, std::move(error));
-}
+void Subflow::record_exception(std::exception_ptr error) noexcept { run_->record_exception(node_, std::move(error)); }
 
 void Subflow::record_skipped() noexcept { run_->child_skipped(node_); }
 

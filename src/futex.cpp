@@ -16,8 +16,8 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
 long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value, const timespec* timeout) noexcept {
   // The word is only ever touched by the kernel through its address; FUTEX_PRIVATE: weft never shares it
   // across processes.
-  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op | FUTEX_PRIVATE_FLAG, value, timeout,
-                 nullptr, 0);
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op | FUTEX_PRIVATE_FLAG, value, timeout, nullptr,
+                 0);
 }
 
 }  // namespace

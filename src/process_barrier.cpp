@@ -41,7 +41,8 @@ bool process_barrier_available() noexcept {
 }
 
 void process_barrier() noexcept {
-  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) [[likely]] return;
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) [[likely]]
+    return;
   // The one error left once registered: a child made by fork() may not inherit the registration. Register
   // this process and try again; a barrier that cannot be had would leave the parking without its half of the
   // handshake (a lost wake-up), so that is not survivable.

@@ -166,8 +166,7 @@ std::int64_t weft_tree(const std::int64_t* p, std::size_t n) {
 std::int64_t tbb_tree_in_arena(const std::int64_t* p, std::size_t n) {
   if (n <= kInvokeLeaf) return std::accumulate(p, p + n, std::int64_t{0});
   std::int64_t a = 0, b = 0;
-  tbb::parallel_invoke([&] { a = tbb_tree_in_arena(p, n / 2); },
-                       [&] { b = tbb_tree_in_arena(p + n / 2, n - n / 2); });
+  tbb::parallel_invoke([&] { a = tbb_tree_in_arena(p, n / 2); }, [&] { b = tbb_tree_in_arena(p + n / 2, n - n / 2); });
   return a + b;
 }
 std::int64_t tbb_tree(const std::int64_t* p, std::size_t n) {
@@ -251,14 +250,18 @@ void bm_small_for(benchmark::State& state, std::size_t n, Front front) {
   for (auto _ : state) {
     state.SetIterationTime(seconds([&] {
       switch (front) {
-        case Front::weft_pool: weft::parallel_for(env->pool, std::size_t{0}, n, body); break;
+        case Front::weft_pool:
+          weft::parallel_for(env->pool, std::size_t{0}, n, body);
+          break;
         case Front::weft_scope: {
           weft::TaskScope scope{env->pool};
           (void)scope.parallel_for(std::size_t{0}, n, body);
           scope.run_and_wait();
           break;
         }
-        case Front::tbb: env->arena.execute([&] { tbb::parallel_for(std::size_t{0}, n, body); }); break;
+        case Front::tbb:
+          env->arena.execute([&] { tbb::parallel_for(std::size_t{0}, n, body); });
+          break;
       }
     }));
     ++calls;

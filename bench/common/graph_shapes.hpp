@@ -66,8 +66,7 @@ class RandomDagData {
         const std::size_t first = out.preds.size();
         while (out.preds.size() - first < wanted) {
           const auto p = static_cast<std::uint32_t>(next() % i);
-          if (std::find(out.preds.begin() + static_cast<std::ptrdiff_t>(first), out.preds.end(), p) ==
-              out.preds.end())
+          if (std::find(out.preds.begin() + static_cast<std::ptrdiff_t>(first), out.preds.end(), p) == out.preds.end())
             out.preds.push_back(p);
         }
         out.offsets.push_back(out.preds.size());

@@ -63,10 +63,10 @@ inline void keep_heap_warm() noexcept {
 }
 
 struct GraphCase {
-  std::string_view id;      // benchmark name stem, e.g. "chain_1k"
-  std::string_view family;  // weft-demo's --workload name, e.g. "graph-chain"
-  std::string_view title;   // the demo table's row title
-  bool one_shot = false;    // nothing to build: only Phase::total, which is the run
+  std::string_view id;         // benchmark name stem, e.g. "chain_1k"
+  std::string_view family;     // weft-demo's --workload name, e.g. "graph-chain"
+  std::string_view title;      // the demo table's row title
+  bool one_shot = false;       // nothing to build: only Phase::total, which is the run
   bool overhead_bound = true;  // issue 4's goal: <= 0.5x oneTBB if overhead-bound, else <= 1.0x
   bool milliseconds = true;    // the demo's unit: ms, else us
   std::size_t items = 0;       // nodes, tasks or elements one run goes through (the demo's items per second)

@@ -177,9 +177,8 @@ class ParallelFor {
  public:
   explicit ParallelFor(TbbGraphSide& side) : side_(side) {}
   void run() {
-    side_.execute([this] {
-      tbb::parallel_for(std::size_t{0}, data_.size(), [this](std::size_t i) { data_.visit(i); });
-    });
+    side_.execute(
+        [this] { tbb::parallel_for(std::size_t{0}, data_.size(), [this](std::size_t i) { data_.visit(i); }); });
   }
   [[nodiscard]] bool check() noexcept { return data_.check(); }
 

@@ -99,8 +99,7 @@ class Layered {
 
 class Tree {
  public:
-  Tree(WeftGraphSide& side, std::size_t levels)
-      : data_(levels), graph_(side, data_.size(), data_.size() - 1) {
+  Tree(WeftGraphSide& side, std::size_t levels) : data_(levels), graph_(side, data_.size(), data_.size() - 1) {
     std::vector<Node> nodes;
     nodes.reserve(data_.size());
     for (std::size_t i = 0; i < data_.size(); ++i) {

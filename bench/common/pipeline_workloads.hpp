@@ -47,8 +47,8 @@ struct PipelineCase {
 
 // Every case, in the order both programs show them.
 inline constexpr PipelineCase kPipelineCases[] = {
-    {"pipe4_tiny_8tok", "pipeline-tiny", "pipeline 4 stages, 1M tiny, 8 tok", PipelineShape::parallel4,
-     kPipelineItems, 8, false, 0.5},
+    {"pipe4_tiny_8tok", "pipeline-tiny", "pipeline 4 stages, 1M tiny, 8 tok", PipelineShape::parallel4, kPipelineItems,
+     8, false, 0.5},
     {"pipe4_tiny_64tok", "pipeline-tiny", "pipeline 4 stages, 1M tiny, 64 tok", PipelineShape::parallel4,
      kPipelineItems, 64, false, 0.5},
     {"pipe4_spin10us_8tok", "pipeline-spin", "pipeline 4 st,100k,2x10us,8 tok", PipelineShape::parallel4,

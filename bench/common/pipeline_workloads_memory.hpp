@@ -87,12 +87,12 @@ int pipeline_memory_run(Side& side, const PipelineCase& c, long baseline) {
 // Runs one child for `side` (a side's kName) with `threads` threads on case `c`; nothing if the child failed.
 [[nodiscard]] inline std::optional<PipelineMemory> measure_pipeline_memory(std::string_view side, unsigned threads,
                                                                            const PipelineCase& c) {
-  const auto output = run_self("--pipeline-memory-child=" + std::string(side) + " " + std::to_string(threads) +
-                               " " + std::string(c.id));
+  const auto output = run_self("--pipeline-memory-child=" + std::string(side) + " " + std::to_string(threads) + " " +
+                               std::string(c.id));
   if (!output) return std::nullopt;
   PipelineMemory result;
-  if (std::sscanf(output->c_str(), "%ld %ld %ld %ld", &result.rss.baseline_kib, &result.rss.peak_kib,
-                  &result.max_alive, &result.bound) != 4)
+  if (std::sscanf(output->c_str(), "%ld %ld %ld %ld", &result.rss.baseline_kib, &result.rss.peak_kib, &result.max_alive,
+                  &result.bound) != 4)
     return std::nullopt;
   return result;
 }

@@ -23,8 +23,8 @@ class TbbPipeline {
   // linear8), then a serial_in_order output filter.
   void run() {
     PipelineData& data = data_;
-    const tbb::filter_mode middle =
-        case_.shape == PipelineShape::linear8 ? tbb::filter_mode::serial_in_order : tbb::filter_mode::parallel;
+    const tbb::filter_mode middle = case_.shape == PipelineShape::linear8 ? tbb::filter_mode::serial_in_order
+                                                                          : tbb::filter_mode::parallel;
     side_.execute([&] {
       tbb::filter<void, PipelineItem> chain = tbb::make_filter<void, PipelineItem>(
           tbb::filter_mode::serial_in_order, [&data](tbb::flow_control& control) {
@@ -33,11 +33,14 @@ class TbbPipeline {
             return item.value_or(PipelineItem{});
           });
       for (std::size_t k = 0; k < work_stages(case_.shape); ++k)
-        chain = chain & tbb::make_filter<PipelineItem, PipelineItem>(
-                            middle, [&data](PipelineItem item) { return data.work(item); });
-      tbb::parallel_pipeline(case_.tokens, chain & tbb::make_filter<PipelineItem, void>(
-                                                       tbb::filter_mode::serial_in_order,
-                                                       [&data](PipelineItem item) { data.consume(item); }));
+        chain = chain & tbb::make_filter<PipelineItem, PipelineItem>(middle, [&data](PipelineItem item) {
+                  return data.work(item);
+                });
+      tbb::parallel_pipeline(case_.tokens,
+                             chain & tbb::make_filter<PipelineItem, void>(tbb::filter_mode::serial_in_order,
+                                                                          [&data](PipelineItem item) {
+                                                                            data.consume(item);
+                                                                          }));
     });
   }
   [[nodiscard]] bool check() noexcept { return data_.check(); }

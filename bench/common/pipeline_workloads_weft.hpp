@@ -74,8 +74,10 @@ class WeftPipeline {
     Stream<PipelineItem> stream = scope.source([&data] { return data.next_input(); });
     const std::size_t last = plan_.stages.size() - 1;
     for (std::size_t k = 0; k < last; ++k)
-      stream = scope.stage(stream, [&data](PipelineItem item) { return data.work(item); }, plan_.stages[k]);
-    const Job<void> done = scope.sink(stream, [&data](PipelineItem item) { data.consume(item); }, plan_.stages[last]);
+      stream = scope.stage(
+          stream, [&data](PipelineItem item) { return data.work(item); }, plan_.stages[k]);
+    const Job<void> done = scope.sink(
+        stream, [&data](PipelineItem item) { data.consume(item); }, plan_.stages[last]);
     static_cast<void>(done);
     scope.run_and_wait();
   }

@@ -64,17 +64,17 @@ void add_closure_row(const Settings& s, bool weft_side, std::vector<Row>& rows) 
     if (sum != kClosureOps) throw std::runtime_error(std::string(which) + " closures summed wrong");
   };
   const auto [weft, peer] = take_turns(
-      s, s.reps, 1, 1, "small_function ns", timed(ns_per_op, [&] {
-        check(closure_lifecycles<WeftFunction, Bytes>(kClosureOps), "small_function");
-      }),
-      "std::function ns", timed(ns_per_op, [&] { check(closure_lifecycles<StdFunction, Bytes>(kClosureOps),
-                                                       "std::function"); }),
+      s, s.reps, 1, 1, "small_function ns",
+      timed(ns_per_op, [&] { check(closure_lifecycles<WeftFunction, Bytes>(kClosureOps), "small_function"); }),
+      "std::function ns",
+      timed(ns_per_op, [&] { check(closure_lifecycles<StdFunction, Bytes>(kClosureOps), "std::function"); }),
       "small-function");
   Row row{"closure make+move+call, " + std::to_string(Bytes) + " B", "ns", weft, peer, Goal{.report_only = true}};
   row.peer = "std::function";
   row.items = 1;
   row.note = "weft::small_function<R(A)> (every task's closure) against std::function<R(A)>: a lambda with a " +
-             std::to_string(Bytes) + "-byte capture made into one, moved into a second (as into a queue), called "
+             std::to_string(Bytes) +
+             "-byte capture made into one, moved into a second (as into a queue), called "
              "through the type-erased call, both destroyed; ns per closure. " +
              (Bytes > 16 ? std::string("small_function keeps it inline (128 bytes); std::function allocates it.")
                          : std::string("Both keep it inline."));
@@ -125,34 +125,38 @@ inline void add_mpmc_row(const Settings& s, bool weft_side, std::vector<Row>& ro
     while (boost_queue.pop(out)) {
     }
   };
-  const auto [weft, peer] = take_turns(
-      s, s.reps, 1, 1, "MSQueue ns", timed(ns_per_op, [&] {
-        check(queue_round([&] { return domain.register_thread(); },
-                          [&](auto& handle) {
-                            weft_queue.push(handle.ref(), &dummy);
-                            return weft_queue.try_pop(handle.ref()).has_value();
-                          }),
-              "MSQueue");
-        drain_weft();
-      }),
-      "boost::lockfree::queue ns", timed(ns_per_op, [&] {
-        check(queue_round([] { return 0; },
-                          [&](int&) {
-                            while (!boost_queue.push(&dummy)) {
-                            }
-                            Item out = nullptr;
-                            return boost_queue.pop(out);
-                          }),
-              "boost::lockfree::queue");
-        drain_boost();
-      }),
-      "mpmc");
+  const auto [weft, peer] = take_turns(s, s.reps, 1, 1, "MSQueue ns",
+                                       timed(ns_per_op,
+                                             [&] {
+                                               check(queue_round([&] { return domain.register_thread(); },
+                                                                 [&](auto& handle) {
+                                                                   weft_queue.push(handle.ref(), &dummy);
+                                                                   return weft_queue.try_pop(handle.ref()).has_value();
+                                                                 }),
+                                                     "MSQueue");
+                                               drain_weft();
+                                             }),
+                                       "boost::lockfree::queue ns",
+                                       timed(ns_per_op,
+                                             [&] {
+                                               check(queue_round([] { return 0; },
+                                                                 [&](int&) {
+                                                                   while (!boost_queue.push(&dummy)) {
+                                                                   }
+                                                                   Item out = nullptr;
+                                                                   return boost_queue.pop(out);
+                                                                 }),
+                                                     "boost::lockfree::queue");
+                                               drain_boost();
+                                             }),
+                                       "mpmc");
   Row row{"MPMC queue push/pop, 2 threads", "ns", weft, peer, Goal{.report_only = true}};
   row.peer = "boost::lockfree::queue";
   row.items = 1;
-  row.note = "weft's Michael-Scott queue with hazard pointers (the pool's shared priority queues and mailboxes) "
-             "against boost::lockfree::queue<void*>(1024): two threads, each pushing an item and popping one, "
-             "500k times; ns per push or pop, thread start-up included (a fraction of a percent).";
+  row.note =
+      "weft's Michael-Scott queue with hazard pointers (the pool's shared priority queues and mailboxes) "
+      "against boost::lockfree::queue<void*>(1024): two threads, each pushing an item and popping one, "
+      "500k times; ns per push or pop, thread start-up included (a fraction of a percent).";
   rows.push_back(std::move(row));
 }
 

@@ -25,9 +25,9 @@
 namespace weft::demo {
 
 // The --workload names of the graph cases, in table order (several cases may share one).
-inline constexpr std::string_view kGraphFamilies[] = {
-    "graph-chain", "graph-layered", "graph-tree",   "graph-wavefront", "graph-independent",
-    "graph-random", "reduce",        "parallel-for", "sincos"};
+inline constexpr std::string_view kGraphFamilies[] = {"graph-chain",     "graph-layered",     "graph-tree",
+                                                      "graph-wavefront", "graph-independent", "graph-random",
+                                                      "reduce",          "parallel-for",      "sincos"};
 static_assert(
     [] {
       for (const GraphCase& c : kGraphCases) {
@@ -61,19 +61,19 @@ inline constexpr int kSmallGraphSamplesPerRep = 5;
 
 // What the graph rows measure, for the demo's header.
 inline void print_graph_header(const Settings& s) {
-  std::printf("  graphs: build+run = build the graph (weft: add_node/add_edge/compile; oneTBB: flow graph nodes and\n"
-              "  edges), run it, wait (teardown not timed); run only = run again a graph built once. Each row: the\n"
-              "  median of %d runs after a warm-up (small workloads, in us) or of %d (big ones, in ms). weft's\n"
-              "  graphs run on the pool above, oneTBB's in an arena of the same size. Layered: each node sums all\n"
-              "  nodes of the layer above (width^2 edges per layer); wavefront: each block waits for its left and\n"
-              "  top neighbours.\n",
-              small_graph_reps(s), big_graph_reps(s));
+  std::printf(
+      "  graphs: build+run = build the graph (weft: add_node/add_edge/compile; oneTBB: flow graph nodes and\n"
+      "  edges), run it, wait (teardown not timed); run only = run again a graph built once. Each row: the\n"
+      "  median of %d runs after a warm-up (small workloads, in us) or of %d (big ones, in ms). weft's\n"
+      "  graphs run on the pool above, oneTBB's in an arena of the same size. Layered: each node sums all\n"
+      "  nodes of the layer above (width^2 edges per layer); wavefront: each block waits for its left and\n"
+      "  top neighbours.\n",
+      small_graph_reps(s), big_graph_reps(s));
 }
 
 // One warm-up, then the median of graph_reps samples of `phase`, in the case's unit.
 template <class Workload, class Make>
-Value time_graph_phase(const Settings& s, const GraphCase& c, Phase phase, std::string_view library,
-                                       const Make& make) {
+Value time_graph_phase(const Settings& s, const GraphCase& c, Phase phase, std::string_view library, const Make& make) {
   PhaseTimer<Workload, Make> timer(phase, c.one_shot, make);
   const double unit = c.milliseconds ? 1e3 : 1e6;
   (void)timer.once();

@@ -31,10 +31,10 @@ inline constexpr int kWakeSamplesPerRep = 10;
 inline constexpr int kMemoryRuns = 3;
 
 struct Settings {
-  int reps = 7;           // timed runs per workload and library (after one warm-up run)
-  unsigned threads = 1;   // workers per library
-  bool verbose = false;   // print every sample, not only the medians
-  bool full = false;      // --full: every row with the full run counts; else the short mode's
+  int reps = 7;          // timed runs per workload and library (after one warm-up run)
+  unsigned threads = 1;  // workers per library
+  bool verbose = false;  // print every sample, not only the medians
+  bool full = false;     // --full: every row with the full run counts; else the short mode's
 };
 
 // Every library's median for one workload (the baselines' on the pool rows only).
@@ -98,8 +98,7 @@ inline Value summarise(const Settings& s, const std::string& what, std::vector<d
 
 // `reps` timed runs of `run` after one untimed warm-up, in `units_per_second`; the median.
 template <class F>
-Value median_of(const Settings& s, const std::string& what, int reps, double units_per_second,
-                                F&& run) {
+Value median_of(const Settings& s, const std::string& what, int reps, double units_per_second, F&& run) {
   run();
   std::vector<double> samples;
   for (int i = 0; i < reps; ++i) {

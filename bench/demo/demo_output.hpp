@@ -59,7 +59,9 @@ inline void write_results(const std::filesystem::path& dir, const RunContext& co
   const struct {
     const char* name;
     Value Row::*value;
-  } libraries[] = {{"weft", &Row::weft}, {nullptr, &Row::tbb}, {"mutex pool", &Row::queue_pool},
+  } libraries[] = {{"weft", &Row::weft},
+                   {nullptr, &Row::tbb},
+                   {"mutex pool", &Row::queue_pool},
                    {"std::async", &Row::async}};
   const auto name_of = [](const Row& row, const char* name) { return name ? std::string(name) : row.peer; };
   {
@@ -68,14 +70,14 @@ inline void write_results(const std::filesystem::path& dir, const RunContext& co
     std::fprintf(csv.get(), "workload,unit,library,median,iqr_fraction,runs,goal,met,floor,items_per_second,note\n");
     for (const Row& row : rows) {
       const auto met = row.verdict();
-      const std::string met_text = !met ? "" : std::string(row.goal.report_only ? "report-only: " : "") +
-                                                   (*met ? "yes" : "no");
+      const std::string met_text = !met ? ""
+                                        : std::string(row.goal.report_only ? "report-only: " : "") +
+                                              (*met ? "yes" : "no");
       for (const auto& library : libraries) {
         const Value& v = row.*library.value;
         if (!v) continue;
-        std::fprintf(csv.get(), "\"%s\",%s,\"%s\",%.6g,%.4f,%d,\"%s\",%s,", row.workload.c_str(),
-                     row.unit.c_str(), name_of(row, library.name).c_str(), v->median, v->iqr, v->runs,
-                     row.goal.text, met_text.c_str());
+        std::fprintf(csv.get(), "\"%s\",%s,\"%s\",%.6g,%.4f,%d,\"%s\",%s,", row.workload.c_str(), row.unit.c_str(),
+                     name_of(row, library.name).c_str(), v->median, v->iqr, v->runs, row.goal.text, met_text.c_str());
         if (row.floor) std::fprintf(csv.get(), "%.6g", *row.floor);
         std::fprintf(csv.get(), ",");
         if (const auto rate = row.items_per_second(v)) std::fprintf(csv.get(), "%.6g", *rate);

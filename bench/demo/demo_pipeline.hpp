@@ -16,8 +16,8 @@
 #include "bench/common/pipeline_workloads.hpp"
 #include "bench/common/pipeline_workloads_memory.hpp"
 #include "bench/common/pipeline_workloads_weft.hpp"
-#include "bench/demo/demo_graph.hpp"
 #include "bench/demo/demo_floor.hpp"
+#include "bench/demo/demo_graph.hpp"
 #include "bench/demo/demo_measure.hpp"
 #include "bench/demo/demo_table.hpp"
 #if WEFT_BENCH_HAVE_TBB
@@ -28,7 +28,7 @@ namespace weft::demo {
 
 // The --workload names of the pipeline cases, in table order; "pipeline" selects them all.
 inline constexpr std::string_view kPipelineFamilies[] = {"pipeline-tiny", "pipeline-spin", "pipeline-linear",
-                                                          "pipeline-memory"};
+                                                         "pipeline-memory"};
 static_assert(
     [] {
       for (const PipelineCase& c : kPipelineCases) {
@@ -49,13 +49,14 @@ inline constexpr std::string_view kPipelineMemoryCase = "pipe4_tiny_8tok";
 
 // `spin_steps`: the process's one measurement of spin_steps_for(kPipelineSpin), for this and add_pipeline_rows.
 inline void print_pipeline_header(const Settings& s, std::uint64_t spin_steps) {
-  std::printf("  pipelines: a serial source, the stages, an in-order serial sink that checks every item; weft: a\n"
-              "  TaskScope (source, stage, sink) built and run per sample; oneTBB: one parallel_pipeline with the\n"
-              "  row's token limit, weft's options giving the nearest bound on items alive it allows (8 tokens:\n"
-              "  9 for 4 stages, 15 for 8 serial stages). Tiny: one LCG step per stage in between; spin: 10 us\n"
-              "  (%llu LCG steps here) in each of the 2 parallel stages, 100k items. Each row: the median of %d\n"
-              "  runs; memory: %d fresh child processes a side.\n",
-              static_cast<unsigned long long>(spin_steps), pipeline_reps(s), kMemoryRuns);
+  std::printf(
+      "  pipelines: a serial source, the stages, an in-order serial sink that checks every item; weft: a\n"
+      "  TaskScope (source, stage, sink) built and run per sample; oneTBB: one parallel_pipeline with the\n"
+      "  row's token limit, weft's options giving the nearest bound on items alive it allows (8 tokens:\n"
+      "  9 for 4 stages, 15 for 8 serial stages). Tiny: one LCG step per stage in between; spin: 10 us\n"
+      "  (%llu LCG steps here) in each of the 2 parallel stages, 100k items. Each row: the median of %d\n"
+      "  runs; memory: %d fresh child processes a side.\n",
+      static_cast<unsigned long long>(spin_steps), pipeline_reps(s), kMemoryRuns);
 }
 
 // One warm-up (not for the spin cases), then the median of pipeline_reps runs, in ms.
@@ -89,9 +90,8 @@ Value time_pipeline(const Settings& s, Side& side, const PipelineCase& c, std::u
 
 // One library's medians over kMemoryRuns fresh children, into rss and alive: MiB over the baseline and the most
 // items alive at once. Prints one child's absolute figures.
-inline void pipeline_memory_median(const Settings& s, std::string_view side,
-                                                            const PipelineCase& c, Pair& rss, Pair& alive,
-                                                            bool weft) {
+inline void pipeline_memory_median(const Settings& s, std::string_view side, const PipelineCase& c, Pair& rss,
+                                   Pair& alive, bool weft) {
   std::vector<double> mib;
   std::vector<double> items;
   std::optional<PipelineMemory> last;
@@ -103,11 +103,12 @@ inline void pipeline_memory_median(const Settings& s, std::string_view side,
   }
   (weft ? rss.weft : rss.tbb) = summarise(s, std::string(side) + " pipeline memory MiB", std::move(mib));
   (weft ? alive.weft : alive.tbb) = summarise(s, std::string(side) + " pipeline max alive", std::move(items));
-  std::printf("  %s, %.*s in a fresh process: RSS %.1f MiB before the pool, high-water mark %.1f MiB, at most %ld\n"
-              "  items alive (bound %ld)\n",
-              std::string(side).c_str(), static_cast<int>(c.id.size()), c.id.data(),
-              static_cast<double>(last->rss.baseline_kib) / 1024.0, static_cast<double>(last->rss.peak_kib) / 1024.0,
-              last->max_alive, last->bound);
+  std::printf(
+      "  %s, %.*s in a fresh process: RSS %.1f MiB before the pool, high-water mark %.1f MiB, at most %ld\n"
+      "  items alive (bound %ld)\n",
+      std::string(side).c_str(), static_cast<int>(c.id.size()), c.id.data(),
+      static_cast<double>(last->rss.baseline_kib) / 1024.0, static_cast<double>(last->rss.peak_kib) / 1024.0,
+      last->max_alive, last->bound);
 }
 
 // Times every case whose family `wants` accepts and appends its rows; with "pipeline-memory", the memory rows.

@@ -47,10 +47,10 @@ using Value = std::optional<Figure>;
 // with its verdict in parentheses, and not counted.
 struct Goal {
   double max_ratio = 0;
-  bool strict = false;          // "less than" rather than "at most"
-  const char* text = "";        // as printed, e.g. "<= 0.5x"
-  bool report_only = false;     // no goal: the figure is shown for information
-  bool absolute = false;        // max_ratio bounds weft's median, not weft/oneTBB
+  bool strict = false;       // "less than" rather than "at most"
+  const char* text = "";     // as printed, e.g. "<= 0.5x"
+  bool report_only = false;  // no goal: the figure is shown for information
+  bool absolute = false;     // max_ratio bounds weft's median, not weft/oneTBB
 };
 
 // A compute-bound row whose goal is "at most 1.0x oneTBB" counts as met at parity when both libraries sit on the
@@ -63,8 +63,13 @@ inline constexpr double kParityNoise = 1.05;
 struct Row {
   Row(std::string workload_, std::string unit_, Value weft_, Value tbb_, Goal goal_, Value queue_pool_ = {},
       Value async_ = {})
-      : workload(std::move(workload_)), unit(std::move(unit_)), weft(weft_), tbb(tbb_), goal(goal_),
-        queue_pool(queue_pool_), async(async_) {}
+      : workload(std::move(workload_)),
+        unit(std::move(unit_)),
+        weft(weft_),
+        tbb(tbb_),
+        goal(goal_),
+        queue_pool(queue_pool_),
+        async(async_) {}
 
   std::string workload;
   std::string unit;
@@ -215,13 +220,14 @@ inline GoalCount print_table(const std::vector<Row>& rows) {
       const int pad = kCell - static_cast<int>(text.size()) + (v && v->runs > 1 ? 1 : 0);
       return std::string(static_cast<std::size_t>(std::max(0, pad)), ' ') + text;
     };
-    std::printf("%-*s %s %s %s %s %6s %7s %s\n", kName, name.c_str(), cell(row.weft).c_str(),
-                cell(row.tbb).c_str(), cell(row.queue_pool).c_str(), cell(row.async).c_str(), ratio,
+    std::printf("%-*s %s %s %s %s %6s %7s %s\n", kName, name.c_str(), cell(row.weft).c_str(), cell(row.tbb).c_str(),
+                cell(row.queue_pool).c_str(), cell(row.async).c_str(), ratio,
                 row.goal.report_only && *row.goal.text == '\0' ? "-" : row.goal.text, verdict.c_str());
   }
-  std::printf("yes*: parity at the hardware floor (both within %.0f%% of it, weft within %.0f%% of oneTBB); "
-              "!: a baseline\nwas faster than weft; (yes)/(no): a report-only goal, not counted.\n",
-              (kFloorSlack - 1) * 100, (kParityNoise - 1) * 100);
+  std::printf(
+      "yes*: parity at the hardware floor (both within %.0f%% of it, weft within %.0f%% of oneTBB); "
+      "!: a baseline\nwas faster than weft; (yes)/(no): a report-only goal, not counted.\n",
+      (kFloorSlack - 1) * 100, (kParityNoise - 1) * 100);
   if (!floors.empty()) std::printf("Floors (the same work serially, over the threads):\n%s", floors.c_str());
   if (!footnotes.empty()) std::printf("Notes:\n%s", footnotes.c_str());
   return count;

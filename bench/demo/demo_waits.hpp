@@ -42,13 +42,14 @@ inline constexpr int kLatencyTries = 5;
 
 // What the waits rows measure, for the demo's header.
 inline void print_waits_header(const Settings& s) {
-  std::printf("  waits (tasks that wait; weft suspends them on fibers): ping-pong of %lld rounds between two tasks\n"
-              "  through two auto-reset Events (%u workers) against two threads on std::binary_semaphore; one task\n"
-              "  fanning out %zu small tasks and waiting on a WaitGroup against oneTBB task_group run + wait; the\n"
-              "  latency of a wait signalled while its worker runs a %lld ms task, fibers on against off. The two\n"
-              "  sides take turns: %d rounds (fan-out: %d samples a round).\n",
-              static_cast<long long>(kPingPongRounds), kWaitWorkers, kFanOutTasks,
-              static_cast<long long>(kLongTask.count()), s.reps, kFanOutSamplesPerRound);
+  std::printf(
+      "  waits (tasks that wait; weft suspends them on fibers): ping-pong of %lld rounds between two tasks\n"
+      "  through two auto-reset Events (%u workers) against two threads on std::binary_semaphore; one task\n"
+      "  fanning out %zu small tasks and waiting on a WaitGroup against oneTBB task_group run + wait; the\n"
+      "  latency of a wait signalled while its worker runs a %lld ms task, fibers on against off. The two\n"
+      "  sides take turns: %d rounds (fan-out: %d samples a round).\n",
+      static_cast<long long>(kPingPongRounds), kWaitWorkers, kFanOutTasks, static_cast<long long>(kLongTask.count()),
+      s.reps, kFanOutSamplesPerRound);
 }
 
 // One sample in the row's unit, or nothing if this try measured another situation than the row's (the caller
@@ -101,15 +102,17 @@ inline void add_ping_pong_row(const Settings& s, bool weft_side, std::vector<Row
     return;
   }
   Pool pool{PoolOptions{.threads = kWaitWorkers}};
-  const auto [weft, threads] =
-      take_turns(s, s.reps, 0, 1, "weft ping-pong ms", timed(1e3, [&] { weft_ping_pong(pool, kPingPongRounds); }),
-                 "threads ping-pong ms", timed(1e3, [] { threads_ping_pong(kPingPongRounds); }), "ping-pong");
+  const auto [weft, threads] = take_turns(s, s.reps, 0, 1, "weft ping-pong ms",
+                                          timed(1e3, [&] { weft_ping_pong(pool, kPingPongRounds); }),
+                                          "threads ping-pong ms",
+                                          timed(1e3, [] { threads_ping_pong(kPingPongRounds); }), "ping-pong");
   Row row{"ping-pong 20k rounds, 2 Events", "ms", weft, threads, Goal{0.5, false, "<= 0.5x"}};
   row.peer = "2 threads, binary_semaphore";
   row.items = static_cast<double>(kPingPongRounds);
-  row.note = "oneTBB has no task-level blocking primitive: a oneTBB user who needs a task to wait for another "
-             "blocks a thread, and two threads handing a turn over through std::binary_semaphore are the "
-             "cheapest such wait. weft: two tasks on 2 workers, each wait suspending the task.";
+  row.note =
+      "oneTBB has no task-level blocking primitive: a oneTBB user who needs a task to wait for another "
+      "blocks a thread, and two threads handing a turn over through std::binary_semaphore are the "
+      "cheapest such wait. weft: two tasks on 2 workers, each wait suspending the task.";
   rows.push_back(std::move(row));
 }
 
@@ -127,11 +130,12 @@ inline void add_fan_out_row(const Settings& s, Sides& sides, std::vector<Row>& r
                                  "oneTBB fan-out us", tbb, "fan-out");
   Row row{"fan-out 1000 + WaitGroup wait", "us", w, t, Goal{1.0, false, "<= 1.0x"}};
   row.items = static_cast<double>(kFanOutTasks);
-  row.note = "weft: a task posted from the demo's thread posts the tasks to its worker's deque and waits on a "
-             "WaitGroup (suspending until the last done()); the demo's thread waits for the pool to be idle. "
-             "oneTBB: the demo's thread enters the arena, task_group run of each task, then wait (running tasks "
-             "meanwhile). weft's figure includes handing the first task to a worker, which oneTBB's caller, "
-             "running in the arena itself, does not pay (a post + wait_idle: a few microseconds).";
+  row.note =
+      "weft: a task posted from the demo's thread posts the tasks to its worker's deque and waits on a "
+      "WaitGroup (suspending until the last done()); the demo's thread waits for the pool to be idle. "
+      "oneTBB: the demo's thread enters the arena, task_group run of each task, then wait (running tasks "
+      "meanwhile). weft's figure includes handing the first task to a worker, which oneTBB's caller, "
+      "running in the arena itself, does not pay (a post + wait_idle: a few microseconds).";
   rows.push_back(std::move(row));
 }
 
@@ -154,10 +158,11 @@ inline void add_wait_latency_row(const Settings& s, bool weft_side, std::vector<
                                     "weft fibers-off latency us", sampler(without, false), "wait-latency");
   Row row{"short wait behind a 20 ms task", "us", on, off, Goal{1000, true, "< 1 ms", true, true}};
   row.peer = "weft with PoolOptions{.fibers = false}";
-  row.note = "the time from signalling an Event to its waiting task running again, while the worker the task "
-             "waited on runs a 20 ms task. With fibers the task resumes on the other worker; without, the long "
-             "task runs nested on the waiting task's stack and the wait ends when it returns (the signal comes "
-             "shortly after the long task starts). Goal on weft's figure alone; report-only.";
+  row.note =
+      "the time from signalling an Event to its waiting task running again, while the worker the task "
+      "waited on runs a 20 ms task. With fibers the task resumes on the other worker; without, the long "
+      "task runs nested on the waiting task's stack and the wait ends when it returns (the signal comes "
+      "shortly after the long task starts). Goal on weft's figure alone; report-only.";
   if (!fibers) row.note += " This weft has no fibers: no weft figure.";
   rows.push_back(std::move(row));
 }

@@ -9,22 +9,22 @@
 // the goals are met; 1 on bad arguments or a wrong result.
 //
 //   weft-demo [--full] [--reps N] [--threads N] [--only weft|oneTBB] [--workload NAME] [--out DIR] [--verbose]
-//   NAME: pool (noop, fib, submit, wake, memory), micro (spawn, steal, small-function, mpmc), waits (ping-pong, fan-out,
-//   wait-latency), graph (graph-chain, graph-layered, graph-tree, graph-wavefront, graph-independent,
+//   NAME: pool (noop, fib, submit, wake, memory), micro (spawn, steal, small-function, mpmc), waits (ping-pong,
+//   fan-out, wait-latency), graph (graph-chain, graph-layered, graph-tree, graph-wavefront, graph-independent,
 //   graph-random, reduce, parallel-for, sincos), pipeline (pipeline-tiny, pipeline-spin, pipeline-linear,
 //   pipeline-memory), scaling, or one of those.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <optional>
-#include <cstdio>
-#include <cstdlib>
-#include <algorithm>
-#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -122,9 +122,8 @@ Options parse(int argc, char** argv) {
       o.workload = value();
       if (o.workload != "pool" && o.workload != "graph" && o.workload != "pipeline" && o.workload != "micro" &&
           o.workload != "waits" && o.workload != "scaling" && !listed(kMicroWorkloads, o.workload) &&
-          !listed(kWaitWorkloads, o.workload) &&
-          !listed(kPoolWorkloads, o.workload) && !listed(kGraphFamilies, o.workload) &&
-          !listed(kPipelineFamilies, o.workload)) {
+          !listed(kWaitWorkloads, o.workload) && !listed(kPoolWorkloads, o.workload) &&
+          !listed(kGraphFamilies, o.workload) && !listed(kPipelineFamilies, o.workload)) {
         std::string message = "--workload ";
         message += o.workload;
         message += ": not a workload (";
@@ -175,10 +174,11 @@ std::string host_name() {
 
 void print_header(const Options& o, std::uint64_t spin_steps) {
   const Settings& s = o.settings;
-  std::printf("weft-demo (%s mode): weft against oneTBB and two baselines (a mutex + condition-variable pool\n"
-              "  with futures; a thread per task, std::async) on the workloads of issues 3 (Pool) and 4\n"
-              "  (TaskGraph, TaskScope), scheduler micro-benchmarks, and pipelines\n",
-              s.full ? "full" : "short");
+  std::printf(
+      "weft-demo (%s mode): weft against oneTBB and two baselines (a mutex + condition-variable pool\n"
+      "  with futures; a thread per task, std::async) on the workloads of issues 3 (Pool) and 4\n"
+      "  (TaskGraph, TaskScope), scheduler micro-benchmarks, and pipelines\n",
+      s.full ? "full" : "short");
   std::printf("  build: %s, %s; the library's own flags: release (see meson.build); %s\n", compiler_text().c_str(),
 #ifdef __OPTIMIZE__
               "optimised",
@@ -186,36 +186,40 @@ void print_header(const Options& o, std::uint64_t spin_steps) {
               "NOT optimised",
 #endif
               now_text().c_str());
-  std::printf("  baselines: std::async runs 1/%zu of the no-op burst and fib(%d) instead of fib(%d); its times are\n"
-              "  scaled up by the task count. A wait in the mutex pool runs its task itself if no worker has\n"
-              "  started it.\n",
-              weft::bench::AsyncSide::kNoopDivisor, weft::bench::AsyncSide::kFibN, weft::bench::kFibN);
+  std::printf(
+      "  baselines: std::async runs 1/%zu of the no-op burst and fib(%d) instead of fib(%d); its times are\n"
+      "  scaled up by the task count. A wait in the mutex pool runs its task itself if no worker has\n"
+      "  started it.\n",
+      weft::bench::AsyncSide::kNoopDivisor, weft::bench::AsyncSide::kFibN, weft::bench::kFibN);
 #if WEFT_BENCH_HAVE_TBB
   std::printf("  versions: weft %s, oneTBB %s (run time; headers %s)\n", WEFT_VERSION_STRING,
               std::string(tbb_runtime_version()).c_str(), std::string(tbb_header_version()).c_str());
 #else
   std::printf("  versions: weft %s; oneTBB was not found at build time: weft only\n", WEFT_VERSION_STRING);
 #endif
-  std::printf("  CPUs: %u usable by this process (hardware_concurrency %u); threads per library: %u\n"
-              "  (weft: that many workers, the calling thread waits; oneTBB: an arena of that many slots, one of\n"
-              "  them taken by the calling thread)\n",
-              weft::os::usable_cpu_count(), std::thread::hardware_concurrency(), s.threads);
+  std::printf(
+      "  CPUs: %u usable by this process (hardware_concurrency %u); threads per library: %u\n"
+      "  (weft: that many workers, the calling thread waits; oneTBB: an arena of that many slots, one of\n"
+      "  them taken by the calling thread)\n",
+      weft::os::usable_cpu_count(), std::thread::hardware_concurrency(), s.threads);
   std::printf("  load average at start: %s (other processes share the CPUs; figures vary with the load)\n",
               load_average().c_str());
-  std::printf("  pools created once, before timing; times: median of %d runs after a warm-up (submit-and-wait:\n"
-              "  %d runs); wake-up: median of %d samples, each after %lld ms idle; memory: median of %d fresh\n"
-              "  child processes\n",
-              s.reps, s.reps * kRoundTripBatchesPerRep, s.reps * kWakeSamplesPerRep,
-              static_cast<long long>(weft::bench::kIdleBeforeWake.count()), kMemoryRuns);
+  std::printf(
+      "  pools created once, before timing; times: median of %d runs after a warm-up (submit-and-wait:\n"
+      "  %d runs); wake-up: median of %d samples, each after %lld ms idle; memory: median of %d fresh\n"
+      "  child processes\n",
+      s.reps, s.reps * kRoundTripBatchesPerRep, s.reps * kWakeSamplesPerRep,
+      static_cast<long long>(weft::bench::kIdleBeforeWake.count()), kMemoryRuns);
   print_waits_header(s);
   print_graph_header(s);
   print_pipeline_header(s, spin_steps);
-  std::printf("  micro: spawn + run on one worker and steal + run, ns per task over a burst of %zu no-ops (libfork\n"
-              "  publishes a ~%.0f ns spawn + run floor: a reference line, not a goal); closures (small_function\n"
-              "  against std::function, %zu made, moved, called) and the MPMC queue (against\n"
-              "  boost::lockfree::queue, %u threads each pushing and popping %zu times), taking turns with their\n"
-              "  peer. A value reads median ±h%%, h being half the interquartile range of the runs over the median.\n",
-              kMicroTasks, kLibforkSpawnFloorNs, kClosureOps, kQueueThreads, kQueuePairs);
+  std::printf(
+      "  micro: spawn + run on one worker and steal + run, ns per task over a burst of %zu no-ops (libfork\n"
+      "  publishes a ~%.0f ns spawn + run floor: a reference line, not a goal); closures (small_function\n"
+      "  against std::function, %zu made, moved, called) and the MPMC queue (against\n"
+      "  boost::lockfree::queue, %u threads each pushing and popping %zu times), taking turns with their\n"
+      "  peer. A value reads median ±h%%, h being half the interquartile range of the runs over the median.\n",
+      kMicroTasks, kLibforkSpawnFloorNs, kClosureOps, kQueueThreads, kQueuePairs);
 }
 
 }  // namespace
@@ -265,8 +269,7 @@ int main(int argc, char** argv) {
     };
     pool_row("noop", 7, "1M no-op tasks, post + wait", "ms", Goal{0.5, false, "<= 0.5x"},
              static_cast<double>(kNoopTasks), measure_noop);
-    pool_row("fib", 4, "fib(28), spawn + wait in tasks", "ms", Goal{0.5, false, "<= 0.5x"}, std::nullopt,
-             measure_fib);
+    pool_row("fib", 4, "fib(28), spawn + wait in tasks", "ms", Goal{0.5, false, "<= 0.5x"}, std::nullopt, measure_fib);
     pool_row("submit", 1, "1000 x (submit one, wait)", "us", Goal{1.0, false, "<= 1.0x"},
              static_cast<double>(kRoundTrips), measure_submit);
     pool_step("wake", 6, [&] {
@@ -305,25 +308,23 @@ int main(int argc, char** argv) {
     for (const GraphCase& c : kGraphCases) graphs = graphs || wants(c.family);
     if (graphs || pipelines || sweep)
       steps.push_back({"(graph setup)", 0, [&] {
-                       keep_heap_warm();  // from here on: see graph_workloads_cases.hpp
-                       if (sides.weft) graph_sides.weft.emplace(sides.weft->pool());
+                         keep_heap_warm();  // from here on: see graph_workloads_cases.hpp
+                         if (sides.weft) graph_sides.weft.emplace(sides.weft->pool());
 #if WEFT_BENCH_HAVE_TBB
-                       if (sides.tbb) graph_sides.tbb.emplace(o.settings.threads);
+                         if (sides.tbb) graph_sides.tbb.emplace(o.settings.threads);
 #endif
-                     }});
+                       }});
     for (std::size_t i = 0; i < kGraphCaseCount; ++i) {
       const GraphCase& c = kGraphCases[i];
       if (!wants(c.family)) continue;
-      steps.push_back({std::string(c.id), c.milliseconds ? 3.0 : 0.5,
-                       [&, i] {
-                         add_graph_rows(o.settings, graph_sides, [i](std::size_t k) { return k == i; }, rows);
+      steps.push_back({std::string(c.id), c.milliseconds ? 3.0 : 0.5, [&, i] {
+                         add_graph_rows(
+                             o.settings, graph_sides, [i](std::size_t k) { return k == i; }, rows);
                        }});
     }
     if (pipelines)
-      steps.push_back(
-          {"pipelines", 47, [&] { add_pipeline_rows(o.settings, graph_sides, spin_steps, wants, rows); }});
-    if (sweep)
-      steps.push_back({"size sweep", 5, [&] { scaling = measure_scaling(o.settings, graph_sides); }});
+      steps.push_back({"pipelines", 47, [&] { add_pipeline_rows(o.settings, graph_sides, spin_steps, wants, rows); }});
+    if (sweep) steps.push_back({"size sweep", 5, [&] { scaling = measure_scaling(o.settings, graph_sides); }});
 
     double total_weight = 0;
     for (const Step& step : steps) total_weight += step.weight;
@@ -331,8 +332,8 @@ int main(int argc, char** argv) {
     for (std::size_t k = 0; k < steps.size(); ++k) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (done_weight > 0) {
-        std::printf("[%2zu/%zu] %-22s %5.0f s elapsed, about %.0f s left\n", k + 1, steps.size(),
-                    steps[k].name.c_str(), elapsed, elapsed / done_weight * (total_weight - done_weight));
+        std::printf("[%2zu/%zu] %-22s %5.0f s elapsed, about %.0f s left\n", k + 1, steps.size(), steps[k].name.c_str(),
+                    elapsed, elapsed / done_weight * (total_weight - done_weight));
       } else {
         std::printf("[%2zu/%zu] %-22s %5.0f s elapsed\n", k + 1, steps.size(), steps[k].name.c_str(), elapsed);
       }

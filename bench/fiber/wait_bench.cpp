@@ -88,19 +88,31 @@ void wait_behind_long_task(benchmark::State& state, bool fibers) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(weft_ping_pong, fibers_1_worker, 1u)->Name("ping_pong_20k/weft_fibers_1_worker")
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(weft_ping_pong, fibers_2_workers, 2u)->Name("ping_pong_20k/weft_fibers_2_workers")
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(threads_ping_pong)->Name("ping_pong_20k/two_threads_binary_semaphore")
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(weft_ping_pong, fibers_1_worker, 1u)
+    ->Name("ping_pong_20k/weft_fibers_1_worker")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(weft_ping_pong, fibers_2_workers, 2u)
+    ->Name("ping_pong_20k/weft_fibers_2_workers")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(threads_ping_pong)
+    ->Name("ping_pong_20k/two_threads_binary_semaphore")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(weft_fan_out)->Name("fan_out_1000/weft_wait_group")->Unit(benchmark::kMicrosecond)->UseRealTime();
 #if WEFT_BENCH_HAVE_TBB
 BENCHMARK(tbb_fan_out)->Name("fan_out_1000/onetbb_task_group")->Unit(benchmark::kMicrosecond)->UseRealTime();
 #endif
-BENCHMARK_CAPTURE(wait_behind_long_task, fibers, true)->Name("wait_behind_20ms_task/weft_fibers")
-    ->Unit(benchmark::kMicrosecond)->UseManualTime()->Iterations(20);
-BENCHMARK_CAPTURE(wait_behind_long_task, no_fibers, false)->Name("wait_behind_20ms_task/weft_fibers_off")
-    ->Unit(benchmark::kMicrosecond)->UseManualTime()->Iterations(20);
+BENCHMARK_CAPTURE(wait_behind_long_task, fibers, true)
+    ->Name("wait_behind_20ms_task/weft_fibers")
+    ->Unit(benchmark::kMicrosecond)
+    ->UseManualTime()
+    ->Iterations(20);
+BENCHMARK_CAPTURE(wait_behind_long_task, no_fibers, false)
+    ->Name("wait_behind_20ms_task/weft_fibers_off")
+    ->Unit(benchmark::kMicrosecond)
+    ->UseManualTime()
+    ->Iterations(20);
 
 BENCHMARK_MAIN();

@@ -96,12 +96,18 @@ int main(int argc, char** argv) {
   for (const PipelineCase& c : kPipelineCases) {
     const std::string id(c.id);
     const std::uint64_t steps = pipeline_steps(c, spin_steps);
-    benchmark::RegisterBenchmark((id + "/time/weft").c_str(), [&weft_side, &c, steps](benchmark::State& state) {
-      time_case<WeftPipeline>(state, weft_side, c, steps);
-    })->Unit(benchmark::kMillisecond)->UseManualTime();
-    benchmark::RegisterBenchmark((id + "/time/oneTBB").c_str(), [&tbb_side, &c, steps](benchmark::State& state) {
-      time_case<TbbPipeline>(state, tbb_side, c, steps);
-    })->Unit(benchmark::kMillisecond)->UseManualTime();
+    benchmark::RegisterBenchmark((id + "/time/weft").c_str(),
+                                 [&weft_side, &c, steps](benchmark::State& state) {
+                                   time_case<WeftPipeline>(state, weft_side, c, steps);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime();
+    benchmark::RegisterBenchmark((id + "/time/oneTBB").c_str(),
+                                 [&tbb_side, &c, steps](benchmark::State& state) {
+                                   time_case<TbbPipeline>(state, tbb_side, c, steps);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime();
   }
   for (const PipelineCase& c : kPipelineCases) {
     const std::string id(c.id);

@@ -169,11 +169,14 @@ void register_baseline(S& side) {
                                })
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark(("fib" + std::to_string(n) + "/" + name).c_str(), [&side](benchmark::State& state) {
-    for (auto _ : state) {
-      if (side.fib(n) != fib_value(n)) state.SkipWithError("fib returned a wrong value");
-    }
-  })->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark(("fib" + std::to_string(n) + "/" + name).c_str(),
+                               [&side](benchmark::State& state) {
+                                 for (auto _ : state) {
+                                   if (side.fib(n) != fib_value(n)) state.SkipWithError("fib returned a wrong value");
+                                 }
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   register_round_trips_and_wake(side, name);
 }
 

@@ -64,9 +64,21 @@ void push_pop(benchmark::State& state) {
 }  // namespace
 
 // Arg: items placed in the queue before the run (0 = push_pop, kCapacity / 2 = half_full).
-BENCHMARK(push_pop<WeftQueue>)->Name("weft_bounded_queue")->Arg(0)->Arg(512)->Threads(1)->Threads(2)->Threads(4)
+BENCHMARK(push_pop<WeftQueue>)
+    ->Name("weft_bounded_queue")
+    ->Arg(0)
+    ->Arg(512)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
     ->UseRealTime();
-BENCHMARK(push_pop<BoostQueue>)->Name("boost_lockfree_fixed")->Arg(0)->Arg(512)->Threads(1)->Threads(2)
-    ->Threads(4)->UseRealTime();
+BENCHMARK(push_pop<BoostQueue>)
+    ->Name("boost_lockfree_fixed")
+    ->Arg(0)
+    ->Arg(512)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -82,7 +82,11 @@ void mutex_push_pop(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(weft_push_pop<weft::lockfree::HazardPointerDomain<>>)->Name("msqueue_hp")->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(weft_push_pop<weft::lockfree::HazardPointerDomain<>>)
+    ->Name("msqueue_hp")
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 BENCHMARK(weft_push_pop<weft::lockfree::QsbrDomain<>>)->Name("msqueue_qsbr")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(boost_push_pop)->Name("boost_lockfree_queue")->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(mutex_push_pop)->Name("mutex_deque")->Threads(1)->Threads(2)->UseRealTime();

@@ -18,20 +18,24 @@ int main() {
   auto parse = compile_unit.add_node([&] { parsed.fetch_add(1); }, weft::NodeOptions{.name = "parse"});
   auto optimise = compile_unit.add_node([&] { optimised.fetch_add(1); }, weft::NodeOptions{.name = "optimise"});
   auto lint = compile_unit.add_node([&] { checked.fetch_add(1); }, weft::NodeOptions{.name = "lint"});
-  auto emit = compile_unit.add_node([&] {
-    if (optimised.load() != parsed.load() || checked.load() != parsed.load()) out_of_order.fetch_add(1);
-    emitted.fetch_add(1);
-  }, weft::NodeOptions{.name = "emit"});
+  auto emit = compile_unit.add_node(
+      [&] {
+        if (optimised.load() != parsed.load() || checked.load() != parsed.load()) out_of_order.fetch_add(1);
+        emitted.fetch_add(1);
+      },
+      weft::NodeOptions{.name = "emit"});
   compile_unit.add_edges(parse, {optimise, lint});
   compile_unit.add_edge(optimise, emit);
   compile_unit.add_edge(lint, emit);
 
   weft::TaskGraph library;
   auto compile = library.add_graph(compile_unit, weft::NodeOptions{.name = "compile"});
-  auto link = library.add_node([&] {
-    if (emitted.load() != linked.load() + 1) out_of_order.fetch_add(1);
-    linked.fetch_add(1);
-  }, weft::NodeOptions{.name = "link"});
+  auto link = library.add_node(
+      [&] {
+        if (emitted.load() != linked.load() + 1) out_of_order.fetch_add(1);
+        linked.fetch_add(1);
+      },
+      weft::NodeOptions{.name = "link"});
   library.add_edge(compile, link);
 
   weft::TaskGraph tests;
@@ -45,8 +49,8 @@ int main() {
   build.run(pool).wait();
   build.run_n(pool, 3).wait();  // and again, three times: every layout is reused
   if (emitted.load() != 4 || linked.load() != 4 || tested.load() != 4 || out_of_order.load() != 0) {
-    std::fprintf(stderr, "composed_graph: FAILED (emitted %d, linked %d, tested %d, out of order %d)\n",
-                 emitted.load(), linked.load(), tested.load(), out_of_order.load());
+    std::fprintf(stderr, "composed_graph: FAILED (emitted %d, linked %d, tested %d, out of order %d)\n", emitted.load(),
+                 linked.load(), tested.load(), out_of_order.load());
     return 1;
   }
   std::ostringstream dot;  // module nodes are drawn as 3-D boxes

@@ -28,12 +28,14 @@ int main() {
     }
     iterations = 0;
   });
-  auto again = g.add_condition([&] {
-    ++iterations;
-    for (const char m : moved)
-      if (m != 0) return 0;  // successor 0: refine once more
-    return 1;                // successor 1: done
-  }, weft::NodeOptions{.name = "again?"});
+  auto again = g.add_condition(
+      [&] {
+        ++iterations;
+        for (const char m : moved)
+          if (m != 0) return 0;  // successor 0: refine once more
+        return 1;                // successor 1: done
+      },
+      weft::NodeOptions{.name = "again?"});
   auto refine_all = g.add_node([] {}, weft::NodeOptions{.name = "iteration"});
   for (std::size_t i = 0; i < kValues; ++i) {
     auto refine = g.add_node([&, i] {
@@ -44,12 +46,14 @@ int main() {
     g.add_edge(refine_all, refine);
     g.add_edge(refine, again);  // strong: `again` waits for every refine of this iteration
   }
-  auto check = g.add_node([&] {
-    for (std::size_t i = 0; i < kValues; ++i)
-      if (std::fabs(estimate[i] * estimate[i] - input[i]) > 1e-9 * input[i]) ++bad_results;
-    if (iterations < 2) ++bad_results;
-    ++pass;
-  }, weft::NodeOptions{.name = "check"});
+  auto check = g.add_node(
+      [&] {
+        for (std::size_t i = 0; i < kValues; ++i)
+          if (std::fabs(estimate[i] * estimate[i] - input[i]) > 1e-9 * input[i]) ++bad_results;
+        if (iterations < 2) ++bad_results;
+        ++pass;
+      },
+      weft::NodeOptions{.name = "check"});
   g.add_edge(start, refine_all);
   g.add_edges(again, {refine_all, check});  // weak edges: the loop, and its way out
 

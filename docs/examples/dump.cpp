@@ -19,7 +19,7 @@ int main() {
   graph.add_edge(retry, fetch);  // successor 0 of the condition: go round again
   graph.add_edge(retry, store);  // successor 1: done
   std::ostringstream graph_dot;
-  graph.dump(graph_dot);         // or graph.dump(std::cout)
+  graph.dump(graph_dot);  // or graph.dump(std::cout)
 
   weft::Pool pool;
   weft::TaskScope scope{pool};

@@ -43,7 +43,7 @@ int main() {
   done.get();  // after get(), the continuation's write is visible
 
   const long expected = 2L * (kRecords * (kRecords - 1) / 2 - 13);
-  std::printf("sum of valid records x2 = %ld (expected %ld), failed = %d (%s), chained = %d\n", sum, expected,
-              failed, message.c_str(), seen);
+  std::printf("sum of valid records x2 = %ld (expected %ld), failed = %d (%s), chained = %d\n", sum, expected, failed,
+              message.c_str(), seen);
   return sum == expected && failed == 1 && message == "malformed record: x13" && seen == 21 ? 0 : 1;
 }

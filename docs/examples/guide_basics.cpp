@@ -27,12 +27,12 @@ void check(bool ok, const char* what) {
 }
 
 void pool_and_futures() {
-  weft::Pool pool;                                       // one worker per CPU this process may use
+  weft::Pool pool;  // one worker per CPU this process may use
   std::atomic<int> posted{0};
-  pool.post([&] { posted.fetch_add(1); });               // fire and forget
+  pool.post([&] { posted.fetch_add(1); });  // fire and forget
   weft::Future<int> answer = pool.submit([](int a, int b) { return a * b; }, 6, 7);
-  int value = answer.get();                              // 42; get() rethrows the task's exception
-  pool.wait_idle();                                      // every task posted so far has finished
+  int value = answer.get();  // 42; get() rethrows the task's exception
+  pool.wait_idle();          // every task posted so far has finished
   check(value == 42 && posted.load() == 1, "submit and post");
 
   weft::Future<void> failing = pool.submit([] { throw std::runtime_error("disk full"); });
@@ -48,7 +48,7 @@ void futures_inside_tasks() {
   weft::Future<long> total = pool.submit([&pool] {
     weft::Future<long> left = pool.submit([] { return 20L; });
     long right = 22;
-    return left.get() + right;                           // meanwhile the worker runs other tasks
+    return left.get() + right;  // meanwhile the worker runs other tasks
   });
   check(total.get() == 42, "a future waited for inside a task");
 }
@@ -59,11 +59,10 @@ void first_graph() {
   std::vector<int> data;
   long sum = 0;
   weft::Node load = graph.add_node([&] { data.assign(1000, 1); }, {.name = "load"});
-  weft::Node total = graph.add_node([&] { sum = std::accumulate(data.begin(), data.end(), 0L); },
-                                    {.name = "sum"});
-  graph.add_edge(load, total);                           // sum runs after load
-  graph.run(pool).wait();                                // compiled on the first run
-  graph.run(pool).wait();                                // and run again, without recompiling
+  weft::Node total = graph.add_node([&] { sum = std::accumulate(data.begin(), data.end(), 0L); }, {.name = "sum"});
+  graph.add_edge(load, total);  // sum runs after load
+  graph.run(pool).wait();       // compiled on the first run
+  graph.run(pool).wait();       // and run again, without recompiling
   check(sum == 1000, "a graph of two nodes, run twice");
 }
 
@@ -74,7 +73,7 @@ void tokens_and_back_pressure() {
   std::atomic<unsigned> running{0};
   std::atomic<unsigned> widest{0};
   weft::Node work = graph.add_node(
-      [&](std::size_t token) {                           // token: 0 .. tokens-1
+      [&](std::size_t token) {  // token: 0 .. tokens-1
         const unsigned now = running.fetch_add(1) + 1;
         if (now > widest.load()) widest.store(now);
         done.fetch_add(token < 1000 ? 1 : 0);
@@ -95,7 +94,7 @@ void scope_jobs() {
   weft::Job<std::string> both = scope.when_all(std::tuple{b, c}, [](int x, const std::string& name) {
     return name + " = " + std::to_string(x);
   });
-  scope.run_and_wait();                                  // rethrows the first exception of any job
+  scope.run_and_wait();  // rethrows the first exception of any job
   check(both.get() == "answer = 42", "jobs with typed results");
 }
 
@@ -108,13 +107,13 @@ void scope_errors() {
   bool skipped = false;
   try {
     scope.run_and_wait();
-  } catch (const std::invalid_argument& error) {         // the first exception cancelled the run
+  } catch (const std::invalid_argument& error) {  // the first exception cancelled the run
     std::printf("run failed: %s\n", error.what());
     failed = true;
   }
   try {
     static_cast<void>(use.get());
-  } catch (const weft::job_cancelled&) {                 // a job the failure kept from starting
+  } catch (const weft::job_cancelled&) {  // a job the failure kept from starting
     skipped = true;
   }
   check(failed && skipped, "the first exception fails the run; its dependant is skipped");
@@ -126,15 +125,15 @@ void cancelling_a_run() {
   std::atomic<int> ran{0};
   std::atomic<bool> go{false};
   weft::Node first = graph.add_node([&] {
-    while (!go.load()) std::this_thread::yield();        // still running when the run is cancelled
+    while (!go.load()) std::this_thread::yield();  // still running when the run is cancelled
     ran.fetch_add(1);
   });
   weft::Node second = graph.add_node([&] { ran.fetch_add(1); });
   graph.add_edge(first, second);
   weft::Run run = graph.run(pool);
-  run.cancel();                                          // nodes not started yet are skipped
+  run.cancel();  // nodes not started yet are skipped
   go.store(true);
-  weft::RunStatus status = run.wait();                   // RunStatus::Cancelled
+  weft::RunStatus status = run.wait();  // RunStatus::Cancelled
   check(status == weft::RunStatus::Cancelled, "a cancelled run says so");
   check(run.stats().skipped + static_cast<unsigned>(ran.load()) == 2, "every node ran or was counted skipped");
 }
@@ -144,7 +143,7 @@ long fib(weft::Subflow& sf, int n) {
   long left = 0;
   sf.spawn([&left, n](weft::Subflow& child) { left = fib(child, n - 1); });
   long right = fib(sf, n - 2);
-  sf.join();                                             // waits for the spawned child (and its children)
+  sf.join();  // waits for the spawned child (and its children)
   return left + right;
 }
 

@@ -42,16 +42,16 @@ void algorithms(weft::Pool& pool) {
   for (int& x : v) x = static_cast<int>(random() % 1000);
   long sum = weft::parallel_reduce(pool, v.begin(), v.end(), 0L);
   std::vector<std::string> words = {"a", "bb", "ccc"};
-  std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0},
-                                                        std::plus<>(), [](const std::string& w) { return w.size(); });
+  std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0}, std::plus<>(),
+                                                        [](const std::string& w) { return w.size(); });
   std::vector<long> prefix(v.size());
   weft::parallel_inclusive_scan(pool, v.begin(), v.end(), prefix.begin());
   weft::parallel_sort(pool, v.begin(), v.end());
   int left = 0;
   int right = 0;
-  weft::parallel_invoke(pool, [&] { left = 1; }, [&] { right = 2; });
-  check(sum == prefix.back() && letters == 6 && std::is_sorted(v.begin(), v.end()) && left + right == 3,
-        "algorithms");
+  weft::parallel_invoke(
+      pool, [&] { left = 1; }, [&] { right = 2; });
+  check(sum == prefix.back() && letters == 6 && std::is_sorted(v.begin(), v.end()) && left + right == 3, "algorithms");
 }
 
 void scope_loops(weft::Pool& pool) {
@@ -67,18 +67,19 @@ void scope_loops(weft::Pool& pool) {
 
 void tuning() {
   weft::Pool pool{weft::PoolOptions{
-      .threads = 2,                                      // 0 (the default): one per CPU this process may use
-      .pinning = weft::Pinning::OnePerCpu,             // worker i on the i-th CPU the process may use
-      .name = "render",                                  // threads named render-0, render-1 (top -H, gdb)
-      .spin_before_park = std::chrono::microseconds(20), // idle workers look for work this long, then sleep
-      .max_queued = 10000,                               // post/submit block past this; try_post does not
+      .threads = 2,                                       // 0 (the default): one per CPU this process may use
+      .pinning = weft::Pinning::OnePerCpu,                // worker i on the i-th CPU the process may use
+      .name = "render",                                   // threads named render-0, render-1 (top -H, gdb)
+      .spin_before_park = std::chrono::microseconds(20),  // idle workers look for work this long, then sleep
+      .max_queued = 10000,                                // post/submit block past this; try_post does not
   }};
   weft::Future<int> urgent = pool.submit_with({.priority = weft::Priority::High}, [] { return 1; });
   weft::Future<int> local = pool.submit_with({.affinity = 0}, [&pool] {
     return pool.current_worker().value_or(0) == 0 ? 1 : 0;  // worker 0 unless it was stuck: see affinity_patience
   });
   std::vector<int> items(1 << 16, 1);
-  weft::parallel_for(pool, items.begin(), items.end(), [](int& x) { x += 1; }, /* grain */ 1024);
+  weft::parallel_for(
+      pool, items.begin(), items.end(), [](int& x) { x += 1; }, /* grain */ 1024);
   static_cast<void>(local.get());
   check(urgent.get() == 1 && items.back() == 2, "tuning options");
 }

@@ -46,12 +46,12 @@ void tbb_task_group(weft::Pool& pool) {
   long total = 0;
   weft::TaskScope scope{pool};
   scope.submit([&](weft::Subflow& sf) {
-    sf.spawn([&] { left = count_primes(0, 5000); });    // tg.run(...)
+    sf.spawn([&] { left = count_primes(0, 5000); });  // tg.run(...)
     sf.spawn([&] { right = count_primes(5000, 10000); });
-    sf.join();                                           // tg.wait(): both children have finished
+    sf.join();  // tg.wait(): both children have finished
     total = left + right;
   });
-  scope.run_and_wait();                                  // rethrows a child's exception, as tg.wait() does
+  scope.run_and_wait();  // rethrows a child's exception, as tg.wait() does
   check(total == 1229, "task_group: two children, joined");
 }
 
@@ -60,17 +60,17 @@ void tbb_flow_graph(weft::Pool& pool) {
   long total = 0;
   int largest = 0;
   std::string line;
-  weft::TaskGraph graph;                                 // tbb::flow::graph g;
+  weft::TaskGraph graph;  // tbb::flow::graph g;
   weft::Node load = graph.add_node([&] { data.assign(1000, 2); }, {.name = "load"});
   weft::Node sum = graph.add_node([&] { total = std::accumulate(data.begin(), data.end(), 0L); }, {.name = "sum"});
   weft::Node max = graph.add_node([&] { largest = *std::max_element(data.begin(), data.end()); }, {.name = "max"});
   weft::Node report = graph.add_node([&] { line = std::to_string(total) + "/" + std::to_string(largest); },
                                      {.name = "report"});
-  graph.add_edges(load, {sum, max});                     // make_edge(load, sum); make_edge(load, max);
-  graph.add_edge(sum, report);                           // report starts when both have finished, as a
-  graph.add_edge(max, report);                           // continue_node counting its predecessors
-  graph.run(pool).wait();                                // load.try_put(continue_msg()); g.wait_for_all();
-  graph.run(pool).wait();                                // and again: no g.reset() between runs
+  graph.add_edges(load, {sum, max});  // make_edge(load, sum); make_edge(load, max);
+  graph.add_edge(sum, report);        // report starts when both have finished, as a
+  graph.add_edge(max, report);        // continue_node counting its predecessors
+  graph.run(pool).wait();             // load.try_put(continue_msg()); g.wait_for_all();
+  graph.run(pool).wait();             // and again: no g.reset() between runs
   check(line == "2000/2", "flow graph of continue_nodes");
 }
 
@@ -92,7 +92,8 @@ void tbb_parallel_for(weft::Pool& pool) {
   weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t lo, std::size_t hi) {  // a blocked_range body
     for (std::size_t i = lo; i != hi; ++i) y[i] = 2.0 * x[i] + y[i];
   });
-  weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { y[i] += 1.0; }, /* grain */ 1024);
+  weft::parallel_for(
+      pool, std::size_t{0}, n, [&](std::size_t i) { y[i] += 1.0; }, /* grain */ 1024);
   check(std::all_of(y.begin(), y.end(), [](double v) { return v == 3.5; }), "parallel_for, chunks and grain");
 }
 
@@ -108,7 +109,8 @@ void tbb_algorithms(weft::Pool& pool) {
   weft::parallel_exclusive_scan(pool, counts.begin(), counts.end(), offsets.begin(), 0);
   long a = 0;
   long b = 0;
-  weft::parallel_invoke(pool, [&] { a = count_primes(0, 100); }, [&] { b = count_primes(100, 200); });
+  weft::parallel_invoke(
+      pool, [&] { a = count_primes(0, 100); }, [&] { b = count_primes(100, 200); });
   check(total == 5000.0 && squares == 2500.0, "parallel_reduce and parallel_transform_reduce");
   check(keys == std::vector<int>{1, 3, 5, 7, 9}, "parallel_sort");
   check(offsets == std::vector<int>{0, 3, 4}, "parallel_exclusive_scan");
@@ -124,18 +126,17 @@ void tbb_pipeline(weft::Pool& pool) {
     if (next == input.size()) return std::nullopt;                                      // fc.stop()
     return input[next++];
   });
-  weft::Stream<std::size_t> lengths = scope.stage(
-      lines, [](const std::string& s) { return s.size(); },
-      {.concurrency = weft::kUnlimited, .capacity = 8});                                // filter_mode::parallel
-  scope.sink(lengths, [&out](std::size_t n) { out.push_back(n); },
-             {.order = weft::Order::Input});                                            // serial_in_order
-  scope.run_and_wait();                                  // parallel_pipeline(...) returns here
+  weft::Stream<std::size_t> lengths = scope.stage(lines, [](const std::string& s) { return s.size(); },
+                                                  {.concurrency = weft::kUnlimited,
+                                                   .capacity = 8});  // filter_mode::parallel
+  scope.sink(lengths, [&out](std::size_t n) { out.push_back(n); }, {.order = weft::Order::Input});  // serial_in_order
+  scope.run_and_wait();  // parallel_pipeline(...) returns here
   check(out == std::vector<std::size_t>{5, 2, 5, 5, 2}, "parallel_pipeline: in order");
 }
 
 void tbb_arena() {
   weft::Pool arena{weft::PoolOptions{.threads = 2, .name = "arena"}};  // tbb::task_arena arena(2);
-  weft::Future<int> index = arena.submit([&arena] {                     // arena.execute(...)
+  weft::Future<int> index = arena.submit([&arena] {                    // arena.execute(...)
     std::optional<unsigned> worker = arena.current_worker();           // this_task_arena::current_thread_index()
     return worker ? static_cast<int>(*worker) : -1;                    // -1: run by the waiting thread itself
   });
@@ -150,18 +151,18 @@ void tf_graph(weft::Pool& pool) {
   int y = 0;
   int z = 0;
   int w = 0;
-  weft::TaskGraph taskflow;                              // tf::Taskflow taskflow;
+  weft::TaskGraph taskflow;                                         // tf::Taskflow taskflow;
   weft::Node a = taskflow.add_node([&] { x = 1; }, {.name = "A"});  // taskflow.emplace(...).name("A")
   weft::Node b = taskflow.add_node([&] { y = x + 1; }, {.name = "B"});
   weft::Node c = taskflow.add_node([&] { z = x + 2; }, {.name = "C"});
   weft::Node d = taskflow.add_node([&] { w = y + z; }, {.name = "D"});
-  taskflow.add_edges(a, {b, c});                         // A.precede(B, C);
-  taskflow.add_edge(b, d);                               // D.succeed(B, C);
+  taskflow.add_edges(a, {b, c});  // A.precede(B, C);
+  taskflow.add_edge(b, d);        // D.succeed(B, C);
   taskflow.add_edge(c, d);
-  weft::Run run = taskflow.run(pool);                    // executor.run(taskflow)
-  run.wait();                                            // .get(): rethrows the first exception
+  weft::Run run = taskflow.run(pool);  // executor.run(taskflow)
+  run.wait();                          // .get(): rethrows the first exception
   std::ostringstream dot;
-  taskflow.dump(dot);                                    // taskflow.dump(std::cout): Graphviz DOT
+  taskflow.dump(dot);  // taskflow.dump(std::cout): Graphviz DOT
   check(w == 5, "A precedes B and C, which precede D");
   check(dot.str().find("label=\"D\"") != std::string::npos, "dump names the nodes");
 }
@@ -174,12 +175,12 @@ void tf_subflow(weft::Pool& pool) {
     for (std::vector<int>& part : parts) {
       sf.spawn([&part] { std::sort(part.begin(), part.end()); });  // sf.emplace(...)
     }
-  });                                                    // joined at the end of the body, as sf.join()
+  });  // joined at the end of the body, as sf.join()
   weft::Node verify = taskflow.add_node([&] {
     all_sorted = std::all_of(parts.begin(), parts.end(),
                              [](const std::vector<int>& p) { return std::is_sorted(p.begin(), p.end()); });
   });
-  taskflow.add_edge(sort, verify);                       // verify sees every child's work
+  taskflow.add_edge(sort, verify);  // verify sees every child's work
   taskflow.run(pool).wait();
   check(all_sorted, "a subflow's children finish before the node's successors start");
 }
@@ -202,9 +203,9 @@ void tf_algorithms_in_a_graph(weft::Pool& pool) {
 void tf_async(weft::Pool& pool) {
   std::atomic<int> done{0};
   weft::Future<int> answer = pool.submit([] { return 6 * 7; });  // executor.async(...): a std::future
-  pool.post([&done] { done.fetch_add(1); });                       // executor.silent_async(...)
+  pool.post([&done] { done.fetch_add(1); });                     // executor.silent_async(...)
   const int value = answer.get();
-  pool.wait_idle();                                                // executor.wait_for_all()
+  pool.wait_idle();  // executor.wait_for_all()
   check(value == 42 && done.load() == 1, "async and silent_async");
 }
 
@@ -212,14 +213,14 @@ void tf_pipeline(weft::Pool& pool) {
   weft::TaskScope scope{pool};
   int token = 0;
   weft::Stream<int> numbers = scope.source([&]() -> std::optional<int> {  // the first pipe, SERIAL
-    if (token == 100) return std::nullopt;                                 // pf.stop()
-    return token++;                                                        // buffer[pf.line()] = pf.token()
+    if (token == 100) return std::nullopt;                                // pf.stop()
+    return token++;                                                       // buffer[pf.line()] = pf.token()
   });
   weft::Stream<long> squares = scope.stage(numbers, [](int v) { return long{v} * v; },
                                            {.concurrency = weft::kUnlimited, .capacity = 4});  // PARALLEL
   long sum = 0;
-  scope.sink(squares, [&sum](long s) { sum += s; }, {.order = weft::Order::Input});           // SERIAL
-  scope.run_and_wait();                                  // executor.run(taskflow.composed_of(pl)).wait()
+  scope.sink(squares, [&sum](long s) { sum += s; }, {.order = weft::Order::Input});  // SERIAL
+  scope.run_and_wait();  // executor.run(taskflow.composed_of(pl)).wait()
   check(sum == 328350, "tf::Pipeline: serial, parallel, serial");
 }
 
@@ -228,36 +229,38 @@ void tf_pipeline(weft::Pool& pool) {
 void dagflow_pool() {
   weft::Pool pool{weft::PoolOptions{.threads = 2, .pinning = weft::Pinning::None}};  // Config{threads, pin_threads}
   weft::Future<int> answer = pool.submit_with({.priority = weft::Priority::High}, [] { return 6 * 7; });
-  const int value = answer.get();                        // pool.wait(h); h.rethrow_if_failed(); and the value
+  const int value = answer.get();  // pool.wait(h); h.rethrow_if_failed(); and the value
   std::atomic<int> detached{0};
-  pool.post([&detached] { detached.fetch_add(1); });     // submit_detached: exceptions go to on_error
+  pool.post([&detached] { detached.fetch_add(1); });  // submit_detached: exceptions go to on_error
   pool.wait_idle();
-  pool.shutdown();                                       // close(), then shutdown()
+  pool.shutdown();  // close(), then shutdown()
   check(value == 42 && detached.load() == 1, "Pool, submit, submit_detached, shutdown");
 }
 
 void dagflow_graph(weft::Pool& pool) {
   std::atomic<int> ran{0};
-  weft::TaskGraph graph;                                 // TaskGraph graph(pool): weft's takes the pool at run()
-  graph.add_node([&ran](std::size_t /* token */) { ran.fetch_add(1); },
-                 {.name = "sample", .concurrency = 2, .capacity = 8, .overflow = weft::Overflow::Drop,
-                  .tokens = 100});                       // set_tokens(node, 100)
-  weft::Run run = graph.run(pool);                       // seal() and run(): compiled on the first run
-  run.wait();                                            // pool.wait(h), then last_error(): wait() rethrows
-  const weft::RunStats stats = run.stats();              // what Drop dropped is counted, per node too
+  weft::TaskGraph graph;  // TaskGraph graph(pool): weft's takes the pool at run()
+  graph.add_node([&ran](std::size_t /* token */) { ran.fetch_add(1); }, {.name = "sample",
+                                                                         .concurrency = 2,
+                                                                         .capacity = 8,
+                                                                         .overflow = weft::Overflow::Drop,
+                                                                         .tokens = 100});  // set_tokens(node, 100)
+  weft::Run run = graph.run(pool);           // seal() and run(): compiled on the first run
+  run.wait();                                // pool.wait(h), then last_error(): wait() rethrows
+  const weft::RunStats stats = run.stats();  // what Drop dropped is counted, per node too
   check(static_cast<std::uint64_t>(ran.load()) + stats.dropped == 100, "tokens run or dropped, none lost");
 }
 
 void dagflow_scope(weft::Pool& pool) {
   std::vector<int> v(100, 1);
   weft::TaskScope scope{pool};
-  weft::Job<int> a = scope.submit([] { return 21; });                           // JobHandle a = scope.submit(f)
-  weft::Job<int> b = scope.then(a, [](int x) { return x * 2; });                // f gets a's value
+  weft::Job<int> a = scope.submit([] { return 21; });             // JobHandle a = scope.submit(f)
+  weft::Job<int> b = scope.then(a, [](int x) { return x * 2; });  // f gets a's value
   weft::Job<void> p = scope.parallel_for(v.begin(), v.end(), [](int& e) { e += 1; });
-  weft::Job<int> total = scope.when_all(std::tuple{b, p}, [&v](int x) {          // when_all({b, p}, f)
+  weft::Job<int> total = scope.when_all(std::tuple{b, p}, [&v](int x) {  // when_all({b, p}, f)
     return x + std::accumulate(v.begin(), v.end(), 0);
   });
-  scope.run_and_wait();                                  // one-shot: a second run() throws weft::graph_busy
+  scope.run_and_wait();  // one-shot: a second run() throws weft::graph_busy
   check(total.get() == 242, "submit, then, parallel_for, when_all");
 }
 

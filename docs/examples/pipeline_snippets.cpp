@@ -51,19 +51,17 @@ void fan_out_and_filter(weft::Pool& pool) {
   });
   // One line in, its words out: each word goes on as an item of its own. Serial and in order (concurrency 1,
   // Order::Input), so the words leave in the order of the lines.
-  weft::Stream<std::string> words = scope.fan_out(
-      lines, [](const std::string& line) { return split(line); }, {.order = weft::Order::Input});
+  weft::Stream<std::string> words = scope.fan_out(lines, [](const std::string& line) { return split(line); },
+                                                  {.order = weft::Order::Input});
   // A filter: returning std::nullopt drops the item; the Order::Input stages after it skip its place.
-  weft::Stream<std::string> long_words = scope.stage(
-      words,
-      [](std::string word) -> std::optional<std::string> {
-        if (word.size() < 5) return std::nullopt;
-        return word;
-      },
-      {.concurrency = weft::kUnlimited});
+  weft::Stream<std::string> long_words = scope.stage(words,
+                                                     [](std::string word) -> std::optional<std::string> {
+                                                       if (word.size() < 5) return std::nullopt;
+                                                       return word;
+                                                     },
+                                                     {.concurrency = weft::kUnlimited});
   std::vector<std::string> kept;
-  scope.sink(long_words, [&kept](std::string word) { kept.push_back(std::move(word)); },
-             {.order = weft::Order::Input});
+  scope.sink(long_words, [&kept](std::string word) { kept.push_back(std::move(word)); }, {.order = weft::Order::Input});
   scope.run_and_wait();
   // kept: quick brown jumps dozen liquor
 
@@ -127,9 +125,9 @@ void drop(weft::Pool& pool) {
   // handled + stats.dropped == kSamples; stats.dropped_by_stage: {"sensor/display", stats.dropped} if any
 
   check(handled + static_cast<long long>(stats.dropped) == kSamples, "drop: every sample handled or dropped");
-  check(stats.dropped == 0 || (stats.dropped_by_stage.size() == 1 &&
-                               stats.dropped_by_stage[0].first == "sensor/display" &&
-                               stats.dropped_by_stage[0].second == stats.dropped),
+  check(stats.dropped == 0 ||
+            (stats.dropped_by_stage.size() == 1 && stats.dropped_by_stage[0].first == "sensor/display" &&
+             stats.dropped_by_stage[0].second == stats.dropped),
         "drop: counted for its stage");
 }
 

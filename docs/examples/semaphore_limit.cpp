@@ -55,24 +55,30 @@ int main() {
   int total = 0;
 
   weft::TaskGraph graph;
-  const weft::Node report = graph.add_node([&] {
-    for (const int r : results) total += r;
-    ran.fetch_add(1);
-  }, weft::NodeOptions{.name = "report"});
+  const weft::Node report = graph.add_node(
+      [&] {
+        for (const int r : results) total += r;
+        ran.fetch_add(1);
+      },
+      weft::NodeOptions{.name = "report"});
   for (int q = 0; q < kQueries; ++q) {
-    const weft::Node query = graph.add_node([&, q] {
-      results[static_cast<std::size_t>(q)] = connection.query(q);
-      ran.fetch_add(1);
-    }, weft::NodeOptions{.name = "query " + std::to_string(q), .semaphores = {&db}});
+    const weft::Node query = graph.add_node(
+        [&, q] {
+          results[static_cast<std::size_t>(q)] = connection.query(q);
+          ran.fetch_add(1);
+        },
+        weft::NodeOptions{.name = "query " + std::to_string(q), .semaphores = {&db}});
     graph.add_edge(query, report);  // the report runs after every query; the queries are independent
   }
   for (int e = 0; e < 4; ++e) {
     weft::NodeOptions options{.name = "export " + std::to_string(e), .semaphores = {&db, &disk}};
     if (e == 0) options.semaphores.push_back(&disk);  // a big export: both disk slots
-    (void)graph.add_node([&, e] {
-      (void)connection.query(e);
-      ran.fetch_add(1);
-    }, std::move(options));
+    (void)graph.add_node(
+        [&, e] {
+          (void)connection.query(e);
+          ran.fetch_add(1);
+        },
+        std::move(options));
   }
 
   const weft::RunStatus status = graph.run(pool).wait();

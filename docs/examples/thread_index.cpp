@@ -75,8 +75,8 @@ bool histogram() {
 }
 
 bool shared_options() {
-  std::atomic<int> started{0};     // on_task_start, shared by both pools
-  std::atomic<int> errors{0};      // on_error, shared by both pools
+  std::atomic<int> started{0};      // on_task_start, shared by both pools
+  std::atomic<int> errors{0};       // on_error, shared by both pools
   std::atomic<int> io_finished{0};  // on_task_end of the io pool's copy only
   const weft::PoolOptions base{
       .threads = 2,

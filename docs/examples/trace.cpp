@@ -19,18 +19,19 @@
 #include <weft/trace.hpp>
 
 int main(int argc, char** argv) {
-  const std::string path =
-      argc > 1 ? argv[1] : (std::filesystem::temp_directory_path() / "weft-trace.json").string();
+  const std::string path = argc > 1 ? argv[1] : (std::filesystem::temp_directory_path() / "weft-trace.json").string();
 
   // [trace]
   auto trace = std::make_shared<weft::Trace>();
   weft::Pool pool{weft::PoolOptions{.threads = 2, .name = "demo", .trace = trace}};
 
   weft::TaskScope scope{pool};
-  auto lines = scope.source([n = 0]() mutable -> std::optional<int> {
-    if (n == 100) return std::nullopt;
-    return n++;
-  }, {.name = "read"});
+  auto lines = scope.source(
+      [n = 0]() mutable -> std::optional<int> {
+        if (n == 100) return std::nullopt;
+        return n++;
+      },
+      {.name = "read"});
   auto parsed = scope.stage(lines, [](int line) { return line * 2; }, {.name = "parse", .concurrency = 2});
   long total = 0;
   weft::Job<void> store = scope.sink(parsed, [&total](int value) { total += value; }, {.name = "store"});

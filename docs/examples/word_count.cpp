@@ -54,12 +54,14 @@ class Random {
   std::uint64_t state_;
 };
 
-constexpr std::array<std::string_view, 48> kCommonWords = {
-    "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not",
-    "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they", "you", "were",
-    "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when", "will", "would", "who",
-    "so"};
-constexpr std::array<std::string_view, 16> kSyllables = {"ka", "lo", "mi", "nu", "pe", "ri", "sa", "ti",
+constexpr std::array<std::string_view, 48> kCommonWords = {"the",  "of",   "and",  "to",    "in",    "a",    "is",
+                                                           "that", "for",  "it",   "as",    "was",   "with", "be",
+                                                           "by",   "on",   "not",  "he",    "this",  "are",  "or",
+                                                           "his",  "from", "at",   "which", "but",   "have", "an",
+                                                           "had",  "they", "you",  "were",  "their", "one",  "all",
+                                                           "we",   "can",  "her",  "has",   "there", "been", "if",
+                                                           "more", "when", "will", "would", "who",   "so"};
+constexpr std::array<std::string_view, 16> kSyllables = {"ka", "lo", "mi",  "nu",  "pe",  "ri",  "sa",  "ti",
                                                          "vo", "zu", "bra", "dre", "gli", "kro", "plu", "stu"};
 
 std::string next_word(Random& random) {
@@ -201,33 +203,30 @@ Result count_with_pipeline(weft::Pool& pool, const std::string& text) {
 
   // A parallel stage: kUnlimited lets as many chunks be split at once as the pool has workers free. `capacity`
   // is how many chunks may wait in front of it; a chunk is large (a thousand lines), so keep that small.
-  weft::Stream<Words> words = scope.stage(
-      chunks,
-      [](Chunk chunk) {
-        Words out;
-        for (const std::string& line : chunk.lines) split_words(line, out);
-        return out;
-      },
-      {.name = "tokenize", .concurrency = weft::kUnlimited, .capacity = 4});
+  weft::Stream<Words> words = scope.stage(chunks,
+                                          [](Chunk chunk) {
+                                            Words out;
+                                            for (const std::string& line : chunk.lines) split_words(line, out);
+                                            return out;
+                                          },
+                                          {.name = "tokenize", .concurrency = weft::kUnlimited, .capacity = 4});
 
   // Another parallel stage: each chunk's words become a tally, much smaller than the words.
-  weft::Stream<Tally> tallies = scope.stage(
-      words,
-      [](const Words& chunk_words) {
-        Tally tally;
-        for (const std::string& word : chunk_words) tally.add(word, 1);
-        return tally;
-      },
-      {.name = "count", .concurrency = weft::kUnlimited, .capacity = 4});
+  weft::Stream<Tally> tallies = scope.stage(words,
+                                            [](const Words& chunk_words) {
+                                              Tally tally;
+                                              for (const std::string& word : chunk_words) tally.add(word, 1);
+                                              return tally;
+                                            },
+                                            {.name = "count", .concurrency = weft::kUnlimited, .capacity = 4});
 
   // The sink: concurrency 1 (the default), so `total` needs no lock. The two parallel stages finish chunks in
   // any order; Order::Input makes the sink take them in the order the source read them. The counts alone would
   // not need that (addition does not care about order), but the order in which words first appear does: it is
   // what breaks ties in the top 10, so in-order merging gives the same top 10 on every run.
   Result result;
-  weft::Job<void> merged = scope.sink(
-      tallies, [&result](const Tally& chunk_tally) { result.total.merge(chunk_tally); },
-      {.name = "merge", .order = weft::Order::Input});
+  weft::Job<void> merged = scope.sink(tallies, [&result](const Tally& chunk_tally) { result.total.merge(chunk_tally); },
+                                      {.name = "merge", .order = weft::Order::Input});
 
   // The sink's Job<void> finishes when the last item has left the sink: a job after it sees every merge.
   scope.then(merged, [&result] {
@@ -243,14 +242,17 @@ Result count_with_pipeline(weft::Pool& pool, const std::string& text) {
 
 // Says where the pipeline's tally first differs from the sequential one.
 void report_difference(const std::vector<Entry>& got, const std::vector<Entry>& expected) {
-  std::fprintf(stderr, "word_count: FAILED: the pipeline's counts differ from the sequential count (%zu words, "
-               "expected %zu)\n", got.size(), expected.size());
+  std::fprintf(stderr,
+               "word_count: FAILED: the pipeline's counts differ from the sequential count (%zu words, "
+               "expected %zu)\n",
+               got.size(), expected.size());
   const std::size_t n = std::min(got.size(), expected.size());
   const auto at = static_cast<std::size_t>(std::ranges::mismatch(got, expected).in1 - got.begin());
   if (at < n) {
-    std::fprintf(stderr, "  first difference at word %zu (in order of first appearance): '%s' %zu times, "
-                 "expected '%s' %zu times\n", at, got[at].word.c_str(), got[at].count, expected[at].word.c_str(),
-                 expected[at].count);
+    std::fprintf(stderr,
+                 "  first difference at word %zu (in order of first appearance): '%s' %zu times, "
+                 "expected '%s' %zu times\n",
+                 at, got[at].word.c_str(), got[at].count, expected[at].word.c_str(), expected[at].count);
   }
 }
 

@@ -35,7 +35,6 @@
 #include "scheduler/atomics/plant.hpp"
 #include "weft/errors.hpp"
 
-
 namespace weft::inbox {
 
 template <class T, class M = weft::atomics::StdMemoryModel>
@@ -61,8 +60,8 @@ class BoundedQueue {
   // The largest capacity accepted. Far beyond any inbox; it keeps the slot array's size representable and
   // lap * 2 + 1 far from overflow (2^64 positions are never reached).
   static constexpr std::size_t max_capacity() noexcept {
-    constexpr std::size_t by_memory =
-        static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) / sizeof(Slot);
+    constexpr std::size_t by_memory = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) /
+                                      sizeof(Slot);
     constexpr std::size_t by_design = std::size_t{1} << 32;
     return by_memory < by_design ? by_memory : by_design;
   }
@@ -116,7 +115,7 @@ class BoundedQueue {
       // acquire: pairs with the pusher's release store of 2·lap + 1, so its construction of the item is
       // visible to the move below. (Planted bug: relaxed, the value is not acquired.)
       const Turn turn = slot.turn.load(WEFT_PLANTED("bounded_queue.relaxed_claim_load") ? std::memory_order_relaxed
-                                                                                         : std::memory_order_acquire);
+                                                                                        : std::memory_order_acquire);
       if (turn == readable(pos, w.lap)) {
         // relaxed: the CAS only decides which popper owns position pos (RMW atomicity is enough); the item's
         // visibility comes from the acquire above. On failure `pos` is refreshed and we retry.

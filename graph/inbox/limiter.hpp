@@ -50,8 +50,8 @@ class Limiter {
         tokens(options.tokens),
         overflow(may_overflow(options) ? options.overflow : Overflow::Block) {}
 
-  BoundedQueue<std::uint64_t> inbox;  // token indices waiting to execute
-  ExecutionSlots slots;               // executors in flight (each runs tokens one after another)
+  BoundedQueue<std::uint64_t> inbox;        // token indices waiting to execute
+  ExecutionSlots slots;                     // executors in flight (each runs tokens one after another)
   std::atomic<std::uint64_t> remaining{0};  // tokens of this activation neither finished nor dropped
   std::atomic<std::uint64_t> dropped{0};    // tokens dropped this run (Overflow::Drop)
   ProducerPark park;                        // where a producer that found the inbox full (Block) stopped

@@ -42,27 +42,23 @@ std::uint32_t Pipeline::add(const char* who, std::uint32_t from, StageKind kind,
       refuse_option(who, name, name_, "concurrency", std::to_string(options.concurrency),
                     "a source is called serially: 1");
     }
-  } else if (options.concurrency == 0 ||
-             (options.concurrency > kMaxStageBound && options.concurrency != kUnlimited)) {
+  } else if (options.concurrency == 0 || (options.concurrency > kMaxStageBound && options.concurrency != kUnlimited)) {
     refuse_option(who, name, name_, "concurrency", std::to_string(options.concurrency),
                   "1 .. 1048576, or weft::kUnlimited");
   }
   if (options.capacity == 0 || options.capacity > kMaxStageBound) {
     refuse_option(who, name, name_, "capacity",
-                  options.capacity == kUnbounded ? std::string("weft::kUnbounded")
-                                                 : std::to_string(options.capacity),
+                  options.capacity == kUnbounded ? std::string("weft::kUnbounded") : std::to_string(options.capacity),
                   "1 .. 1048576: a pipeline stage's inbox is always bounded");
   }
-  if (options.overflow != Overflow::Block && options.overflow != Overflow::Drop &&
-      options.overflow != Overflow::Fail) {
+  if (options.overflow != Overflow::Block && options.overflow != Overflow::Drop && options.overflow != Overflow::Fail) {
     refuse_option(who, name, name_, "overflow", std::to_string(static_cast<int>(options.overflow)),
                   "Block, Drop or Fail");
   }
   if (options.order != Order::Any && options.order != Order::Input) {
     refuse_option(who, name, name_, "order", std::to_string(static_cast<int>(options.order)), "Any or Input");
   }
-  if (options.priority != Priority::High && options.priority != Priority::Normal &&
-      options.priority != Priority::Low) {
+  if (options.priority != Priority::High && options.priority != Priority::Normal && options.priority != Priority::Low) {
     refuse_option(who, name, name_, "priority", std::to_string(static_cast<int>(options.priority)),
                   "High, Normal or Low");
   }

@@ -11,8 +11,8 @@
 #include "graph/subflow_access.hpp"
 #include "scheduler/engine/pool_access.hpp"
 #include "scheduler/engine/task_locals.hpp"
-#include "weft/errors.hpp"
 #include "weft/detail/cycle_clock.hpp"
+#include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
 namespace weft::detail::pipeline {
@@ -69,12 +69,12 @@ struct alignas(atomics::kCacheLine) Run::StageState {
   std::size_t capacity = 1;
   Overflow overflow = Overflow::Block;
   bool ordered = false;
-  SlotList inbox;                // Order::Any: items waiting for a slot, oldest first
-  SlotList parked;               // Order::Any, Block: items that found the inbox full, holding their producer's slot
-  std::vector<Slot*> ring;       // Order::Input: waiting items and markers, at their number modulo its size
+  SlotList inbox;           // Order::Any: items waiting for a slot, oldest first
+  SlotList parked;          // Order::Any, Block: items that found the inbox full, holding their producer's slot
+  std::vector<Slot*> ring;  // Order::Input: waiting items and markers, at their number modulo its size
   std::uint64_t mask = 0;
-  std::uint64_t next_seq = 0;    // Order::Input: the number the stage takes next
-  std::size_t waiting = 0;       // Order::Input: items (not markers) in the ring
+  std::uint64_t next_seq = 0;  // Order::Input: the number the stage takes next
+  std::size_t waiting = 0;     // Order::Input: items (not markers) in the ring
   std::uint64_t dropped = 0;
   // A fan-out stage: the number of its next element, in its segment's order. relaxed: only the numbers' uniqueness
   // matters; a serial Order::Input fan-out stage hands them out in its input's order anyway.
@@ -85,10 +85,10 @@ inline Run::StageState& Run::state(std::uint32_t stage) const noexcept { return 
 
 struct Run::Segment {
   std::size_t budget = 0;
-  std::size_t live = 0;          // slots of the segment taken
-  SlotList waiters;              // fan states waiting for a slot of the segment
-  bool source_waiting = false;   // the source is waiting for a slot (segment 0)
-  std::uint32_t producer = 0;    // the source (0) or the fan-out stage whose elements the segment's items are
+  std::size_t live = 0;         // slots of the segment taken
+  SlotList waiters;             // fan states waiting for a slot of the segment
+  bool source_waiting = false;  // the source is waiting for a slot (segment 0)
+  std::uint32_t producer = 0;   // the source (0) or the fan-out stage whose elements the segment's items are
 };
 
 namespace {
@@ -565,8 +565,8 @@ void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
   StageState& s = state(stage);
   if (s.overflow == Overflow::Fail) {
     fail(error_of<weft::inbox_full>("weft::TaskScope: stage '", stages_[stage].name, "' of pipeline '",
-                                    pipeline_.name(), "' found its inbox full (capacity ",
-                                    std::to_string(s.capacity), ", Overflow::Fail): the run is cancelled"));
+                                    pipeline_.name(), "' found its inbox full (capacity ", std::to_string(s.capacity),
+                                    ", Overflow::Fail): the run is cancelled"));
     return;  // the item stays in its slot: ~Run destroys it
   }
   destroy_content(slot);
@@ -652,7 +652,7 @@ Slot* Run::acquire(std::uint32_t segment, Slot* waiter) noexcept {
     if (chunks_.empty() || chunk_used_ == kChunkSlots) {
       try {
         chunks_.reserve(chunks_.size() + 1);
-        chunks_.push_back(static_cast<std::byte*>(::operator new(kChunkSlots * stride_, std::align_val_t(align_))));
+        chunks_.push_back(static_cast<std::byte*>(::operator new(kChunkSlots* stride_, std::align_val_t(align_))));
       } catch (...) {
         pool_lock_.unlock();
         fail(std::current_exception());

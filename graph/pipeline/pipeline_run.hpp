@@ -41,9 +41,9 @@
 #include <mutex>
 #include <vector>
 
-#include "scheduler/sync/signal.hpp"
 #include "scheduler/atomics/cache_line.hpp"
 #include "scheduler/atomics/cpu_relax.hpp"
+#include "scheduler/sync/signal.hpp"
 #include "scheduler/tracing/trace_impl.hpp"
 #include "weft/detail/pipeline.hpp"
 #include "weft/subflow.hpp"
@@ -75,13 +75,13 @@ class SpinLock {
 
 // The header of an item slot; the item's storage follows at Run::storage_offset().
 struct Slot {
-  Slot* next = nullptr;        // in an inbox, the free list or a budget's waiters
-  std::uint64_t seq = 0;       // its number in its segment's order
+  Slot* next = nullptr;          // in an inbox, the free list or a budget's waiters
+  std::uint64_t seq = 0;         // its number in its segment's order
   std::uint32_t holder = kNone;  // the stage whose output (or fan state) the storage holds; kNone: empty
   std::uint32_t segment = 0;
   std::uint32_t held = kNone;  // parked on a full Block inbox: the stage whose slot it holds (0: the source's turn)
-  bool fan_state = false;  // the storage holds the holder's fan state, not an item
-  bool marker = false;     // an item filtered out or dropped: only its number goes on
+  bool fan_state = false;      // the storage holds the holder's fan state, not an item
+  bool marker = false;         // an item filtered out or dropped: only its number goes on
 };
 
 // A FIFO of slots linked through Slot::next.
@@ -123,7 +123,7 @@ class Run {
     Step next{};
     bool has = false;
     bool source_turn = false;
-    Slot* spare = nullptr;  // with source_turn: a slot of the first segment the sink freed, for the next call
+    Slot* spare = nullptr;         // with source_turn: a slot of the first segment the sink freed, for the next call
     std::uint64_t timed_from = 0;  // when the source's item started on this carrier (0: not timed)
   };
   // The pool task of a spawned step; if the pool destroys it unrun (a DropPending shutdown), the run fails.
@@ -201,9 +201,10 @@ class Run {
   }
   // A body call of `stage` on `item` (its number in its segment's order) that started at `from` ended now.
   void trace_stage(std::uint32_t stage, std::uint64_t item, std::int64_t from) const noexcept {
-    if (from >= 0) [[unlikely]] tracer_->complete(tracing::TraceCategory::stage, trace_names_[stage], from, item, stage);
+    if (from >= 0) [[unlikely]]
+      tracer_->complete(tracing::TraceCategory::stage, trace_names_[stage], from, item, stage);
   }
-  bool solo_allowed_ = true;   // no fan-out stage (run_solo takes one slot through every stage), not forced off
+  bool solo_allowed_ = true;  // no fan-out stage (run_solo takes one slot through every stage), not forced off
   TestMode test_mode_ = TestMode::automatic;
 
   // Guarded by pool_lock_.

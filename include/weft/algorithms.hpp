@@ -39,15 +39,15 @@ namespace weft {
 // associative; it need not be commutative (partial results combine in order).
 template <class Op, class T, class E>
 concept ReduceOperation = std::constructible_from<T, E> && std::invocable<const Op&, T, E> &&
-    std::invocable<const Op&, T, T> &&
-    std::constructible_from<T, std::invoke_result_t<const Op&, T, E>> &&
-    std::constructible_from<T, std::invoke_result_t<const Op&, T, T>> &&
-    std::assignable_from<T&, std::invoke_result_t<const Op&, T, T>>;
+                          std::invocable<const Op&, T, T> &&
+                          std::constructible_from<T, std::invoke_result_t<const Op&, T, E>> &&
+                          std::constructible_from<T, std::invoke_result_t<const Op&, T, T>> &&
+                          std::assignable_from<T&, std::invoke_result_t<const Op&, T, T>>;
 
 // A transform of transform_reduce: tr(element) gives something a T can be made from.
 template <class Tr, class T, class It>
 concept ReduceTransform = std::invocable<const Tr&, std::iter_reference_t<It>> &&
-    std::constructible_from<T, std::invoke_result_t<const Tr&, std::iter_reference_t<It>>>;
+                          std::constructible_from<T, std::invoke_result_t<const Tr&, std::iter_reference_t<It>>>;
 
 // A comparator parallel_sort accepts: a strict weak order on the elements, which may be swapped (std::sortable).
 template <class Comp, class It>
@@ -154,8 +154,8 @@ template <std::random_access_iterator It, std::random_access_iterator Out, class
 Out parallel_inclusive_scan(Pool& pool, It first, It last, Out out, Op op = {}, std::size_t grain = 0) {
   using T = std::iter_value_t<It>;
   if constexpr (detail::check_reduce_op<T, std::iter_reference_t<It>, Op>()) {
-    return detail::blocking_scan(pool, "weft::parallel_inclusive_scan", first, last, out, std::optional<T>(), op,
-                                 true, grain);
+    return detail::blocking_scan(pool, "weft::parallel_inclusive_scan", first, last, out, std::optional<T>(), op, true,
+                                 grain);
   } else {
     return out;
   }
@@ -199,8 +199,9 @@ void parallel_sort(Pool& pool, It first, It last, Comp comp = {}) {
       std::sort(first, last, comp);
       return;
     }
-    static_cast<void>(detail::run_algorithm<detail::Unit>(
-        pool, "weft::parallel_sort", [&](Subflow& sf) { return detail::sort_core(sf, first, last, comp); }));
+    static_cast<void>(detail::run_algorithm<detail::Unit>(pool, "weft::parallel_sort", [&](Subflow& sf) {
+      return detail::sort_core(sf, first, last, comp);
+    }));
   }
 }
 
@@ -220,8 +221,9 @@ void parallel_invoke(Pool& pool, Fs&&... fs) {
       (std::invoke(fs), ...);
     } else {
       auto refs = std::forward_as_tuple(fs...);
-      static_cast<void>(detail::run_algorithm<detail::Unit>(
-          pool, "weft::parallel_invoke", [&](Subflow& sf) { return detail::invoke_core(sf, refs); }));
+      static_cast<void>(detail::run_algorithm<detail::Unit>(pool, "weft::parallel_invoke", [&](Subflow& sf) {
+        return detail::invoke_core(sf, refs);
+      }));
     }
   }
 }

@@ -93,8 +93,7 @@ class job_cancelled : public std::runtime_error {
 class out_of_memory : public std::bad_alloc {
  public:
   // message: what() returns it (the call, and what the memory was for).
-  explicit out_of_memory(std::string message)
-      : message_(std::make_shared<const std::string>(std::move(message))) {}
+  explicit out_of_memory(std::string message) : message_(std::make_shared<const std::string>(std::move(message))) {}
   // The message given to the constructor.
   [[nodiscard]] const char* what() const noexcept override { return message_->c_str(); }
 

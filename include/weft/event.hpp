@@ -50,8 +50,7 @@ class Event {
   enum class Mode : unsigned char { Manual, Auto };
 
   // An event in `mode`, signalled from the start if `signaled`.
-  explicit Event(Mode mode = Mode::Manual, bool signaled = false) noexcept
-      : mode_(mode), state_(signaled ? 1 : 0) {}
+  explicit Event(Mode mode = Mode::Manual, bool signaled = false) noexcept : mode_(mode), state_(signaled ? 1 : 0) {}
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 
@@ -71,9 +70,7 @@ class Event {
     return wait_for(detail::clamp_to_nanoseconds(timeout));
   }
   // True if signalled now (a snapshot; never consumes an Auto event's signal).
-  [[nodiscard]] bool is_signaled() const noexcept {
-    return (state_.load(std::memory_order_acquire) & 1) != 0;
-  }
+  [[nodiscard]] bool is_signaled() const noexcept { return (state_.load(std::memory_order_acquire) & 1) != 0; }
   // The mode it was made with.
   [[nodiscard]] Mode mode() const noexcept { return mode_; }
 

@@ -12,8 +12,8 @@
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/future_state.hpp"
 #include "weft/detail/require_callable.hpp"
-#include "weft/pool_options.hpp"
 #include "weft/errors.hpp"
+#include "weft/pool_options.hpp"
 
 namespace weft {
 
@@ -101,8 +101,7 @@ class [[nodiscard]] Future {
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
     require_valid("wait_for");
-    return state_->ready() ||
-           detail::wait_until_ready_for(*state_, detail::clamp_to_nanoseconds(timeout));
+    return state_->ready() || detail::wait_until_ready_for(*state_, detail::clamp_to_nanoseconds(timeout));
   }
 
   // A continuation without a scope: consumes this future and returns the future of f(value) (f() for a

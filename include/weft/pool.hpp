@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "weft/errors.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/inline_tag.hpp"
 #include "weft/detail/require_callable.hpp"
+#include "weft/errors.hpp"
 #include "weft/future.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
@@ -37,7 +37,7 @@ class Engine;  // scheduler/engine/engine.hpp: the pool's workers, queues and pa
 namespace detail {
 // How a submission waits for room when PoolOptions::max_queued tasks are queued.
 enum class Admission : std::uint8_t { block, try_once, until };
-struct PoolAccess;  // scheduler/engine/pool_access.hpp: internal entry points for weft's own front-ends
+struct PoolAccess;   // scheduler/engine/pool_access.hpp: internal entry points for weft's own front-ends
 struct PoolRunHere;  // weft/detail/for_splitter.hpp: parallel_for's inline start
 // Pool::submit of a callable taking Subflow&: defined by weft/task_scope.hpp (the graph layer), which gives it
 // a run to belong to; the scheduler itself knows no graphs.
@@ -47,7 +47,7 @@ template <class F, class = void>
 inline constexpr bool subflow_submit_defined = false;
 template <class F>
 inline constexpr bool subflow_submit_defined<F, std::void_t<decltype(sizeof(SubflowSubmit<F>))>> = true;
-}
+}  // namespace detail
 
 // A callable Pool::submit runs with a weft::Subflow& (and no other argument): one that takes nothing is a
 // plain task, so it is excluded here.
@@ -59,9 +59,9 @@ concept SubflowTask = !std::invocable<std::decay_t<F>&> && std::invocable<std::d
 template <class R>
 concept BulkTasks =
     std::ranges::forward_range<R> && std::invocable<std::remove_cvref_t<std::ranges::range_reference_t<R>>&> &&
-    std::constructible_from<small_function<void()>, std::conditional_t<std::is_lvalue_reference_v<R>,
-                                                                       std::ranges::range_reference_t<R>,
-                                                                       std::ranges::range_rvalue_reference_t<R>>>;
+    std::constructible_from<small_function<void()>,
+                            std::conditional_t<std::is_lvalue_reference_v<R>, std::ranges::range_reference_t<R>,
+                                               std::ranges::range_rvalue_reference_t<R>>>;
 
 // The outcome of try_submit / submit_for: `future` is valid only when `status == SubmitStatus::Accepted`.
 template <class T>
@@ -179,9 +179,8 @@ class Pool {
   void post_bulk(std::size_t count, F&& f, TaskOptions options = {}) {
     detail::require_callable(f, "weft::Pool::post_bulk");
     for (std::size_t i = 0; i < count; ++i) {
-      const SubmitStatus status =
-          enqueue(small_function<void()>([f, i]() mutable { (void)std::invoke(f, i); }), options, Admission::block,
-                  {});
+      const SubmitStatus status = enqueue(small_function<void()>([f, i]() mutable { (void)std::invoke(f, i); }),
+                                          options, Admission::block, {});
       if (status == SubmitStatus::Closed) throw_bulk_closed(i, count);
     }
   }
@@ -246,8 +245,7 @@ class Pool {
   // As submit, but waits at most `timeout` for room in the queue: status full if there was none.
   template <class Rep, class Period, class F, class... Args>
     requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
-  Submitted<submit_result_t<F, Args...>> submit_for(std::chrono::duration<Rep, Period> timeout, F&& f,
-                                                    Args&&... args) {
+  Submitted<submit_result_t<F, Args...>> submit_for(std::chrono::duration<Rep, Period> timeout, F&& f, Args&&... args) {
     detail::require_callable(f, "weft::Pool::submit_for");
     return submit_impl(TaskOptions{}, Admission::until, detail::deadline_after(detail::clamp_to_nanoseconds(timeout)),
                        std::forward<F>(f), std::forward<Args>(args)...);
@@ -338,7 +336,8 @@ class Pool {
   // Throws pool_closed for SubmitStatus::Closed (naming `what`, the call); other statuses are the caller's. Inline,
   // with the throw out of line: every submit and post passes here.
   static void admit_or_throw(SubmitStatus status, const char* what) {
-    if (status == SubmitStatus::Closed) [[unlikely]] throw_closed(what);
+    if (status == SubmitStatus::Closed) [[unlikely]]
+      throw_closed(what);
   }
   [[noreturn]] static void throw_closed(const char* what);
   // post_bulk's errors (scheduler/engine/pool_bulk.cpp): element `index` of `count` is empty (nothing was posted);
@@ -367,8 +366,8 @@ class Pool {
     using R = submit_result_t<F, Args...>;
     using State = detail::FutureTask<R, std::decay_t<F>, std::decay_t<Args>...>;
     // A task with an affinity must run on the pool, never inline in a waiter: it gets no inline counter.
-    auto* state =
-        new State(options.affinity ? nullptr : inline_runs(), this, std::forward<F>(f), std::forward<Args>(args)...);
+    auto* state = new State(options.affinity ? nullptr : inline_runs(), this, std::forward<F>(f),
+                            std::forward<Args>(args)...);
     Future<R> future = detail::FutureAccess::adopt<R>(state);
     // The queue's reference stays ours until the pool accepts the state: refused or thrown, it is dropped here.
     struct QueueHold {

@@ -174,10 +174,10 @@ struct WorkerStats {
 // Counters of a whole pool (Pool::stats()).
 struct PoolStats {
   std::vector<WorkerStats> workers;  // one per worker, indexed by worker index: [0, Pool::size())
-  std::size_t queued = 0;        // accepted tasks not started yet (a snapshot)
-  std::size_t in_flight = 0;     // accepted tasks not finished yet, queued ones included (a snapshot)
-  std::uint64_t errors = 0;      // exceptions that reached on_error or were kept
-  std::uint64_t dropped = 0;     // tasks dropped by shutdown
+  std::size_t queued = 0;            // accepted tasks not started yet (a snapshot)
+  std::size_t in_flight = 0;         // accepted tasks not finished yet, queued ones included (a snapshot)
+  std::uint64_t errors = 0;          // exceptions that reached on_error or were kept
+  std::uint64_t dropped = 0;         // tasks dropped by shutdown
   // Tasks admitted past PoolOptions::max_queued: blocking submissions from a worker too deep in nested waits,
   // or too short of stack, to run the queued tasks whose start would make room (see max_queued).
   std::uint64_t admitted_over_limit = 0;

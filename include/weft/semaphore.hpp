@@ -10,7 +10,7 @@
 
 namespace weft {
 
-namespace graph {  // graph/: the TaskGraph executor behind the public classes
+namespace graph {        // graph/: the TaskGraph executor behind the public classes
 struct SemaphoreWaiter;  // graph/run_state.hpp: a node parked for units
 }  // namespace graph
 namespace detail {

@@ -134,8 +134,7 @@ class shared_function<R(Args...)> {
   // Drops the reference; the last copy destroys the callable and frees the block.
   ~shared_function() {
     // acq_rel: the last owner sees every other owner's use of the callable before destroying it.
-    if (block_ != nullptr && block_->references.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      block_->destroy(block_);
+    if (block_ != nullptr && block_->references.fetch_sub(1, std::memory_order_acq_rel) == 1) block_->destroy(block_);
   }
 
   // Calls the shared callable; throws std::bad_function_call if there is none.

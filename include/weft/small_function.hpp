@@ -91,7 +91,7 @@ class small_function<R(Args...), Capacity, Policy> {
   template <class F, class D = std::decay_t<F>>
     requires(!std::same_as<D, small_function>) && detail::small_function_source<F, D, R, Args...> &&
             (Policy == StoragePolicy::InlineOrHeap || detail::fits_inline<D, Capacity>)
-  small_function(F&& f) noexcept(detail::fits_inline<D, Capacity> && std::is_nothrow_constructible_v<D, F>) {
+  small_function(F&& f) noexcept(detail::fits_inline<D, Capacity>&& std::is_nothrow_constructible_v<D, F>) {
     // Only a pointer can be null; a function reference F decays to a pointer that never is. An empty
     // std::function gives an empty object too, as it does for std::function itself: stored, it would only
     // throw bad_function_call when called, far from where it was handed over (a PoolOptions hook, say).
@@ -114,8 +114,9 @@ class small_function<R(Args...), Capacity, Policy> {
   template <class F, class D = std::decay_t<F>, std::size_t CallableSize = sizeof(D),
             std::size_t CallableAlign = alignof(D),
             bool CallableMoveIsNoexcept = std::is_nothrow_move_constructible_v<D>>
-    requires(Policy == StoragePolicy::InlineOnly) && (!std::same_as<D, small_function>) &&
-            detail::small_function_source<F, D, R, Args...> && (!detail::fits_inline<D, Capacity>)
+    requires(Policy == StoragePolicy::InlineOnly) &&
+                (!std::same_as<D, small_function>) && detail::small_function_source<F, D, R, Args...> &&
+                (!detail::fits_inline<D, Capacity>)
   small_function(F&&) = delete;  // Needs the heap: raise Capacity, or use weft::small_function (one allocation)
 
   // Takes over other's callable (see the contract: no allocation); `other` is left empty.

@@ -23,7 +23,7 @@ class Pool;
 class Subflow;
 
 namespace graph {  // graph/: the TaskGraph executor behind the public classes
-class RunState;  // graph/run_state.hpp: one run of a TaskGraph
+class RunState;    // graph/run_state.hpp: one run of a TaskGraph
 }  // namespace graph
 namespace detail {
 struct SubflowAccess;  // graph/subflow_access.hpp: the executor's access to Subflow
@@ -193,7 +193,7 @@ class Subflow {
 
   graph::RunState* run_;
   Subflow* parent_;
-  Priority priority_;  // the node's: every child and grandchild is posted with it
+  Priority priority_;   // the node's: every child and grandchild is posted with it
   std::uint32_t node_;  // the node (index) whose execution this is: a child's exception is that node's failure
   // The stack the owning execution runs on (fiber::current_stack_id()); 0 until it is known, which sends every
   // count through the shared field.

@@ -33,8 +33,8 @@ class Pool;
 class TaskGraph;
 
 namespace graph {  // graph/: the TaskGraph executor behind the public classes
-class GraphImpl;  // graph/graph_impl.hpp: nodes, edges, the compiled layout
-class RunState;   // graph/run_state.hpp: one run of a TaskGraph
+class GraphImpl;   // graph/graph_impl.hpp: nodes, edges, the compiled layout
+class RunState;    // graph/run_state.hpp: one run of a TaskGraph
 }  // namespace graph
 
 namespace detail {
@@ -108,9 +108,8 @@ class ConditionBodyAdapter {
     if constexpr (std::is_signed_v<I>) {
       if (value < 0) return kNoBranch;
     }
-    return static_cast<std::uint64_t>(value) > static_cast<std::uint64_t>(kNoBranch)
-               ? kNoBranch
-               : static_cast<std::size_t>(value);
+    return static_cast<std::uint64_t>(value) > static_cast<std::uint64_t>(kNoBranch) ? kNoBranch
+                                                                                     : static_cast<std::size_t>(value);
   }
   F f_;
 };
@@ -137,13 +136,21 @@ struct signature_token_ok<R(A...) noexcept> : token_params_ok<A...> {};
 template <class M>
 struct call_signature {};
 template <class R, class C, class... A>
-struct call_signature<R (C::*)(A...)> { using type = R(A...); };
+struct call_signature<R (C::*)(A...)> {
+  using type = R(A...);
+};
 template <class R, class C, class... A>
-struct call_signature<R (C::*)(A...) const> { using type = R(A...); };
+struct call_signature<R (C::*)(A...) const> {
+  using type = R(A...);
+};
 template <class R, class C, class... A>
-struct call_signature<R (C::*)(A...) noexcept> { using type = R(A...); };
+struct call_signature<R (C::*)(A...) noexcept> {
+  using type = R(A...);
+};
 template <class R, class C, class... A>
-struct call_signature<R (C::*)(A...) const noexcept> { using type = R(A...); };
+struct call_signature<R (C::*)(A...) const noexcept> {
+  using type = R(A...);
+};
 template <class F>
 [[nodiscard]] consteval bool takes_token_as_size_t() {
   using D = std::decay_t<F>;
@@ -178,18 +185,18 @@ template <class F>
 // (not bool: false and true would silently mean the first and second successor), the index of the successor
 // to start.
 template <class F>
-concept ConditionCallable =
-    (std::invocable<std::decay_t<F>&> && detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&>>) ||
-    (std::invocable<std::decay_t<F>&, Subflow&> &&
-     detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&, Subflow&>>);
+concept ConditionCallable = (std::invocable<std::decay_t<F>&> &&
+                             detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&>>) ||
+                            (std::invocable<std::decay_t<F>&, Subflow&> &&
+                             detail::BranchIndex<std::invoke_result_t<std::decay_t<F>&, Subflow&>>);
 
 // A callable a node can run: it takes nothing, the token index (std::size_t), the execution's Subflow&, or both
 // (Subflow&, std::size_t). Its result, if any, is discarded (TaskScope keeps results). add_node refuses a body
 // that takes the token as another type (int, unsigned, ...) with a static_assert: write std::size_t.
 template <class F>
-concept NodeCallable =
-    std::invocable<std::decay_t<F>&> || std::invocable<std::decay_t<F>&, std::size_t> ||
-    std::invocable<std::decay_t<F>&, Subflow&> || std::invocable<std::decay_t<F>&, Subflow&, std::size_t>;
+concept NodeCallable = std::invocable<std::decay_t<F>&> || std::invocable<std::decay_t<F>&, std::size_t> ||
+                       std::invocable<std::decay_t<F>&, Subflow&> ||
+                       std::invocable<std::decay_t<F>&, Subflow&, std::size_t>;
 
 // A node of one TaskGraph: a small copyable handle (index plus the graph's identity).
 // Handles are compared, copied and stored freely; a graph checks that a handle is its own before using it.
@@ -221,7 +228,7 @@ enum class RunStatus : std::uint8_t {
 // What happened in one run. Exact once the run is done; before that the counts are a snapshot and
 // dropped_by_node is empty.
 struct RunStats {
-  std::uint64_t dropped = 0;     // tokens dropped by Overflow::Drop inboxes, all nodes
+  std::uint64_t dropped = 0;  // tokens dropped by Overflow::Drop inboxes, all nodes
   // Executions (tokens, subflow children) not started because the run was cancelled; under
   // ErrorPolicy::KeepGoing also those of nodes descending from a failed node, and the tokens an Overflow::Fail
   // node had left when its inbox was full.
@@ -481,8 +488,8 @@ class TaskGraph {
     static_assert(ConditionCallable<F>,
                   "weft::TaskGraph::add_condition: f must return an integer index, the successor to start");
     detail::require_callable(f, "weft::TaskGraph::add_condition");
-    return add_condition_body(
-        detail::NodeBody(detail::ConditionBodyAdapter<std::decay_t<F>>(std::forward<F>(f))), std::move(options));
+    return add_condition_body(detail::NodeBody(detail::ConditionBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
+                              std::move(options));
   }
   // `to` runs after `from`. Adding the same edge twice is allowed and counts once.
   void add_edge(Node from, Node to);
@@ -529,16 +536,16 @@ class TaskGraph {
     requires std::predicate<std::decay_t<P>&>
   Run run_until(Pool& pool, P&& predicate) {
     detail::require_callable(predicate, "weft::TaskGraph::run_until");
-    return run_until_erased(pool, detail::RunPredicate(
-                                      [f = std::decay_t<P>(std::forward<P>(predicate))]() mutable -> bool {
-                                        return static_cast<bool>(f());
-                                      }));
+    return run_until_erased(pool,
+                            detail::RunPredicate([f = std::decay_t<P>(std::forward<P>(predicate))]() mutable -> bool {
+                              return static_cast<bool>(f());
+                            }));
   }
 
-  [[nodiscard]] std::size_t size() const noexcept;         // nodes
-  [[nodiscard]] std::size_t edge_count() const;            // distinct edges
-  [[nodiscard]] std::string name(Node node) const;         // the node's NodeOptions::name or "node <index>"
-  [[nodiscard]] bool running() const noexcept;             // a run is in flight
+  [[nodiscard]] std::size_t size() const noexcept;  // nodes
+  [[nodiscard]] std::size_t edge_count() const;     // distinct edges
+  [[nodiscard]] std::string name(Node node) const;  // the node's NodeOptions::name or "node <index>"
+  [[nodiscard]] bool running() const noexcept;      // a run is in flight
   // Writes the graph in Graphviz DOT (nodes by name, with their non-default options), e.g. for `dot -Tsvg`.
   void dump(std::ostream& out) const;
 

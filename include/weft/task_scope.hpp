@@ -23,13 +23,13 @@
 #include "weft/detail/algorithm_core.hpp"
 #include "weft/detail/for_range.hpp"
 #include "weft/detail/for_splitter.hpp"
-#include "weft/job.hpp"
 #include "weft/detail/job_state.hpp"
 #include "weft/detail/job_traits.hpp"
+#include "weft/detail/pipeline.hpp"
 #include "weft/detail/require_callable.hpp"
 #include "weft/errors.hpp"
+#include "weft/job.hpp"
 #include "weft/node_options.hpp"
-#include "weft/detail/pipeline.hpp"
 #include "weft/pool.hpp"
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"
@@ -128,7 +128,7 @@ class TaskScope {
       const AnyJob deps[] = {job};
       return add_job<R>("weft::TaskScope::then", deps, std::move(options),
                         [pred = job.state_, f = std::decay_t<F>(std::forward<F>(f))](detail::JobState<R>& state,
-                                                                                      Subflow&) mutable {
+                                                                                     Subflow&) mutable {
                           if constexpr (Traits::by_value) {
                             if (!pred->has_value()) return;  // see detail::all_have_values
                             state.execute([&]() -> R { return f(pred->value()); });
@@ -208,8 +208,8 @@ class TaskScope {
   template <std::random_access_iterator It, class F>
     requires ElementBody<std::decay_t<F>, It>
   Job<void> parallel_for(It first, It last, F&& f, LoopOptions options = {}) {
-    return element_for_job("weft::TaskScope::parallel_for", {}, std::move(first), std::move(last),
-                           std::forward<F>(f), std::move(options));
+    return element_for_job("weft::TaskScope::parallel_for", {}, std::move(first), std::move(last), std::forward<F>(f),
+                           std::move(options));
   }
   // Either parallel_for, starting after every job of `deps` (see weft::After: the one way of giving any builder
   // its dependencies).
@@ -262,8 +262,8 @@ class TaskScope {
   template <std::random_access_iterator It, class T, class Op, class Tr>
   Job<T> parallel_transform_reduce(const After& deps, It first, It last, T init, Op reduce, Tr transform,
                                    LoopOptions options = {}) {
-    return transform_reduce_job("weft::TaskScope::parallel_transform_reduce", deps.jobs(), first, last,
-                                std::move(init), std::move(reduce), std::move(transform), std::move(options));
+    return transform_reduce_job("weft::TaskScope::parallel_transform_reduce", deps.jobs(), first, last, std::move(init),
+                                std::move(reduce), std::move(transform), std::move(options));
   }
   template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
   Job<void> parallel_inclusive_scan(It first, It last, Out out, Op op = {}, LoopOptions options = {}) {
@@ -273,8 +273,8 @@ class TaskScope {
   template <std::random_access_iterator It, std::random_access_iterator Out, class Op = std::plus<>>
   Job<void> parallel_inclusive_scan(const After& deps, It first, It last, Out out, Op op = {},
                                     LoopOptions options = {}) {
-    return inclusive_scan_job("weft::TaskScope::parallel_inclusive_scan", deps.jobs(), first, last, out,
-                              std::move(op), std::move(options));
+    return inclusive_scan_job("weft::TaskScope::parallel_inclusive_scan", deps.jobs(), first, last, out, std::move(op),
+                              std::move(options));
   }
   template <std::random_access_iterator It, std::random_access_iterator Out, class T, class Op = std::plus<>>
   Job<void> parallel_exclusive_scan(It first, It last, Out out, T init, Op op = {}, LoopOptions options = {}) {
@@ -425,8 +425,7 @@ class TaskScope {
     return node;
   }
   template <std::integral I, std::integral J, class F>
-  Job<void> index_for_job(const char* who, std::span<const AnyJob> deps, I first, J last, F&& f,
-                          LoopOptions options) {
+  Job<void> index_for_job(const char* who, std::span<const AnyJob> deps, I first, J last, F&& f, LoopOptions options) {
     detail::require_callable(f, who);
     using C = std::common_type_t<I, J>;
     const C lo = detail::common_index<I, J>(first, "first", who);
@@ -482,12 +481,12 @@ class TaskScope {
   Job<typename Traits::result> when_all_tuple(const std::tuple<Js...>& jobs, F&& f, NodeOptions options);
   template <class F>
   Job<typename detail::plain_result<std::decay_t<F>>::type> when_all_any(std::span<const AnyJob> jobs, F&& f,
-                                                                        NodeOptions options);
+                                                                         NodeOptions options);
   // A job whose body is core(Subflow&) -> detail::Outcome<T> (an algorithm of detail/algorithm_core.hpp);
   // Job<void> for T = detail::Unit.
   template <class T, class Core>
-  Job<detail::unit_to_void_t<T>> add_algorithm_job(const char* who, std::span<const AnyJob> deps,
-                                                   NodeOptions options, Core core);
+  Job<detail::unit_to_void_t<T>> add_algorithm_job(const char* who, std::span<const AnyJob> deps, NodeOptions options,
+                                                   Core core);
   // The algorithm jobs (weft/detail/task_scope_algorithms.hpp); `who` is the public call, named by every error.
   template <class It, class T, class Op>
   Job<T> reduce_job(const char* who, std::span<const AnyJob> deps, It first, It last, T init, Op op,
@@ -499,11 +498,10 @@ class TaskScope {
   Job<void> inclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out, Op op,
                                LoopOptions options);
   template <class It, class Out, class T, class Op>
-  Job<void> exclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out, T init,
-                               Op op, LoopOptions options);
+  Job<void> exclusive_scan_job(const char* who, std::span<const AnyJob> deps, It first, It last, Out out, T init, Op op,
+                               LoopOptions options);
   template <class It, class Comp>
-  Job<void> sort_job(const char* who, std::span<const AnyJob> deps, It first, It last, Comp comp,
-                     NodeOptions options);
+  Job<void> sort_job(const char* who, std::span<const AnyJob> deps, It first, It last, Comp comp, NodeOptions options);
   template <class... Fs>
   Job<void> invoke_job(const char* who, std::span<const AnyJob> deps, NodeOptions options, Fs&&... fs);
   void require_no_concurrency(const char* who, const NodeOptions& options) const;
@@ -573,6 +571,6 @@ struct SubflowSubmit {
 
 }  // namespace weft
 
-#include "weft/detail/task_scope_impl.hpp"
 #include "weft/detail/task_scope_algorithms.hpp"
+#include "weft/detail/task_scope_impl.hpp"
 #include "weft/detail/task_scope_pipeline.hpp"

@@ -69,8 +69,7 @@ unsigned checked_options(PoolOptions& options) {
     invalid("spin_before_park = " + std::to_string(options.spin_before_park.count()) + "us: must be in 0..1s");
   if (options.affinity_patience < std::chrono::microseconds::zero() ||
       options.affinity_patience > std::chrono::seconds(10))
-    invalid("affinity_patience = " + std::to_string(options.affinity_patience.count()) +
-            "us: must be in 0..10s");
+    invalid("affinity_patience = " + std::to_string(options.affinity_patience.count()) + "us: must be in 0..10s");
   if (options.pinning > Pinning::CpuList)
     invalid("pinning = " + std::to_string(static_cast<unsigned>(options.pinning)) +
             ": not a weft::Pinning (None, OnePerCpu or CpuList)");
@@ -79,8 +78,8 @@ unsigned checked_options(PoolOptions& options) {
     if (options.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::CpuList");
     for (const unsigned cpu : options.cpus) {
       if (!std::binary_search(allowed.begin(), allowed.end(), cpu))
-        invalid("cpus contains CPU " + std::to_string(cpu) + ", which this process may not use (allowed: " +
-                list(allowed) + ")");
+        invalid("cpus contains CPU " + std::to_string(cpu) +
+                ", which this process may not use (allowed: " + list(allowed) + ")");
     }
   } else if (!options.cpus.empty()) {
     invalid("cpus is set, but pinning is not Pinning::CpuList: the CPU list would be ignored");
@@ -126,8 +125,8 @@ void Engine::make_workers(unsigned count) {
     // Keeps a few free stacks per worker for the next suspensions; more are unmapped when released.
     fiber_stacks_ = std::make_unique<fiber::FiberStackPool>(
         fiber::FiberStackOptions{.stack_size = options_.fiber_stack_size,
-                          .max_stacks = options_.max_fibers,
-                          .keep_free = std::min<std::size_t>(options_.max_fibers, 4 * std::size_t{count})});
+                                 .max_stacks = options_.max_fibers,
+                                 .keep_free = std::min<std::size_t>(options_.max_fibers, 4 * std::size_t{count})});
     for (auto& worker : workers_) {
       fiber_workers_.push_back(std::make_unique<FiberWorker>(*this, *fiber_stacks_));
       worker->fibers = fiber_workers_.back().get();
@@ -242,7 +241,8 @@ PoolStats Engine::stats() const {
     finished += c.finished.read();
     submitted += c.spawned.read();
     queued += worker->deque.size_hint() + worker->from_outside.size_hint();
-    queued += static_cast<std::size_t>(std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
+    queued += static_cast<std::size_t>(
+        std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
   }
   const unsigned slots = slots_.count();
   for (unsigned i = 0; i < slots; ++i) {

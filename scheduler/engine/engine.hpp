@@ -21,8 +21,8 @@
 #include "scheduler/engine/slot_lease.hpp"
 #include "scheduler/engine/slot_table.hpp"
 #include "scheduler/engine/task_hooks.hpp"
-#include "scheduler/fiber/stack_guard.hpp"
 #include "scheduler/engine/worker.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
 #include "weft/pool.hpp"
 #if WEFT_FIBERS
 #include "scheduler/engine/fiber_worker.hpp"
@@ -195,8 +195,8 @@ class Engine {
   static constexpr std::chrono::microseconds kWaitSlice{100};
 
   // A suspended task was woken (fiber_lot::wake): queued for the first worker whose loop gets to it, before
-  // any new task. `resumed` is a Resumable's entry (scheduler/engine/fiber_worker.hpp), its task the Resumable's header.
-  // Never fails: the entry is the queue's node.
+  // any new task. `resumed` is a Resumable's entry (scheduler/engine/fiber_worker.hpp), its task the Resumable's
+  // header. Never fails: the entry is the queue's node.
   void resume_later(ResumedEntry& resumed) noexcept;
   // Tasks suspended on fibers now (a snapshot).
   [[nodiscard]] std::int64_t suspended_tasks() const noexcept {
@@ -375,7 +375,7 @@ class Engine {
   std::array<PaddedCount, 3> injected_total_{};
   std::atomic<std::uint64_t> injected_dropped_{0};
 
-  Parking parking_;            // idle workers sleep here (scheduler/engine/parking.hpp)
+  Parking parking_;  // idle workers sleep here (scheduler/engine/parking.hpp)
   // wait_idle and shutdown sleep here; a worker that runs dry notifies. Asymmetric where the OS allows.
   EventCount idle_changed_;
   EventCount room_available_;  // submitters blocked on max_queued sleep here
@@ -392,7 +392,7 @@ class Engine {
   std::atomic<std::size_t> queued_{0};  // accepted, not started; maintained only when max_queued > 0
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> admitted_over_limit_{0};  // PoolStats::admitted_over_limit
-  std::atomic<std::uint64_t> dropped_by_waiters_{0};  // dropped by workers waiting during a DropPending shutdown
+  std::atomic<std::uint64_t> dropped_by_waiters_{0};   // dropped by workers waiting during a DropPending shutdown
   std::atomic<std::uint64_t> abandoned_{0};  // counted as submitted, then destroyed unrun: finished for idle()
   weft::detail::InlineRunCounter inline_runs_{{0}, {0}, this};
 
@@ -402,7 +402,7 @@ class Engine {
   std::atomic<std::int64_t> suspended_tasks_{0};
   std::atomic<std::int64_t> timed_parked_{0};
   std::atomic<std::uint64_t> waits_unsuspended_{0};  // PoolStats::fiber_waits_unsuspended; relaxed: a count
-  std::atomic<bool> unsuspended_told_{false};  // the message of note_unsuspended_wait was written
+  std::atomic<bool> unsuspended_told_{false};        // the message of note_unsuspended_wait was written
 #if WEFT_FIBERS
   std::unique_ptr<fiber::FiberStackPool> fiber_stacks_;
   std::vector<std::unique_ptr<FiberWorker>> fiber_workers_;
@@ -512,8 +512,8 @@ inline Worker& Engine::execute_awaited(Worker& self, Task* task, weft::detail::F
 }
 
 template <class Ready, class Sleep>
-bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline,
-                            Sleep sleep, const char* refuse_as, weft::detail::FutureStateBase* exclusive) {
+bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock::time_point deadline, Sleep sleep,
+                            const char* refuse_as, weft::detail::FutureStateBase* exclusive) {
   Worker* me = &self;
 #if WEFT_FIBERS
   if (me->fibers != nullptr) {
@@ -526,7 +526,8 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
   // its cost, and a different inlining of the spawn + get path, on every Future::get inside a task (callgrind
   // figures for fib(28) in docs/perf-log.md).
   const bool short_of_stack = (me->wait_depth & 7) == 7 && fiber::stack_low();
-  if (short_of_stack && refuse_as != nullptr) [[unlikely]] fiber::require_stack(refuse_as);
+  if (short_of_stack && refuse_as != nullptr) [[unlikely]]
+    fiber::require_stack(refuse_as);
   // No task run below suspends (Worker::no_suspend): this wait's frames stay on this thread, so `me` stays
   // right, and the depth counts go back to the worker they were taken from.
   ++me->wait_depth;
@@ -592,7 +593,8 @@ std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& slee
     // as a pool without fibers does, while the fiber's stack has twice its reserve left (suspending needs no stack;
     // stack_guard.hpp) and no High task waits (the loop takes that first once this task suspends). Not in a timed
     // wait: the task could run past the deadline.
-    if (!timed && !fiber::stack_low_for_nesting() && injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
+    if (!timed && !fiber::stack_low_for_nesting() &&
+        injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
       if (auto own = me->deque.pop()) {
         me = &execute_awaited(*me, *own, exclusive);
         continue;

@@ -22,8 +22,8 @@
 
 #include "scheduler/atomics/memory_model.hpp"
 #include "scheduler/atomics/plant.hpp"
-#include "weft/detail/deadline.hpp"
 #include "scheduler/engine/wait_word.hpp"
+#include "weft/detail/deadline.hpp"
 
 namespace weft::engine {
 

@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "scheduler/atomics/cache_line.hpp"
+#include "scheduler/atomics/memory_model.hpp"
 #include "scheduler/engine/engine.hpp"
 #include "scheduler/fiber/fiber_lot.hpp"
-#include "scheduler/atomics/memory_model.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
 #include "weft/detail/deadline.hpp"
 
@@ -225,7 +225,7 @@ void FiberWorker::run(Worker& self) {
     current_ = nullptr;
     if (next_) idle_.push_back(std::move(next_));  // it suspended again after all: end it in turn
   }
-  spare_ = fiber::Fiber{};  // never started: ends without running
+  spare_ = fiber::Fiber{};                   // never started: ends without running
   fiber::stack_guard_detail::tls_limit = 0;  // looked up again for the thread's own stack, if anything asks
   fiber::stack_guard_detail::tls_fiber_low = 0;
   fiber::stack_guard_detail::tls_fiber_size = 0;

@@ -33,11 +33,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/fiber/fiber.hpp"
-#include "scheduler/fiber/fiber_stack.hpp"
 #include "scheduler/engine/resumed_queue.hpp"
 #include "scheduler/engine/task.hpp"
 #include "scheduler/engine/task_locals.hpp"
+#include "scheduler/fiber/fiber.hpp"
+#include "scheduler/fiber/fiber_stack.hpp"
 
 namespace weft::engine {
 
@@ -100,11 +100,11 @@ class FiberWorker {
 
   Engine& engine_;
   fiber::FiberStackPool& stacks_;
-  fiber::Fiber next_;                  // what run() resumes next
+  fiber::Fiber next_;                        // what run() resumes next
   const TaskLocals* next_locals_ = nullptr;  // restored before next_ runs (a resumed task's), else none
-  fiber::ThisFiber* current_ = nullptr;  // the fiber running on this thread now
-  std::vector<fiber::Fiber> idle_;     // loop fibers waiting in switch_to, newest last
-  fiber::Fiber spare_;                 // a new loop fiber made by ready_to_suspend, not started
+  fiber::ThisFiber* current_ = nullptr;      // the fiber running on this thread now
+  std::vector<fiber::Fiber> idle_;           // loop fibers waiting in switch_to, newest last
+  fiber::Fiber spare_;                       // a new loop fiber made by ready_to_suspend, not started
   // relaxed: read by the thread that wrote it, or by code that then re-reads its worker (see suspensions()).
   std::atomic<std::uint64_t> suspensions_{0};
 };

@@ -1,5 +1,6 @@
-// Where future states live: a thread's NodeCache in front of one process-wide NodePool (scheduler/lockfree/node_pool.hpp),
-// the same two-level recycling the task domain uses, so a steady stream of submit + get allocates nothing.
+// Where future states live: a thread's NodeCache in front of one process-wide NodePool
+// (scheduler/lockfree/node_pool.hpp), the same two-level recycling the task domain uses, so a steady stream of submit +
+// get allocates nothing.
 #include <cstddef>
 #include <cstdint>
 #include <new>

@@ -48,9 +48,9 @@ void validate_continuation_options(Pool* pool, const TaskOptions& options) {
                          ": the pool has " + std::to_string(pool->size()) + " workers (0.." +
                          std::to_string(pool->size() - 1) + ")");
   if (options.priority > Priority::Low)
-    throw invalid_option("weft::Future::then: TaskOptions::priority = " +
-                         std::to_string(static_cast<unsigned>(options.priority)) +
-                         ": not a weft::Priority (High, Normal or Low)");
+    throw invalid_option(
+        "weft::Future::then: TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
+        ": not a weft::Priority (High, Normal or Low)");
 }
 
 }  // namespace weft::detail

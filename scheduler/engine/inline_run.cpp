@@ -40,8 +40,7 @@ std::optional<unsigned> RunningFrame::thread_index_in(const Engine& engine) noex
 bool Engine::may_suspend(const Worker& self) noexcept {
   // Inside a catch block (current_exception) or an unwinding, the C++ runtime's per-thread exception state
   // would be left behind on this thread; a RunningFrame's thread index belongs to this thread.
-  return self.no_suspend == 0 && tls_running == nullptr && std::uncaught_exceptions() == 0 &&
-         !std::current_exception();
+  return self.no_suspend == 0 && tls_running == nullptr && std::uncaught_exceptions() == 0 && !std::current_exception();
 }
 
 std::optional<unsigned> Engine::current_thread_index() const noexcept {

@@ -16,9 +16,9 @@
 #include <cstdint>
 
 #include "scheduler/atomics/cache_line.hpp"
-#include "scheduler/lockfree/chase_lev_deque.hpp"
 #include "scheduler/engine/task.hpp"
 #include "scheduler/engine/worker.hpp"
+#include "scheduler/lockfree/chase_lev_deque.hpp"
 
 namespace weft::engine {
 

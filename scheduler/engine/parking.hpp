@@ -21,9 +21,9 @@
 #include <optional>
 
 #include "scheduler/atomics/cache_line.hpp"
-#include "scheduler/engine/event_count.hpp"
 #include "scheduler/atomics/memory_model.hpp"
 #include "scheduler/atomics/plant.hpp"
+#include "scheduler/engine/event_count.hpp"
 
 namespace weft::engine {
 

@@ -35,8 +35,7 @@ struct PoolAccess {
   [[nodiscard]] static engine::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
 
   // Queues a future's state as itself (Pool::enqueue_state): an accepted state becomes the pool's.
-  static SubmitStatus enqueue_state(Pool& pool, TaskHeader* state, const TaskOptions& options,
-                                    InlineTag inline_tag) {
+  static SubmitStatus enqueue_state(Pool& pool, TaskHeader* state, const TaskOptions& options, InlineTag inline_tag) {
     return pool.enqueue_state(state, options, Admission::block, {}, inline_tag);
   }
 };

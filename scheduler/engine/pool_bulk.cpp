@@ -7,8 +7,7 @@
 namespace weft {
 
 void Pool::throw_bulk_empty(std::size_t index, std::size_t count) {
-  throw std::invalid_argument("weft::Pool::post_bulk: task " + std::to_string(index) + " of " +
-                              std::to_string(count) +
+  throw std::invalid_argument("weft::Pool::post_bulk: task " + std::to_string(index) + " of " + std::to_string(count) +
                               " is empty (a null function pointer or an empty std::function); no task of the "
                               "batch was posted");
 }

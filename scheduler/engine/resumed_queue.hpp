@@ -1,5 +1,5 @@
-// The tasks woken while suspended on a fiber, waiting for a worker to continue them (scheduler/engine/fiber_worker.hpp),
-// first in, first out.
+// The tasks woken while suspended on a fiber, waiting for a worker to continue them
+// (scheduler/engine/fiber_worker.hpp), first in, first out.
 //
 // Intrusive: each entry lives in the suspended task's Resumable, on the task's own fiber stack, so a wake-up never
 // allocates. (A queue that allocated a node per wake-up could fail to queue a woken task, which would then stay
@@ -10,8 +10,8 @@
 // park still sees every push that came before its look: the pusher raises the count, then notifies (Parking::notify:
 // a seq_cst fence, or the light half of the asymmetric barriers); the parking worker announces itself and fences
 // (or runs the heavy half) before it looks (Parking::prepare_park). Either the pusher sees the sleeper and wakes
-// it, or the worker's look sees the count (the protocol of scheduler/engine/parking.hpp, with the count as the published
-// work).
+// it, or the worker's look sees the count (the protocol of scheduler/engine/parking.hpp, with the count as the
+// published work).
 #pragma once
 
 #include <atomic>

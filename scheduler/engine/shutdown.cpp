@@ -118,7 +118,7 @@ void Engine::await_submitters() const noexcept {
 
 const char* Engine::drop_policy() const noexcept {
   return drop_cause_.load(std::memory_order_acquire) == DropCause::deadline ? "shutdown_for's deadline"
-                                                                           : "Shutdown::DropPending";
+                                                                            : "Shutdown::DropPending";
 }
 
 std::uint64_t Engine::finish_shutdown() {

@@ -54,7 +54,8 @@ inline SubmitStatus Engine::enqueue(small_function<void()>&& closure, const Task
 inline SubmitStatus Engine::enqueue(Task* task, const TaskOptions& options, weft::detail::Admission admission,
                                     std::chrono::steady_clock::time_point deadline,
                                     weft::detail::InlineTag inline_tag) {
-  if (Worker* const self = spawning_worker(options)) [[likely]] return spawn_on_worker(*self, task, inline_tag);
+  if (Worker* const self = spawning_worker(options)) [[likely]]
+    return spawn_on_worker(*self, task, inline_tag);
   return enqueue_general(task, options, admission, deadline, inline_tag);
 }
 
@@ -78,11 +79,13 @@ SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail
 }
 
 // Instantiated once, in submit.cpp.
-extern template SubmitStatus Engine::enqueue_general<small_function<void()>>(
-    small_function<void()>&&, const TaskOptions&, weft::detail::Admission, std::chrono::steady_clock::time_point,
-    weft::detail::InlineTag);
+extern template SubmitStatus Engine::enqueue_general<small_function<void()>>(small_function<void()>&&,
+                                                                             const TaskOptions&,
+                                                                             weft::detail::Admission,
+                                                                             std::chrono::steady_clock::time_point,
+                                                                             weft::detail::InlineTag);
 extern template SubmitStatus Engine::enqueue_general<Task*&>(Task*&, const TaskOptions&, weft::detail::Admission,
-                                                              std::chrono::steady_clock::time_point,
-                                                              weft::detail::InlineTag);
+                                                             std::chrono::steady_clock::time_point,
+                                                             weft::detail::InlineTag);
 
 }  // namespace weft::engine

@@ -36,9 +36,8 @@ struct Engine::GatePass {
 
 [[gnu::always_inline]] inline void Engine::check_task_options(const TaskOptions& options, bool empty) const {
   if (options.affinity && *options.affinity >= size())
-    throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) +
-                         ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
-                         ")");
+    throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) + ": the pool has " +
+                         std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) + ")");
   if (empty) throw std::invalid_argument("weft::Pool: the task is empty (a null function)");
   // Only here: the fast path of enqueue() takes Normal tasks alone, so an out-of-range value always comes here.
   if (options.priority > Priority::Low)
@@ -204,7 +203,6 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   signal_work();
 }
 
-
 bool Engine::closed_to(const Worker* self) const noexcept {
   if (self != nullptr) {
     const State state = state_.load(std::memory_order_acquire);
@@ -236,7 +234,8 @@ SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,
     if (closed_to(self)) return SubmitStatus::Closed;
     if (admission == weft::detail::Admission::try_once) return SubmitStatus::Full;
     if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::Full;
-    if (self != nullptr && !timed && (self->wait_depth >= kMaxWaitDepth || fiber::stack_low_within(kAdmitStackMargin))) {
+    if (self != nullptr && !timed &&
+        (self->wait_depth >= kMaxWaitDepth || fiber::stack_low_within(kAdmitStackMargin))) {
       // This worker already waits kMaxWaitDepth deep, or its stack is nearly used up: the wait below could run
       // only its own deque (wait_on_worker's own_work_only), never the queued tasks whose start makes room, and
       // once every worker is here no task starts again (outside submitters take each freed slot first). Seen

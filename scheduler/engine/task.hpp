@@ -24,8 +24,7 @@ using Task = weft::detail::TaskHeader;
 // thread's ThreadRef), so a steady stream of tasks recycles memory instead of calling malloc. Standard layout
 // with the header first, so a Task* of this kind is a pointer to it.
 struct ClosureTask {
-  ClosureTask(small_function<void()>&& closure, Priority p, std::uint32_t worker,
-              weft::detail::InlineTag tag) noexcept
+  ClosureTask(small_function<void()>&& closure, Priority p, std::uint32_t worker, weft::detail::InlineTag tag) noexcept
       : header{tag, worker, p, weft::detail::TaskKind::closure}, work(std::move(closure)) {}
 
   Task header;

@@ -46,8 +46,8 @@ class TaskHooks {
   // A worker stole from `victim`; only with a tracer, recorded if recording.
   void steal(unsigned victim) const noexcept {
     if (!tracer_->recording()) return;
-    tracer_->record({tracer_->now(), 0, victim, weft::tracing::TraceImpl::kStealName, 0,
-                     weft::tracing::TraceCategory::steal});
+    tracer_->record(
+        {tracer_->now(), 0, victim, weft::tracing::TraceImpl::kStealName, 0, weft::tracing::TraceCategory::steal});
   }
   // Worker `worker` slept from `slept_from` until now; only while recording().
   void park(std::int64_t slept_from, unsigned worker) const noexcept {

@@ -20,9 +20,7 @@ thread_local TaskLocals tls_locals;
 
 void* task_local(unsigned slot) noexcept { return here()->slots[slot]; }
 
-void* exchange_task_local(unsigned slot, void* value) noexcept {
-  return std::exchange(here()->slots[slot], value);
-}
+void* exchange_task_local(unsigned slot, void* value) noexcept { return std::exchange(here()->slots[slot], value); }
 
 TaskLocals take_task_locals() noexcept { return std::exchange(*here(), TaskLocals{}); }
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "scheduler/atomics/cache_line.hpp"
+#include "scheduler/engine/task.hpp"
 #include "scheduler/lockfree/chase_lev_deque.hpp"
 #include "scheduler/lockfree/hazard_pointers.hpp"
 #include "scheduler/lockfree/ms_queue.hpp"
-#include "scheduler/engine/task.hpp"
 
 namespace weft::engine {
 
@@ -43,9 +43,9 @@ struct WorkerCounters {
   OwnedCounter parks;
   OwnedCounter wakeups;
   OwnedCounter outside_batched;  // outside tasks moved into from_outside (PoolStats)
-  OwnedCounter spawned;   // tasks this worker accepted from its own tasks (for the idle check)
-  OwnedCounter taken_injected;  // tasks taken from the shared queues (for PoolStats::queued)
-  OwnedCounter finished;  // tasks this worker ran or dropped to completion (for the idle check)
+  OwnedCounter spawned;          // tasks this worker accepted from its own tasks (for the idle check)
+  OwnedCounter taken_injected;   // tasks taken from the shared queues (for PoolStats::queued)
+  OwnedCounter finished;         // tasks this worker ran or dropped to completion (for the idle check)
 };
 
 class Worker {

@@ -56,7 +56,7 @@ void Engine::worker_main(Worker& start) {
           if (parking_.end_search() && has_visible_work(*me)) signal_work();
         }
         if (!me->fibers->switch_to(resumed)) return;  // this fiber ends; the resumed one goes on here
-        me = this_thread_worker();  // this fiber was idle meanwhile
+        me = this_thread_worker();                    // this fiber was idle meanwhile
         continue;
       }
     }
@@ -172,7 +172,8 @@ Task* Engine::steal(Worker& self) {
       const auto result = victim.deque.steal();
       if (result) {
         self.counters.stolen.bump();
-        if (hooks_.tracer() != nullptr) [[unlikely]] hooks_.steal(victim.index);
+        if (hooks_.tracer() != nullptr) [[unlikely]]
+          hooks_.steal(victim.index);
         return result.item;
       }
     }
@@ -208,8 +209,7 @@ Task* Engine::steal_from_slots(Worker& self) {
       // pool_shutdown's nested-waits hang; that was the test's own ordering assumption, fixed there.)
       std::array<Task*, OutsideSlot::kStealBatch> batch;
       const bool deep = victim.deque.size_hint() >= 2 * OutsideSlot::kStealBatch;
-      const std::size_t limit =
-          self.wait_depth == 0 && deep ? std::min(batch.size(), 1 + self.from_outside.room()) : 1;
+      const std::size_t limit = self.wait_depth == 0 && deep ? std::min(batch.size(), 1 + self.from_outside.room()) : 1;
       const auto result = victim.deque.steal_batch(std::span<Task*>(batch.data(), limit));
       if (result) {
         // Each task was written by its submitter on another core: start fetching them all now, together.
@@ -251,7 +251,8 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
     if (auto task = victim.mailbox.try_pop(self.ref())) {
       victim.mailbox_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint only
       self.counters.stolen.bump();
-      if (hooks_.tracer() != nullptr) [[unlikely]] hooks_.steal(victim.index);
+      if (hooks_.tracer() != nullptr) [[unlikely]]
+        hooks_.steal(victim.index);
       return *task;
     }
   }
@@ -379,9 +380,9 @@ void Engine::park(Worker& self) {
   const std::int64_t slept_from = hooks_.recording() ? hooks_.now() : -1;
   (void)parking_.sleep(*key, timeout);
   self.counters.wakeups.bump();
-  if (slept_from >= 0) [[unlikely]] hooks_.park(slept_from, self.index);
+  if (slept_from >= 0) [[unlikely]]
+    hooks_.park(slept_from, self.index);
 }
-
 
 void Engine::expire_timed_waits(Worker& self) noexcept {
 #if WEFT_FIBERS

@@ -238,8 +238,8 @@ void Fiber::start(FiberStack stack, void* body, RunFn run, DestroyFn destroy) {
   ctx::stack_context whole;
   whole.sp = stack.top();
   whole.size = stack.size();
-  const std::size_t boost_size =
-      static_cast<std::size_t>(static_cast<std::byte*>(body) - static_cast<std::byte*>(stack.bottom()));
+  const std::size_t boost_size = static_cast<std::size_t>(static_cast<std::byte*>(body) -
+                                                          static_cast<std::byte*>(stack.bottom()));
   r->self = ctx::fiber(std::allocator_arg, ctx::preallocated(body, boost_size, whole), KeepStack{},
                        [r](ctx::fiber&& caller) { return trampoline(*r, std::move(caller)); });
   self_ = r;
@@ -276,11 +276,13 @@ void Fiber::destroy() noexcept {
 // switch costs a return misprediction per round trip (fcontext switches by `jmp`, which leaves the processor's
 // return stack out of step), an inlined resume has none.
 Fiber::Resumed Fiber::resume() {
-  if (self_ == nullptr || record(self_).state == FiberRecord::State::running) [[unlikely]] refuse_resume();
+  if (self_ == nullptr || record(self_).state == FiberRecord::State::running) [[unlikely]]
+    refuse_resume();
   FiberRecord& r = record(self_);
   r.state = FiberRecord::State::running;
   enter(r, false);
-  if (!r.self) [[unlikely]] return finished();
+  if (!r.self) [[unlikely]]
+    return finished();
   r.state = FiberRecord::State::suspended;
   if (r.hook.call != nullptr) {
     const FiberHook hook = std::exchange(r.hook, FiberHook{});

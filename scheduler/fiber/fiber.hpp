@@ -75,9 +75,9 @@ class ThisFiber {
   template <class Hook>
     requires std::is_nothrow_invocable_v<Hook&, Fiber&>
   void suspend_then(Hook& hook) {
-    suspend_with(FiberHook{
-        .call = [](void* context, Fiber& fiber) noexcept { std::invoke(*static_cast<Hook*>(context), fiber); },
-        .context = &hook});
+    suspend_with(FiberHook{.call = [](void* context,
+                                      Fiber& fiber) noexcept { std::invoke(*static_cast<Hook*>(context), fiber); },
+                           .context = &hook});
   }
   // suspend_then with a type-erased hook.
   void suspend_with(FiberHook hook);
@@ -108,9 +108,9 @@ class Fiber {
     using Stored = std::decay_t<Body>;
     void* storage = body_storage(stack, sizeof(Stored), alignof(Stored));
     Stored* stored = ::new (storage) Stored(std::forward<Body>(body));
-    start(std::move(stack), stored,
-          [](void* b, ThisFiber& self) { std::invoke(*static_cast<Stored*>(b), self); },
-          [](void* b) noexcept { static_cast<Stored*>(b)->~Stored(); });
+    start(
+        std::move(stack), stored, [](void* b, ThisFiber& self) { std::invoke(*static_cast<Stored*>(b), self); },
+        [](void* b) noexcept { static_cast<Stored*>(b)->~Stored(); });
   }
   // Takes `other`'s fiber; `other` becomes empty.
   Fiber(Fiber&& other) noexcept : self_(std::exchange(other.self_, nullptr)), stack_(std::move(other.stack_)) {}

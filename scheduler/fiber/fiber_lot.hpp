@@ -37,8 +37,8 @@ class BasicFiberLot {
   // payload on. The lot writes `next` only.
   struct Waiter {
     const void* word = nullptr;
-    const void* owner = nullptr;  // whose fiber it is (an engine): take_owned selects by it
-    void* payload = nullptr;      // what the taker resumes (a Resumable)
+    const void* owner = nullptr;                            // whose fiber it is (an engine): take_owned selects by it
+    void* payload = nullptr;                                // what the taker resumes (a Resumable)
     Clock::time_point deadline = Clock::time_point::max();  // a timed wait's; max() for an untimed one
     Waiter* next = nullptr;
     [[nodiscard]] bool timed() const noexcept { return deadline != Clock::time_point::max(); }
@@ -83,7 +83,8 @@ class BasicFiberLot {
     if (parked_.load(std::memory_order_relaxed) == 0) return nullptr;
     Bucket& bucket = bucket_of(word);
     const std::lock_guard lock(bucket.lock);
-    return unlink(bucket, [word](const Waiter& w) { return w.word == word; }, all);
+    return unlink(
+        bucket, [word](const Waiter& w) { return w.word == word; }, all);
   }
 
   // Takes out the waiters of `owner` whose deadline is not after `not_after` (Clock::time_point::max(): all of

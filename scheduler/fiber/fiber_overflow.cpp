@@ -64,8 +64,9 @@ bool report_overflow(std::uintptr_t address) noexcept {
   message.add_hex(address);
   message.add("). Give the pool larger fiber stacks with PoolOptions::fiber_stack_size (now ");
   message.add_decimal(size);
-  message.add(" bytes; address space is reserved, memory is used only as the stack grows), or make the task "
-              "recurse less deeply. The process dies of SIGSEGV.\n");
+  message.add(
+      " bytes; address space is reserved, memory is used only as the stack grows), or make the task "
+      "recurse less deeply. The process dies of SIGSEGV.\n");
   message.write();
   return true;
 }

@@ -1,11 +1,11 @@
 // What a fiber stack overflow says before the process dies. Only built with fibers (WEFT_FIBERS=1).
 //
-// An overflow touches the guard page below the fiber's stack (scheduler/fiber/fiber_stack.hpp) and faults. The process's
-// SIGSEGV handler (src/fault_handler.hpp) runs on the worker thread's alternate signal stack, since the fiber's has
-// no room left, and asks the filter here whether the fault is in the guard of the fiber running on that thread (the
-// stack guard's thread-locals, scheduler/fiber/stack_guard.hpp, hold its bounds). If so it writes which pool and worker,
-// how large the stack was and which option sets it, and the process dies of SIGSEGV as it would have; any other
-// fault goes to the handler installed before (a sanitizer's, a crash reporter's, the default).
+// An overflow touches the guard page below the fiber's stack (scheduler/fiber/fiber_stack.hpp) and faults. The
+// process's SIGSEGV handler (src/fault_handler.hpp) runs on the worker thread's alternate signal stack, since the
+// fiber's has no room left, and asks the filter here whether the fault is in the guard of the fiber running on that
+// thread (the stack guard's thread-locals, scheduler/fiber/stack_guard.hpp, hold its bounds). If so it writes which
+// pool and worker, how large the stack was and which option sets it, and the process dies of SIGSEGV as it would have;
+// any other fault goes to the handler installed before (a sanitizer's, a crash reporter's, the default).
 #pragma once
 
 #if !defined(WEFT_FIBERS) || !WEFT_FIBERS

@@ -11,9 +11,7 @@
 namespace weft::fiber {
 namespace {
 
-[[noreturn]] void invalid(const std::string& what) {
-  throw invalid_option("weft::fiber::FiberStackOptions::" + what);
-}
+[[noreturn]] void invalid(const std::string& what) { throw invalid_option("weft::fiber::FiberStackOptions::" + what); }
 
 [[nodiscard]] const FiberStackOptions& checked(const FiberStackOptions& options) {
   if (options.stack_size < kMinFiberStackSize || options.stack_size > kMaxFiberStackSize) {
@@ -29,8 +27,8 @@ namespace {
             std::to_string(options.max_stacks) + ", " + std::to_string(kMaxFiberStacks) + "]");
   }
   if (options.keep_free > options.max_stacks) {
-    invalid("keep_free = " + std::to_string(options.keep_free) + ": must be at most max_stacks = " +
-            std::to_string(options.max_stacks));
+    invalid("keep_free = " + std::to_string(options.keep_free) +
+            ": must be at most max_stacks = " + std::to_string(options.max_stacks));
   }
   return options;
 }
@@ -54,8 +52,7 @@ FiberStackPool::FiberStackPool(FiberStackOptions options)
 
 FiberStackPool::~FiberStackPool() {
   if (live_ != free_) {
-    std::fprintf(stderr, "weft: a FiberStackPool was destroyed with %zu of its stacks still in use\n",
-                 live_ - free_);
+    std::fprintf(stderr, "weft: a FiberStackPool was destroyed with %zu of its stacks still in use\n", live_ - free_);
     std::abort();
   }
   trim(0);
@@ -141,8 +138,8 @@ void FiberStackPool::trim(std::size_t keep) noexcept {
 
 FiberStackStats FiberStackPool::stats() const noexcept {
   const std::lock_guard lock(mutex_);
-  return FiberStackStats{.live = live_, .free = free_, .peak = peak_, .mapped = mapped_, .unmapped = unmapped_,
-                         .overshoot = overshoot_};
+  return FiberStackStats{
+      .live = live_, .free = free_, .peak = peak_, .mapped = mapped_, .unmapped = unmapped_, .overshoot = overshoot_};
 }
 
 }  // namespace weft::fiber

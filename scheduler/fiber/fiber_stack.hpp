@@ -46,11 +46,11 @@ struct FiberStackOptions {
 
 // Counts for tests and diagnostics; one consistent snapshot (taken under the pool's lock).
 struct FiberStackStats {
-  std::size_t live = 0;      // stacks mapped now: in use + free
-  std::size_t free = 0;      // mapped and unused, ready for acquire()
-  std::size_t peak = 0;      // most stacks ever live at once
-  std::size_t mapped = 0;    // stacks ever mapped (each one mmap, and one mprotect for its guard)
-  std::size_t unmapped = 0;  // stacks ever unmapped (by release past keep_free or past max_stacks, or by trim)
+  std::size_t live = 0;       // stacks mapped now: in use + free
+  std::size_t free = 0;       // mapped and unused, ready for acquire()
+  std::size_t peak = 0;       // most stacks ever live at once
+  std::size_t mapped = 0;     // stacks ever mapped (each one mmap, and one mprotect for its guard)
+  std::size_t unmapped = 0;   // stacks ever unmapped (by release past keep_free or past max_stacks, or by trim)
   std::size_t overshoot = 0;  // stacks ever mapped past max_stacks (by acquire_past_bound)
 };
 

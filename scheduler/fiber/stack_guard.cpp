@@ -28,9 +28,9 @@ void throw_too_deep(const char* call) {
   const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   const std::size_t left = here > bounds.low ? here - bounds.low : 0;
   throw nesting_too_deep(std::string(call) + ": nested too deep for this " + (fiber ? "fiber's" : "thread's") +
-                         " stack: " +
-                         std::to_string(left / 1024) + " KiB of its " + std::to_string(bounds.size / 1024) +
-                         " KiB left, below the " + std::to_string(reserve_for(bounds.size) / 1024) +
+                         " stack: " + std::to_string(left / 1024) + " KiB of its " +
+                         std::to_string(bounds.size / 1024) + " KiB left, below the " +
+                         std::to_string(reserve_for(bounds.size) / 1024) +
                          " KiB that weft keeps free for the work a wait runs (each wait inside a task runs the "
                          "awaited work on the waiting thread's stack): nest fewer waits, joins or spawns inside "
                          "one another, or give the thread a larger stack");

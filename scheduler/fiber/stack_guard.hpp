@@ -53,7 +53,8 @@ inline thread_local std::size_t tls_fiber_size = 0;
 // True if the calling thread has less stack left than its reserve.
 [[nodiscard]] inline bool stack_low() noexcept {
   std::uintptr_t limit = stack_guard_detail::tls_limit;
-  if (limit == 0) [[unlikely]] limit = stack_guard_detail::look_up_limit();
+  if (limit == 0) [[unlikely]]
+    limit = stack_guard_detail::look_up_limit();
   return stack_pointer() < limit;
 }
 
@@ -61,7 +62,8 @@ inline thread_local std::size_t tls_fiber_size = 0;
 // sees of it (Engine::admit, for the wait it is about to enter).
 [[nodiscard]] inline bool stack_low_within(std::size_t margin) noexcept {
   std::uintptr_t limit = stack_guard_detail::tls_limit;
-  if (limit == 0) [[unlikely]] limit = stack_guard_detail::look_up_limit();
+  if (limit == 0) [[unlikely]]
+    limit = stack_guard_detail::look_up_limit();
   return stack_pointer() < limit + margin;
 }
 
@@ -71,14 +73,16 @@ inline thread_local std::size_t tls_fiber_size = 0;
 // more fibers rather than refused. On a thread's own stack the same as stack_low().
 [[nodiscard]] inline bool stack_low_for_nesting() noexcept {
   std::uintptr_t limit = stack_guard_detail::tls_limit;
-  if (limit == 0) [[unlikely]] limit = stack_guard_detail::look_up_limit();
+  if (limit == 0) [[unlikely]]
+    limit = stack_guard_detail::look_up_limit();
   const std::uintptr_t low = stack_guard_detail::tls_fiber_low;
   return stack_pointer() < (low != 0 ? 2 * limit - low : limit);
 }
 
 // Throws weft::nesting_too_deep naming `call` (e.g. "weft::Future::get") if stack_low().
 inline void require_stack(const char* call) {
-  if (stack_low()) [[unlikely]] stack_guard_detail::throw_too_deep(call);
+  if (stack_low()) [[unlikely]]
+    stack_guard_detail::throw_too_deep(call);
 }
 
 }  // namespace weft::fiber

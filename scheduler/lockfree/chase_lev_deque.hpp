@@ -39,11 +39,10 @@
 #include <utility>
 
 #include "scheduler/atomics/cache_line.hpp"
-#include "scheduler/lockfree/deque_array.hpp"
 #include "scheduler/atomics/memory_model.hpp"
 #include "scheduler/atomics/plant.hpp"
+#include "scheduler/lockfree/deque_array.hpp"
 #include "scheduler/lockfree/steal_result.hpp"
-
 
 namespace weft::lockfree {
 
@@ -56,7 +55,9 @@ class ChaseLevDeque {
   // An empty deque whose first array holds `initial_capacity` items, rounded up to a power of two; it grows
   // by doubling. Throws std::invalid_argument for 0 and std::length_error above Array::max_capacity.
   explicit ChaseLevDeque(std::size_t initial_capacity = 64)
-      : top_(DequeIndex{0}), thieves_(std::uint32_t{0}), bottom_(DequeIndex{0}),
+      : top_(DequeIndex{0}),
+        thieves_(std::uint32_t{0}),
+        bottom_(DequeIndex{0}),
         array_(new Array(rounded(initial_capacity))) {}
 
   ChaseLevDeque(const ChaseLevDeque&) = delete;
@@ -75,7 +76,7 @@ class ChaseLevDeque {
     // (freeing retired arrays, a fresh look at top, growth) is out of line, so the spawn path that inlines
     // this stays small (fib pays this call on every spawn; docs/perf-log.md).
     const DequeIndex b = bottom_.load(std::memory_order_relaxed);  // relaxed: only the owner writes bottom_
-    Array* a = array_.load(std::memory_order_relaxed);  // relaxed: only the owner writes array_
+    Array* a = array_.load(std::memory_order_relaxed);             // relaxed: only the owner writes array_
     if (retired_ != nullptr || b - top_seen_ >= a->capacity()) [[unlikely]] {
       push_slow(item);
       return;
@@ -89,7 +90,7 @@ class ChaseLevDeque {
   [[gnu::noinline]] void push_slow(T item) {
     reclaim_if_quiescent();
     const DequeIndex b = bottom_.load(std::memory_order_relaxed);  // relaxed: only the owner writes bottom_
-    Array* a = array_.load(std::memory_order_relaxed);  // relaxed: only the owner writes array_
+    Array* a = array_.load(std::memory_order_relaxed);             // relaxed: only the owner writes array_
     // The slot b overwrites is the one of index b - capacity. It is free to overwrite once top is past that
     // index, and top only grows, so a top seen earlier that is already past it still proves it: the thieves'
     // line (which every steal writes) is read only when the array looks full from the owner's last look.
@@ -129,7 +130,7 @@ class ChaseLevDeque {
   [[nodiscard, gnu::always_inline]] std::optional<T> pop() noexcept {
     reclaim_if_quiescent();
     const DequeIndex b = bottom_.load(std::memory_order_relaxed) - 1;  // relaxed: only the owner writes it
-    Array* a = array_.load(std::memory_order_relaxed);                  // relaxed: only the owner writes it
+    Array* a = array_.load(std::memory_order_relaxed);                 // relaxed: only the owner writes it
     // Few items left by the owner's last look at top (a lower bound of top: the real count is no larger), so
     // the pop below would end in a CAS of top anyway: claim with that CAS alone, as a thief would, leaving
     // bottom where it is. No reservation of b, so no fence: the CAS on top is the only point of agreement
@@ -255,7 +256,7 @@ class ChaseLevDeque {
     top_seen_ = b + 1;  // the CAS read the last thief's top: a lower bound, as in pop()
     const T taken = a->load(b);
     if (t == b) return taken;  // the last item: top == bottom == b + 1, nothing to put back
-    put_back(a, t, b);  // bottom was never lowered: it is b + 1 already
+    put_back(a, t, b);         // bottom was never lowered: it is b + 1 already
     return taken;
   }
 
@@ -282,13 +283,12 @@ class ChaseLevDeque {
       // acquire (as in the paper): synchronizes with the CAS that advanced top to t, so our loads of
       // bottom_ and array_ below return values at least as new as those that made t - 1 valid to its thread.
       t = top_.load(std::memory_order_acquire);
-      M::thread_fence(std::memory_order_seq_cst);  // seq_cst fence: pairs with pop()'s fence (Dekker)
+      M::thread_fence(std::memory_order_seq_cst);   // seq_cst fence: pairs with pop()'s fence (Dekker)
       b = bottom_.load(std::memory_order_acquire);  // acquire: pairs with push's release fence: slots visible
     }
     if (t >= b) return {StealStatus::empty, 0};
     // Half of what is there, rounded up, and at most `limit` (which is at most MaxBatch: pop() relies on it).
-    const auto count = static_cast<DequeIndex>(
-        std::min<std::size_t>(limit, static_cast<std::size_t>((b - t + 1) / 2)));
+    const auto count = static_cast<DequeIndex>(std::min<std::size_t>(limit, static_cast<std::size_t>((b - t + 1) / 2)));
     // Announce before loading the array pointer; seq_cst so that it is ordered in S against the owner's
     // seq_cst store of a grown array and its seq_cst check of thieves_ (see reclaim_if_quiescent()).
     thieves_.fetch_add(1, std::memory_order_seq_cst);

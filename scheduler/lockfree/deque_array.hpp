@@ -23,8 +23,8 @@ namespace weft::lockfree {
 // What a deque slot can hold: a value that fits in one lock-free machine word and can be copied bit by bit
 // (the scheduler stores task pointers or small ids, never closures: a wider value would tear or need a lock).
 template <class T>
-concept DequeItem = std::is_trivially_copyable_v<T> && std::default_initializable<T> &&
-                    sizeof(T) <= sizeof(void*) && std::atomic<T>::is_always_lock_free;
+concept DequeItem = std::is_trivially_copyable_v<T> && std::default_initializable<T> && sizeof(T) <= sizeof(void*) &&
+                    std::atomic<T>::is_always_lock_free;
 
 // Logical positions of top and bottom. Signed on purpose: take() computes bottom - 1 on an empty deque, and
 // with an unsigned type that wraps to a huge index that compares "non-empty" and hands out garbage (the model's
@@ -65,9 +65,7 @@ class DequeArray {
     return slots_[position & mask_].load(std::memory_order_relaxed);
   }
   // Relaxed for the same reason: push publishes the slot with release on bottom.
-  void store(DequeIndex position, T item) noexcept {
-    slots_[position & mask_].store(item, std::memory_order_relaxed);
-  }
+  void store(DequeIndex position, T item) noexcept { slots_[position & mask_].store(item, std::memory_order_relaxed); }
 
   // A new array of twice the capacity holding this array's items at positions [top, bottom). Called by the
   // owner only; the copy is published to thieves by the deque's store of the array pointer. Relaxed slot

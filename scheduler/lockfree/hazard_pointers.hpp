@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "scheduler/atomics/cache_line.hpp"
-#include "scheduler/lockfree/hazard_record.hpp"
 #include "scheduler/atomics/memory_model.hpp"
 #include "scheduler/atomics/plant.hpp"
+#include "scheduler/lockfree/hazard_record.hpp"
 #include "scheduler/lockfree/node_pool.hpp"
 #include "scheduler/lockfree/retirable.hpp"
 #include "scheduler/lockfree/thread_record_cache.hpp"
@@ -39,8 +39,8 @@ class HazardPointerDomain {
   static constexpr std::size_t kSlotsPerThread = K;
 
   struct Options {
-    bool recycle_nodes = true;    // false: every reclaimed node is freed (Relacy must see real frees)
-    bool check_bounds = false;    // assert the bound at every retire (tests); aborts with a message if broken
+    bool recycle_nodes = true;       // false: every reclaimed node is freed (Relacy must see real frees)
+    bool check_bounds = false;       // assert the bound at every retire (tests); aborts with a message if broken
     std::size_t scan_threshold = 0;  // 0: R = 2H, the published bound; model tests scan sooner (e.g. 1)
   };
   using Stats = HazardStats;
@@ -159,7 +159,9 @@ class HazardPointerDomain {
   void free_block(void* p, std::size_t bytes, std::size_t align) noexcept { pool_.give_back(p, bytes, align); }
 
   // An explicit registration (a worker, or a Relacy thread).
-  [[nodiscard]] Handle register_thread() { return Handle(registry_.acquire([this] { return new Record(*this); })); }
+  [[nodiscard]] Handle register_thread() {
+    return Handle(registry_.acquire([this] { return new Record(*this); }));
+  }
 
   // The calling thread's registration, made on first use and released at thread exit.
   [[nodiscard]] ThreadRef current() {

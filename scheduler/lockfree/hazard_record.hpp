@@ -28,7 +28,7 @@ struct HazardStats {
   std::uint64_t bound_checks = 0;           // retires whose bound was checked
   std::uint64_t scans = 0;
   std::uint64_t reclaimed = 0;
-  std::uint64_t system_allocations = 0;     // node blocks taken from / given back to the system
+  std::uint64_t system_allocations = 0;  // node blocks taken from / given back to the system
   std::uint64_t system_frees = 0;
 };
 

@@ -38,7 +38,7 @@ class QsbrDomain {
   using Stats = QsbrStats;
 
   struct Options {
-    bool recycle_nodes = true;          // false: reclaimed nodes are freed (Relacy must see real frees)
+    bool recycle_nodes = true;           // false: reclaimed nodes are freed (Relacy must see real frees)
     std::size_t reclaim_threshold = 64;  // a quiescent/offline point runs a pass once this many are retired
   };
 

@@ -19,7 +19,7 @@ struct QsbrStats {
   std::size_t records = 0;
   std::size_t retired_now = 0;
   std::size_t peak_retired_per_thread = 0;
-  std::uint64_t passes = 0;     // reclamation attempts (each advances the epoch once)
+  std::uint64_t passes = 0;  // reclamation attempts (each advances the epoch once)
   std::uint64_t reclaimed = 0;
   std::uint64_t epoch = 0;
   std::uint64_t system_allocations = 0;

@@ -19,22 +19,21 @@ namespace weft::lockfree {
 //    protect_if<Slot>(p, src, expected) protects p if src still holds expected (p's reachability follows);
 //    retire(r) hands an unlinked object to the domain, which calls r->dispose once no thread can reach it.
 template <class D>
-concept Reclaimer =
-    atomics::MemoryModel<typename D::memory_model> &&
-    requires(D& domain, typename D::ThreadRef t, typename D::Guard& guard,
-             const typename D::memory_model::template atomic<Retirable<typename D::memory_model>*>& src,
-             Retirable<typename D::memory_model>* r, void* block, std::size_t n) {
-      { domain.current() } -> std::same_as<typename D::ThreadRef>;
-      { domain.register_thread().ref() } -> std::same_as<typename D::ThreadRef>;
-      { t.allocate(n, n) } -> std::same_as<void*>;
-      { t.deallocate(block, n, n) } noexcept;
-      { domain.allocate_block(n, n) } -> std::same_as<void*>;
-      { domain.free_block(block, n, n) } noexcept;
-      requires std::constructible_from<typename D::Guard, typename D::ThreadRef>;
-      { guard.template protect<0>(src) } -> std::same_as<Retirable<typename D::memory_model>*>;
-      { guard.template protect_if<1>(r, src, r) } -> std::same_as<bool>;
-      { guard.clear() } noexcept;
-      { guard.retire(r) } noexcept;
-    };
+concept Reclaimer = atomics::MemoryModel<typename D::memory_model> &&
+                    requires(D& domain, typename D::ThreadRef t, typename D::Guard& guard,
+                             const typename D::memory_model::template atomic<Retirable<typename D::memory_model>*>& src,
+                             Retirable<typename D::memory_model>* r, void* block, std::size_t n) {
+                      { domain.current() } -> std::same_as<typename D::ThreadRef>;
+                      { domain.register_thread().ref() } -> std::same_as<typename D::ThreadRef>;
+                      { t.allocate(n, n) } -> std::same_as<void*>;
+                      { t.deallocate(block, n, n) } noexcept;
+                      { domain.allocate_block(n, n) } -> std::same_as<void*>;
+                      { domain.free_block(block, n, n) } noexcept;
+                      requires std::constructible_from<typename D::Guard, typename D::ThreadRef>;
+                      { guard.template protect<0>(src) } -> std::same_as<Retirable<typename D::memory_model>*>;
+                      { guard.template protect_if<1>(r, src, r) } -> std::same_as<bool>;
+                      { guard.clear() } noexcept;
+                      { guard.retire(r) } noexcept;
+                    };
 
 }  // namespace weft::lockfree

@@ -31,8 +31,8 @@ template <class Record, atomics::MemoryModel M>
 class ThreadRegistry {
  public:
   ThreadRegistry() noexcept {
-    head_.store(nullptr, std::memory_order_relaxed);   // not shared yet
-    count_.store(0, std::memory_order_relaxed);         // not shared yet
+    head_.store(nullptr, std::memory_order_relaxed);  // not shared yet
+    count_.store(0, std::memory_order_relaxed);       // not shared yet
   }
   ThreadRegistry(const ThreadRegistry&) = delete;
   ThreadRegistry& operator=(const ThreadRegistry&) = delete;
@@ -52,7 +52,7 @@ class ThreadRegistry {
     }
     Record* fresh = make();
     // Counted before it is visible, so a scanner never sees more records than count() (bounds stay sound).
-    count_.fetch_add(1, std::memory_order_relaxed);  // relaxed: the release CAS below publishes it
+    count_.fetch_add(1, std::memory_order_relaxed);                  // relaxed: the release CAS below publishes it
     RegistryRecord<M>* top = head_.load(std::memory_order_relaxed);  // only a guess for the CAS
     do {
       fresh->next_record = top;

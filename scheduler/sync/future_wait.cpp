@@ -2,8 +2,8 @@
 #include <chrono>
 
 #include "scheduler/engine/engine.hpp"
-#include "scheduler/fiber/stack_guard.hpp"
 #include "scheduler/engine/wait_word.hpp"
+#include "scheduler/fiber/stack_guard.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/future_state.hpp"
 

@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "scheduler/atomics/cpu_relax.hpp"
-#include "scheduler/engine/engine.hpp"
 #include "scheduler/atomics/memory_model.hpp"
+#include "scheduler/engine/engine.hpp"
 #include "scheduler/engine/wait_word.hpp"
 
 namespace weft::sync {

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "scheduler/sync/word_protocol.hpp"
 #include "scheduler/sync/signal.hpp"
+#include "scheduler/sync/word_protocol.hpp"
 #include "weft/condition_variable.hpp"
 #include "weft/errors.hpp"
 #include "weft/event.hpp"
@@ -167,19 +167,15 @@ void ConditionVariable::notify_one() noexcept { notify_all(); }
 void ConditionVariable::notify_all() noexcept { word::generation_bump<WordParking>(generation_); }
 
 bool ConditionVariable::wait_generation(std::uint32_t seen, Clock::time_point deadline) {
-  return wait_or_drop(
-      [&] { return (generation_.load(std::memory_order_acquire) & kWordValue) != seen; }, generation_,
-      [seen](std::uint32_t value) { return value != seen; }, deadline, "weft::ConditionVariable::wait");
+  return wait_or_drop([&] { return (generation_.load(std::memory_order_acquire) & kWordValue) != seen; }, generation_,
+                      [seen](std::uint32_t value) { return value != seen; }, deadline, "weft::ConditionVariable::wait");
 }
 
-void ConditionVariable::wait(std::unique_lock<std::mutex>& lock) {
-  (void)wait_until(lock, Clock::time_point::max());
-}
+void ConditionVariable::wait(std::unique_lock<std::mutex>& lock) { (void)wait_until(lock, Clock::time_point::max()); }
 
 std::cv_status ConditionVariable::wait_until(std::unique_lock<std::mutex>& lock, Clock::time_point deadline) {
   if (!lock.owns_lock()) {
-    throw std::logic_error(
-        "weft::ConditionVariable::wait: the lock does not hold its mutex (lock it before waiting)");
+    throw std::logic_error("weft::ConditionVariable::wait: the lock does not hold its mutex (lock it before waiting)");
   }
   // Read with the mutex held: a notify after the caller checked its condition (under the mutex) bumps it past
   // this value, so the wait below cannot miss it.

@@ -74,8 +74,7 @@ void sleep(Word& word, ReadyAt ready_at, std::chrono::nanoseconds slice) noexcep
     if (WEFT_PLANTED("word.park_unannounced")) {
       break;
     }
-    if (word.compare_exchange_weak(seen, seen | kWordWaiters, std::memory_order_relaxed,
-                                   std::memory_order_relaxed)) {
+    if (word.compare_exchange_weak(seen, seen | kWordWaiters, std::memory_order_relaxed, std::memory_order_relaxed)) {
       seen |= kWordWaiters;
       break;
     }
@@ -132,8 +131,7 @@ template <class Word>
   do {
     if ((seen & kEventSet) == 0) return false;
     // acquire: pairs with event_set's release.
-  } while (!word.compare_exchange_weak(seen, seen & ~kEventSet, std::memory_order_acquire,
-                                       std::memory_order_relaxed));
+  } while (!word.compare_exchange_weak(seen, seen & ~kEventSet, std::memory_order_acquire, std::memory_order_relaxed));
   return true;
 }
 
@@ -167,8 +165,7 @@ void auto_signal(Word& word) noexcept {
   do {
     // With nobody to release, set (or leave set): still an RMW with release, in the word's release sequence, so
     // the wait that takes kEventSet sees what this signaller did before, as with a signal of its own.
-    next = auto_unreleased(seen) != 0 ? (seen & ~kWordWaiters) - kEventWaitUnit + kEventReleaseUnit
-                                      : seen | kEventSet;
+    next = auto_unreleased(seen) != 0 ? (seen & ~kWordWaiters) - kEventWaitUnit + kEventReleaseUnit : seen | kEventSet;
     if (WEFT_PLANTED("word.signal_keeps_unreleased")) {
       if (auto_unreleased(seen) != 0) next += kEventWaitUnit;
     }
@@ -238,8 +235,7 @@ template <class Parking, class Word>
 void generation_bump(Word& word) noexcept {
   std::uint32_t seen = word.load(std::memory_order_relaxed);
   // release: a waiter that sees the new generation sees what the notifier did before (it re-locks anyway).
-  while (!word.compare_exchange_weak(seen, (seen + 1) & kWordValue, publish_order<Word>(),
-                                    std::memory_order_relaxed)) {
+  while (!word.compare_exchange_weak(seen, (seen + 1) & kWordValue, publish_order<Word>(), std::memory_order_relaxed)) {
   }
   wake_if_announced<Parking>(word, seen);
 }

@@ -55,8 +55,8 @@ struct TraceThread {
   std::uint32_t os_id = 0;
   std::string name;
   std::atomic<TraceChunk*> head{nullptr};
-  TraceChunk* tail = nullptr;     // the writer's
-  std::size_t tail_used = 0;      // the writer's: events in tail
+  TraceChunk* tail = nullptr;             // the writer's
+  std::size_t tail_used = 0;              // the writer's: events in tail
   std::atomic<std::size_t> published{0};  // events readable; written by the writer (release), read (acquire)
   std::atomic<std::uint64_t> dropped{0};
 };
@@ -104,12 +104,12 @@ class TraceImpl {
 
   const std::uint64_t serial_;  // unique among all traces of the process, for the threads' look-up caches
   const std::size_t max_events_;
-  const std::int64_t origin_;   // steady_clock ticks (ns) at construction
+  const std::int64_t origin_;  // steady_clock ticks (ns) at construction
   std::atomic<bool> recording_{true};
   std::atomic<std::uint32_t> runs_{0};
-  std::atomic<std::size_t> reserved_{0};       // events granted to chunks so far (<= max_events_)
-  std::atomic<std::uint64_t> refused_{0};      // events dropped for want of a buffer at all
-  mutable std::mutex mutex_;                   // guards names_ and threads_ (their growth)
+  std::atomic<std::size_t> reserved_{0};   // events granted to chunks so far (<= max_events_)
+  std::atomic<std::uint64_t> refused_{0};  // events dropped for want of a buffer at all
+  mutable std::mutex mutex_;               // guards names_ and threads_ (their growth)
   std::vector<std::string> names_;
   std::unordered_map<std::string, std::uint32_t> name_index_;  // names_ by name
   std::vector<std::unique_ptr<TraceThread>> threads_;

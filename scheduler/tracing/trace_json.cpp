@@ -15,11 +15,21 @@ void write_string(std::ostream& out, std::string_view text) {
   out << '"';
   for (const char c : text) {
     switch (c) {
-      case '"': out << "\\\""; break;
-      case '\\': out << "\\\\"; break;
-      case '\n': out << "\\n"; break;
-      case '\r': out << "\\r"; break;
-      case '\t': out << "\\t"; break;
+      case '"':
+        out << "\\\"";
+        break;
+      case '\\':
+        out << "\\\\";
+        break;
+      case '\n':
+        out << "\\n";
+        break;
+      case '\r':
+        out << "\\r";
+        break;
+      case '\t':
+        out << "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];
@@ -43,9 +53,12 @@ void write_micros(std::ostream& out, std::int64_t ns) {
 
 [[nodiscard]] const char* priority_name(std::uint64_t priority) noexcept {
   switch (static_cast<Priority>(priority)) {
-    case Priority::High: return "High";
-    case Priority::Normal: return "Normal";
-    case Priority::Low: return "Low";
+    case Priority::High:
+      return "High";
+    case Priority::Normal:
+      return "Normal";
+    case Priority::Low:
+      return "Low";
   }
   return "?";
 }
@@ -54,9 +67,12 @@ void write_micros(std::ostream& out, std::int64_t ns) {
   switch (category) {
     case TraceCategory::task:
     case TraceCategory::steal:
-    case TraceCategory::park: return "pool";
-    case TraceCategory::node: return "node";
-    case TraceCategory::stage: return "stage";
+    case TraceCategory::park:
+      return "pool";
+    case TraceCategory::node:
+      return "node";
+    case TraceCategory::stage:
+      return "stage";
   }
   return "?";
 }
@@ -71,14 +87,20 @@ void write_args(std::ostream& out, const TraceEvent& event) {
         out << R"(,"worker":)" << event.arg2 << '}';
       }
       return;
-    case TraceCategory::steal: out << R"({"victim":)" << event.arg << '}'; return;
+    case TraceCategory::steal:
+      out << R"({"victim":)" << event.arg << '}';
+      return;
     case TraceCategory::park:
       out << R"({"slept_us":)";
       write_micros(out, event.duration);
       out << '}';
       return;
-    case TraceCategory::node: out << R"({"node":)" << event.arg << R"(,"run":)" << event.arg2 << '}'; return;
-    case TraceCategory::stage: out << R"({"item":)" << event.arg << R"(,"stage":)" << event.arg2 << '}'; return;
+    case TraceCategory::node:
+      out << R"({"node":)" << event.arg << R"(,"run":)" << event.arg2 << '}';
+      return;
+    case TraceCategory::stage:
+      out << R"({"item":)" << event.arg << R"(,"stage":)" << event.arg2 << '}';
+      return;
   }
   out << "{}";
 }
@@ -95,7 +117,8 @@ void TraceImpl::write_json(std::ostream& out) const {
   std::size_t kept = 0;
   std::uint64_t dropped = refused_.load(std::memory_order_relaxed);
   for (const auto& thread : threads_) {
-    out << ",\n" << R"({"ph":"M","pid":1,"tid":)" << thread->os_id << R"(,"name":"thread_name","args":{"name":)";
+    out << ",\n"
+        << R"({"ph":"M","pid":1,"tid":)" << thread->os_id << R"(,"name":"thread_name","args":{"name":)";
     write_string(out, thread->name.empty() ? "thread " + std::to_string(thread->os_id) : thread->name);
     out << "}}";
   }
@@ -127,8 +150,8 @@ void TraceImpl::write_json(std::ostream& out) const {
       out << '}';
     }
   }
-  out << "\n],\n" << R"("displayTimeUnit":"ns","otherData":{"kept":)" << kept << R"(,"dropped":)" << dropped
-      << "}}\n";
+  out << "\n],\n"
+      << R"("displayTimeUnit":"ns","otherData":{"kept":)" << kept << R"(,"dropped":)" << dropped << "}}\n";
 }
 
 }  // namespace weft::tracing

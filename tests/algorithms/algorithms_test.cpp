@@ -207,14 +207,14 @@ TEST_CASE("exceptions: the first is rethrown, the pool stays usable") {
     };
     for (const std::int64_t bad : {std::int64_t{0}, std::int64_t{25'000}, std::int64_t{49'999}}) {
       INFO("bad = " << bad);
-      CHECK_THROWS_AS(
-          static_cast<void>(weft::parallel_reduce(pool, v.begin(), v.end(), std::int64_t{0}, throws_at(bad))),
-          Thrown);
+      CHECK_THROWS_AS(static_cast<void>(
+                          weft::parallel_reduce(pool, v.begin(), v.end(), std::int64_t{0}, throws_at(bad))),
+                      Thrown);
       std::vector<std::int64_t> out(v.size());
       CHECK_THROWS_AS(weft::parallel_inclusive_scan(pool, v.begin(), v.end(), out.begin(), throws_at(bad)), Thrown);
-      CHECK_THROWS_AS(
-          weft::parallel_exclusive_scan(pool, v.begin(), v.end(), out.begin(), std::int64_t{0}, throws_at(bad)),
-          Thrown);
+      CHECK_THROWS_AS(weft::parallel_exclusive_scan(pool, v.begin(), v.end(), out.begin(), std::int64_t{0},
+                                                    throws_at(bad)),
+                      Thrown);
       std::vector<std::int64_t> w(v.rbegin(), v.rend());
       CHECK_THROWS_AS(weft::parallel_sort(pool, w.begin(), w.end(),
                                           [bad](std::int64_t x, std::int64_t y) {
@@ -226,10 +226,10 @@ TEST_CASE("exceptions: the first is rethrown, the pool stays usable") {
       CHECK(w == v);
     }
     // Every piece throws: exactly one exception comes out.
-    CHECK_THROWS_AS(
-        static_cast<void>(weft::parallel_transform_reduce(pool, v.begin(), v.end(), 0, std::plus<>(),
-                                                          [](std::int64_t) -> int { throw Thrown("all"); })),
-        Thrown);
+    CHECK_THROWS_AS(static_cast<void>(
+                        weft::parallel_transform_reduce(pool, v.begin(), v.end(), 0, std::plus<>(),
+                                                        [](std::int64_t) -> int { throw Thrown("all"); })),
+                    Thrown);
     CHECK_THROWS_WITH_AS(weft::parallel_invoke(
                              pool, [] {}, [] { throw Thrown("second"); }, [] {}),
                          "second", Thrown);
@@ -295,8 +295,7 @@ TEST_CASE("every algorithm fits in the smallest fiber stack a pool accepts") {
   std::mt19937_64 random(seed);
   for (const unsigned workers : {1u, 2u}) {
     const Watchdog watchdog(named("smallest stack", workers), patience(120));
-    weft::Pool pool{
-        weft::PoolOptions{.threads = workers, .fiber_stack_size = weft::PoolOptions::min_fiber_stack_size}};
+    weft::Pool pool{weft::PoolOptions{.threads = workers, .fiber_stack_size = weft::PoolOptions::min_fiber_stack_size}};
     const std::size_t n = large_size();
     // Counts what went wrong rather than CHECKing inside tasks: the test framework's own frames are not what is
     // measured here.
@@ -312,7 +311,7 @@ TEST_CASE("every algorithm fits in the smallest fiber stack a pool accepts") {
       const std::int64_t sum = std::accumulate(ints.begin(), ints.end(), std::int64_t{0});
       expect(weft::parallel_reduce(pool, ints.begin(), ints.end(), std::int64_t{0}) == sum);
       expect(weft::parallel_transform_reduce(pool, ints.begin(), ints.end(), std::int64_t{0}, std::plus<>(),
-                                            [](std::int64_t x) { return x; }) == sum);
+                                             [](std::int64_t x) { return x; }) == sum);
       std::vector<std::int64_t> scanned(n);
       weft::parallel_inclusive_scan(pool, ints.begin(), ints.end(), scanned.begin());
       expect((n == 0 || scanned.back() == sum));
@@ -326,7 +325,8 @@ TEST_CASE("every algorithm fits in the smallest fiber stack a pool accepts") {
       weft::parallel_sort(pool, d.begin(), d.end());
       expect(std::is_sorted(d.begin(), d.end()));
       std::atomic<int> calls{0};
-      weft::parallel_invoke(pool, [&] { ++calls; }, [&] { ++calls; }, [&] { ++calls; });
+      weft::parallel_invoke(
+          pool, [&] { ++calls; }, [&] { ++calls; }, [&] { ++calls; });
       expect(calls.load() == 3);
       std::vector<std::int64_t> doubled(n);
       weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { doubled[i] = 2 * ints[i]; });
@@ -345,7 +345,7 @@ TEST_CASE("every algorithm fits in the smallest fiber stack a pool accepts") {
       (void)inc;
       (void)sorted;
     };
-    run_all(seed);  // from outside
+    run_all(seed);                                                                                 // from outside
     for (std::uint64_t t = 0; t < 2 * workers; ++t) pool.post([&, t] { run_all(seed + 1 + t); });  // on fibers
     pool.wait_idle();
     CHECK(wrong.load() == 0);

@@ -27,8 +27,7 @@ namespace weft::test {
 [[nodiscard]] inline std::vector<std::size_t> sizes_for(unsigned workers) {
   const std::size_t blocks = std::size_t{64} * workers;
   std::vector<std::size_t> sizes = {
-      0,    1,    2,    3,    7,   31, blocks - 1, blocks, blocks + 1, 2 * blocks - 1, 2 * blocks + 1,
-      1000, 2047, 2048, 2049, 4099};
+      0, 1, 2, 3, 7, 31, blocks - 1, blocks, blocks + 1, 2 * blocks - 1, 2 * blocks + 1, 1000, 2047, 2048, 2049, 4099};
   sizes.push_back(large_size());
   return sizes;
 }

@@ -35,19 +35,21 @@ TEST_CASE("scope jobs give std's results and compose with then() and when_all()"
       weft::TaskScope scope{pool};
       weft::Job<std::int64_t> sum = scope.parallel_reduce(ints.begin(), ints.end(), std::int64_t{1});
       weft::Job<Mat> product = scope.parallel_reduce(mats.begin(), mats.end(), Mat{}, kMatMul, {.name = "product"});
-      weft::Job<std::int64_t> squares = scope.parallel_transform_reduce(
-          ints.begin(), ints.end(), std::int64_t{0}, std::plus<>(), [](std::int64_t x) { return x * x % 1000; },
-          {.grain = 7});
+      weft::Job<std::int64_t> squares = scope.parallel_transform_reduce(ints.begin(), ints.end(), std::int64_t{0},
+                                                                        std::plus<>(),
+                                                                        [](std::int64_t x) { return x * x % 1000; },
+                                                                        {.grain = 7});
       weft::Job<void> inc = scope.parallel_inclusive_scan(ints.begin(), ints.end(), inclusive.begin());
-      weft::Job<void> exc = scope.parallel_exclusive_scan(ints.begin(), ints.end(), exclusive.begin(),
-                                                          std::int64_t{-1}, std::plus<>(), {.concurrency = 2});
+      weft::Job<void> exc = scope.parallel_exclusive_scan(ints.begin(), ints.end(), exclusive.begin(), std::int64_t{-1},
+                                                          std::plus<>(), {.concurrency = 2});
       weft::Job<void> mscan = scope.parallel_inclusive_scan(mats.begin(), mats.end(), mat_scan.begin(), kMatMul);
       weft::Job<void> sorted = scope.parallel_sort(to_sort.begin(), to_sort.end(), std::greater<>());
       weft::Job<void> both = scope.parallel_invoke([&] { left = 1; }, [&] { right = 2; });
       // Composition: then() on a reduce's value, then() after a sort, when_all over scans.
       weft::Job<std::int64_t> twice = scope.then(sum, [](std::int64_t s) { return 2 * s; });
-      weft::Job<bool> checked_order =
-          scope.then(sorted, [&] { return std::is_sorted(to_sort.begin(), to_sort.end(), std::greater<>()); });
+      weft::Job<bool> checked_order = scope.then(sorted, [&] {
+        return std::is_sorted(to_sort.begin(), to_sort.end(), std::greater<>());
+      });
       weft::Job<std::int64_t> last_prefix = scope.when_all({inc, exc}, [&] { return n ? inclusive.back() : 0; });
       weft::Job<int> invoked = scope.then(both, [&] { return left + right; });
       scope.run_and_wait();

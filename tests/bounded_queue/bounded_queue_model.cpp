@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "graph/inbox/bounded_queue.hpp"
 
@@ -174,8 +174,8 @@ void check(const char* name, std::initializer_list<const char*> scripts, Totals&
     rl::scheduler_type_e type;
     const char* label;
   };
-  for (const Search search : {Search{rl::random_scheduler_type, "random"},
-                              Search{rl::fair_context_bound_scheduler_type, "bound2"}}) {
+  for (const Search search :
+       {Search{rl::random_scheduler_type, "random"}, Search{rl::fair_context_bound_scheduler_type, "bound2"}}) {
     rl::test_params params;
     params.search_type = search.type;
     params.iteration_count = 1000000;
@@ -186,9 +186,8 @@ void check(const char* name, std::initializer_list<const char*> scripts, Totals&
     const bool ok = rl::simulate<S>(params);
     const double cpu = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    std::printf("[bounded_queue_model] %-14s %-6s %s: %llu executions, %.1f s cpu, %.1f s wall\n", name,
-                search.label, ok ? "passed" : "FAILED", static_cast<unsigned long long>(params.stop_iteration),
-                cpu, wall);
+    std::printf("[bounded_queue_model] %-14s %-6s %s: %llu executions, %.1f s cpu, %.1f s wall\n", name, search.label,
+                ok ? "passed" : "FAILED", static_cast<unsigned long long>(params.stop_iteration), cpu, wall);
     std::fflush(stdout);
     ++totals.runs;
     if (!ok) ++totals.failures;

@@ -101,7 +101,7 @@ void run(std::size_t capacity, Mix mix, std::uint64_t seed) {
       }
     }
     INFO("first item not received exactly once: #" << first_wrong << " (count "
-                                                    << (first_wrong < total ? received[first_wrong].load() : 1) << ")");
+                                                   << (first_wrong < total ? received[first_wrong].load() : 1) << ")");
     CHECK(once == total);
   }
   CHECK(Counted::live() == 0);

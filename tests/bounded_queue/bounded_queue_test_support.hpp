@@ -63,5 +63,4 @@ struct ThrowingCopy {
   ~ThrowingCopy() = default;
 };
 
-
 }  // namespace weft::test

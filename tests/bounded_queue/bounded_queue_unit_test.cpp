@@ -103,7 +103,7 @@ TEST_CASE("every item is destroyed exactly once: popped, refused, and left in th
     }
     REQUIRE(q.try_push(Counted(3)));
     CHECK(Counted::live() == 4);  // 3 queued + `refused`
-  }  // the queue's destructor destroys items 1, 2, 3
+  }                               // the queue's destructor destroys items 1, 2, 3
   CHECK(Counted::live() == 0);
   CHECK(Counted::constructed.load() == Counted::destroyed.load());
 }

@@ -1,7 +1,8 @@
 // The Example blocks of the public headers (include/weft/*.hpp), copied verbatim, each in a function that
-// declares what the example takes as given (a pool, a vector, n). Compiled by check_compile.py with -Wall -Wextra -Wpedantic -Werror, so that an example a user
-// pastes compiles cleanly: no unused parameter in its lambdas. A variable an example leaves unused is used
-// after it, as the code that follows it would. When a header's example changes, change it here too.
+// declares what the example takes as given (a pool, a vector, n). Compiled by check_compile.py with -Wall -Wextra
+// -Wpedantic -Werror, so that an example a user pastes compiles cleanly: no unused parameter in its lambdas. A variable
+// an example leaves unused is used after it, as the code that follows it would. When a header's example changes, change
+// it here too.
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -111,9 +112,9 @@ void small_function_hpp() {
   weft::small_function<std::size_t(int)> task = [b = std::move(buffer)](int v) {
     b->push_back(v);
     return b->size();
-  };  // inline: a unique_ptr fits in 128 bytes
-  auto queued = std::move(task);  // noexcept, no allocation; task is now empty
-  std::size_t n = queued(7);      // 1001
+  };                                                         // inline: a unique_ptr fits in 128 bytes
+  auto queued = std::move(task);                             // noexcept, no allocation; task is now empty
+  std::size_t n = queued(7);                                 // 1001
   weft::small_function_inline_only<void()> checked = [] {};  // a too-big capture here would not compile
   (void)n;
 }
@@ -135,7 +136,7 @@ void shared_function_hpp() {
   same(2);  // calls == 3
   auto owner = std::make_unique<int>(5);
   weft::shared_function<int()> read = [p = std::move(owner)] { return *p; };  // move-only: still copyable
-  auto copy = read;  // copy() == 5
+  auto copy = read;                                                           // copy() == 5
   (void)copy;
 }
 
@@ -162,7 +163,7 @@ void semaphore_hpp(weft::Pool& pool) {
   weft::Semaphore db{1};  // one connection: at most one query at a time
   weft::TaskGraph g;
   for (int q = 0; q < 8; ++q) g.add_node([] { /* query */ }, weft::NodeOptions{.semaphores = {&db}});
-  g.run(pool).wait();     // never two queries at once; db.available() == 1 again
+  g.run(pool).wait();  // never two queries at once; db.available() == 1 again
 }
 
 void trace_hpp() {
@@ -177,13 +178,18 @@ void trace_hpp() {
 
 void task_graph_hpp_run(weft::TaskGraph& graph, weft::Pool& pool) {
   weft::Run run = graph.run(pool);
-  if (run.wait() == weft::RunStatus::Cancelled) { /* ... */ }
+  if (run.wait() == weft::RunStatus::Cancelled) { /* ... */
+  }
 }
 
 void task_graph_hpp_run_options(weft::TaskGraph& graph, weft::Pool& pool, weft::Node link) {
   weft::Run run = graph.run(pool, weft::RunOptions{.on_error = weft::ErrorPolicy::KeepGoing});
-  try { run.wait(); } catch (const std::exception&) { /* the first failure, after the whole run */ }
-  if (run.outcome(link).state == weft::NodeState::Skipped) { /* link descends from a failed node */ }
+  try {
+    run.wait();
+  } catch (const std::exception&) { /* the first failure, after the whole run */
+  }
+  if (run.outcome(link).state == weft::NodeState::Skipped) { /* link descends from a failed node */
+  }
 }
 
 void task_graph_hpp_outcomes(weft::TaskGraph& graph, weft::Pool& pool, weft::Node n) {
@@ -203,8 +209,8 @@ void task_graph_hpp() {
   weft::Pool pool;
   weft::TaskGraph g;
   auto n1 = g.add_node([] { /* ... */ });
-  auto n2 = g.add_node([] { /* ... */ }, weft::NodeOptions{.concurrency = 2, .capacity = 64,
-                                                            .overflow = weft::Overflow::Block});
+  auto n2 = g.add_node([] { /* ... */ },
+                       weft::NodeOptions{.concurrency = 2, .capacity = 64, .overflow = weft::Overflow::Block});
   g.add_edge(n1, n2);
   g.run(pool).wait();  // and again: g.run(pool).wait();
 }
@@ -255,7 +261,9 @@ void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
   auto a = scope.submit([] { return 21; });
   auto b = scope.then(a, [](int x) { return x * 2; });
   auto d = scope.parallel_for(v.begin(), v.end(), [](int& x) { x *= 2; });
-  scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; /* 21 + 42 */ });
+  scope.when_all({a, b}, [](std::vector<int> values) {
+    return values[0] + values[1]; /* 21 + 42 */
+  });
   scope.run_and_wait();  // rethrows the first exception
   int r = b.get();       // 42
   (void)r;
@@ -265,7 +273,8 @@ void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
 void task_scope_hpp_dump(weft::Pool& pool) {
   weft::TaskScope scope{pool};
   auto load = scope.submit([] { return 1; }, weft::NodeOptions{.name = "load"});
-  auto parse = scope.then(load, [](int x) { return x + 1; }, weft::NodeOptions{.name = "parse"});
+  auto parse = scope.then(
+      load, [](int x) { return x + 1; }, weft::NodeOptions{.name = "parse"});
   std::ostringstream dot;
   scope.dump(dot);  // digraph weft { n0 [label="load"]; n1 [label="parse"]; n0 -> n1; }
   (void)parse;
@@ -273,7 +282,8 @@ void task_scope_hpp_dump(weft::Pool& pool) {
 
 void task_scope_hpp_members(weft::TaskScope& scope, std::vector<int>& v, std::vector<int>& out) {
   auto a = scope.submit([] { return 21; });
-  auto b = scope.then(a, [](int x) { return x * 2; });  scope.then(b, [] { log("b done"); });
+  auto b = scope.then(a, [](int x) { return x * 2; });
+  scope.then(b, [] { log("b done"); });
   scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; });
   auto s = scope.submit([] { return std::string("s"); });
   auto fill = scope.submit([] {});
@@ -353,8 +363,8 @@ void algorithms_hpp_reduce(weft::Pool& pool, std::size_t n, const std::vector<st
 void algorithms_hpp_transform_reduce(weft::Pool& pool) {
   std::vector<std::string> words = {"a", "bb", "ccc"};
   auto size = [](const std::string& w) { return w.size(); };
-  std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0},
-                                                        std::plus<>(), size);  // 6
+  std::size_t letters = weft::parallel_transform_reduce(pool, words.begin(), words.end(), std::size_t{0}, std::plus<>(),
+                                                        size);  // 6
   (void)letters;
 }
 
@@ -367,14 +377,15 @@ void algorithms_hpp_scans(weft::Pool& pool, std::size_t n) {
 
 void algorithms_hpp_sort(weft::Pool& pool) {
   std::vector<int> v = {3, 1, 2};
-  weft::parallel_sort(pool, v.begin(), v.end());                   // 1, 2, 3
+  weft::parallel_sort(pool, v.begin(), v.end());                    // 1, 2, 3
   weft::parallel_sort(pool, v.begin(), v.end(), std::greater<>());  // 3, 2, 1
 }
 
 void algorithms_hpp_invoke(weft::Pool& pool, int l, int r) {
   int left = 0;
   int right = 0;
-  weft::parallel_invoke(pool, [&] { left = build(l); }, [&] { right = build(r); }, [&] { log("building"); });
+  weft::parallel_invoke(
+      pool, [&] { left = build(l); }, [&] { right = build(r); }, [&] { log("building"); });
 }
 
 int left() { return 1; }
@@ -398,9 +409,15 @@ void process(int& item) { ++item; }
 void use(int value) { (void)value; }
 
 void event_hpp(weft::Pool& pool) {
-  weft::Event ready;                      // manual reset
-  pool.post([&] { load_config(); ready.signal(); });
-  pool.post([&] { ready.wait(); use_config(); });  // suspends until the first task signals
+  weft::Event ready;  // manual reset
+  pool.post([&] {
+    load_config();
+    ready.signal();
+  });
+  pool.post([&] {
+    ready.wait();
+    use_config();
+  });  // suspends until the first task signals
   pool.wait_idle();
 }
 
@@ -408,7 +425,10 @@ void wait_group_hpp(weft::Pool& pool, std::vector<int>& items) {
   weft::WaitGroup pending;
   for (auto& item : items) {
     pending.add();
-    pool.post([&] { process(item); pending.done(); });
+    pool.post([&] {
+      process(item);
+      pending.done();
+    });
   }
   pending.wait();  // every item processed
 }
@@ -417,12 +437,15 @@ void condition_variable_hpp(weft::Pool& pool) {
   std::mutex m;
   weft::ConditionVariable cv;
   std::deque<int> queue;
-  pool.post([&] {            // consumer
+  pool.post([&] {  // consumer
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return !queue.empty(); });
     use(queue.front());
   });
-  { std::lock_guard lock(m); queue.push_back(42); }
+  {
+    std::lock_guard lock(m);
+    queue.push_back(42);
+  }
   cv.notify_one();
   pool.wait_idle();
 }

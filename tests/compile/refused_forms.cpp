@@ -50,16 +50,19 @@ void build(weft::Pool& pool) {
   weft::parallel_inclusive_scan(pool, v.begin(), v.end(), v.begin());
   weft::parallel_exclusive_scan(pool, v.begin(), v.end(), sizes.begin(), std::size_t{0});
   weft::parallel_sort(pool, v.begin(), v.end(), [](const int& x, const int& y) { return x > y; });
-  weft::parallel_invoke(pool, [&] { r += 1; }, [] {});
+  weft::parallel_invoke(
+      pool, [&] { r += 1; }, [] {});
   scope.parallel_reduce(v.begin(), v.end(), 0L, [](long x, long y) { return x + y; }, {.name = "sum"});
-  scope.parallel_invoke({.name = "pair"}, [] {}, [] {});
+  scope.parallel_invoke(
+      {.name = "pair"}, [] {}, [] {});
   // Dependencies: a leading weft::after of jobs, of a vector or of a span; a loop's grain in LoopOptions.
   const std::vector<weft::AnyJob> deps{a, s};
   scope.parallel_for(weft::after(deps), 0, 4, [](int) {}, {.name = "loop", .grain = 2});
   scope.parallel_reduce(weft::after(std::span<const weft::AnyJob>(deps)), v.begin(), v.end(), 0, std::plus<>(),
                         {.concurrency = 2, .grain = 1});
   scope.parallel_sort(weft::after(a, b), v.begin(), v.end());
-  scope.parallel_invoke(weft::after(a), [] {}, [] {});
+  scope.parallel_invoke(
+      weft::after(a), [] {}, [] {});
   scope.parallel_invoke(weft::after(a), {.name = "after a"}, [] {});
   // Pipelines: a source of std::optional<T>; stages taking the item by value, T&& or const T&, returning the
   // next item or a std::optional of it; a fan-out stage returning a range; a sink returning nothing.
@@ -99,7 +102,8 @@ void build(weft::Pool& pool) {
 #elif WEFT_CASE == 13
   weft::parallel_sort(pool, v.begin(), v.end(), [](int x) { return x > 0; });
 #elif WEFT_CASE == 14
-  weft::parallel_invoke(pool, [] {}, [](int x) { return x; });
+  weft::parallel_invoke(
+      pool, [] {}, [](int x) { return x; });
 #elif WEFT_CASE == 15
   scope.parallel_invoke([] {}, [](int x) { return x; });
 #elif WEFT_CASE == 16

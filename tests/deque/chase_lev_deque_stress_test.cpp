@@ -31,13 +31,13 @@ constexpr unsigned max_burst = 256;  // each round grows 2 -> 256 or beyond whil
 
 struct Outcome {
   std::uint64_t pushed = 0;
-  std::uint64_t wrong_counts = 0;    // items not taken exactly once
+  std::uint64_t wrong_counts = 0;  // items not taken exactly once
   std::uint64_t first_wrong = 0;
   std::uint64_t popped = 0;
   std::uint64_t stolen = 0;
   std::uint64_t lost_races = 0;
   std::uint64_t growths = 0;
-  std::uint64_t bound_violations = 0;  // retired slots not below capacity
+  std::uint64_t bound_violations = 0;    // retired slots not below capacity
   std::uint64_t unreclaimed_rounds = 0;  // retired arrays left after the thieves stopped and the owner ran
 };
 
@@ -146,8 +146,8 @@ void check_stress(unsigned thief_count) {
   char name[64];
   std::snprintf(name, sizeof name, "chase_lev_deque stress, %u thieves, batch %zu", thief_count, Batch);
   const Outcome out = run<Batch>(thief_count, weft::test::stress_count(5'000'000), weft::test::seed_for(name));
-  MESSAGE(name << ": pushed " << out.pushed << ", popped " << out.popped << ", stolen " << out.stolen
-               << ", lost races " << out.lost_races << ", growths " << out.growths);
+  MESSAGE(name << ": pushed " << out.pushed << ", popped " << out.popped << ", stolen " << out.stolen << ", lost races "
+               << out.lost_races << ", growths " << out.growths);
   CHECK_MESSAGE(out.wrong_counts == 0, "first item not taken exactly once: " << out.first_wrong);
   CHECK(out.popped + out.stolen == out.pushed);
   CHECK(out.stolen > 0);

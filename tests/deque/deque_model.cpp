@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "scheduler/lockfree/chase_lev_deque.hpp"
 
@@ -181,7 +181,7 @@ struct Reclaim : DequeScenario<Reclaim<M>, M, 3> {
   void thread(unsigned th) {
     if (th == 0) {
       this->push();
-      this->push();  // grows 1 -> 2, retires the first array
+      this->push();   // grows 1 -> 2, retires the first array
       this->pop(th);  // tries to free it
       this->push();
       this->push();  // grows 2 -> 4 unless a thief took an item: a second retirement
@@ -287,8 +287,8 @@ void check(const char* name, const char* variant, Totals& totals) {
     rl::scheduler_type_e type;
     const char* label;
   };
-  for (const Search search : {Search{rl::random_scheduler_type, "random"},
-                              Search{rl::fair_context_bound_scheduler_type, "bound2"}}) {
+  for (const Search search :
+       {Search{rl::random_scheduler_type, "random"}, Search{rl::fair_context_bound_scheduler_type, "bound2"}}) {
     rl::test_params params;
     params.search_type = search.type;
     params.iteration_count = search.type == rl::random_scheduler_type ? kRandomExecutions : 0;

@@ -37,8 +37,9 @@ struct Scenario {
 // waiter is queued ahead of every signaller, so the signallers run only once each waiter has suspended (or been
 // set aside): with a stack per waiter, more than max_fibers stacks are needed at once.
 void waiters_before_signallers(const Scenario& s, unsigned threads) {
-  const std::string what = std::to_string(s.waiters) + " waiters before their signallers, max_fibers = " +
-                           std::to_string(s.max_fibers) + ", " + std::to_string(threads) + " workers";
+  const std::string what = std::to_string(s.waiters) +
+                           " waiters before their signallers, max_fibers = " + std::to_string(s.max_fibers) + ", " +
+                           std::to_string(threads) + " workers";
   INFO(what);
   const Watchdog watchdog(what, patience(120));
   std::vector<std::unique_ptr<weft::Event>> events;

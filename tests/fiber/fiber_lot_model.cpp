@@ -1,5 +1,5 @@
-// Relacy model test of the fiber lot's protocol (scheduler/fiber/fiber_lot.hpp): a waiter that parks on a word is always
-// taken out by a waker that changed the word after the waiter read it, whatever the interleaving; and a waiter
+// Relacy model test of the fiber lot's protocol (scheduler/fiber/fiber_lot.hpp): a waiter that parks on a word is
+// always taken out by a waker that changed the word after the waiter read it, whatever the interleaving; and a waiter
 // leaves the lot exactly once when a wake-up and its deadline race; and a waiter whose owner starts dropping as it
 // parks either sees the drop or is taken out by it. Nothing is resumed in the model: who took the waiter out is
 // recorded and judged in after().
@@ -14,9 +14,9 @@
 #include <thread>  // before Relacy, whose macros (sem_init, ...) break <thread>'s own includes
 #include <type_traits>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "scheduler/fiber/fiber_lot.hpp"
 

@@ -32,7 +32,7 @@ constexpr int kOtherAddress = 43;  // SIGSEGV somewhere else
 constexpr int kNoFault = 44;       // the recursion came back (it must not)
 constexpr int kSetupFailed = 45;
 
-volatile int never = -1;  // recurse's base case, never reached (and no -Winfinite-recursion)
+volatile int never = -1;       // recurse's base case, never reached (and no -Winfinite-recursion)
 std::uintptr_t guard_low = 0;  // written before the fault, read by the handler
 std::uintptr_t guard_high = 0;
 
@@ -65,7 +65,7 @@ void on_segv(int, siginfo_t* info, void*) {
   stack_t ss{};
   ss.ss_sp = alternate;
   ss.ss_size = sizeof alternate;
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_sigaction = on_segv;
   action.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
@@ -151,7 +151,7 @@ TEST_CASE("another fault on a worker is not called an overflow: the handler befo
   const auto [status, err] = run_in_child([] {
     // The handler weft finds is the default one (not the test framework's, which would report a crash of its
     // own from this child): the fault must reach it and kill the child with SIGSEGV.
-    struct sigaction fallback{};
+    struct sigaction fallback {};
     fallback.sa_handler = SIG_DFL;
     sigemptyset(&fallback.sa_mask);
     if (sigaction(SIGSEGV, &fallback, nullptr) != 0) _exit(kSetupFailed);

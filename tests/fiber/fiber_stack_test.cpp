@@ -65,8 +65,7 @@ TEST_CASE("sizes are rounded up to whole pages, with one guard page below each s
   CHECK(stack.size() == pool.stack_size());
   CHECK(static_cast<char*>(stack.top()) - static_cast<char*>(stack.bottom()) ==
         static_cast<std::ptrdiff_t>(pool.stack_size()));
-  CHECK(static_cast<char*>(stack.bottom()) - static_cast<char*>(stack.guard()) ==
-        static_cast<std::ptrdiff_t>(page));
+  CHECK(static_cast<char*>(stack.bottom()) - static_cast<char*>(stack.guard()) == static_cast<std::ptrdiff_t>(page));
   CHECK(stack.guard_size() == page);
   CHECK(reinterpret_cast<std::uintptr_t>(stack.bottom()) % page == 0);
 }

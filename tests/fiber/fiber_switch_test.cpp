@@ -107,8 +107,7 @@ TEST_CASE("a body's exception is rethrown by the resume that sees it end") {
     throw std::runtime_error("thrown on the fiber after a suspension");
   });
   CHECK(fiber.resume() == Fiber::Resumed::suspended);
-  CHECK_THROWS_WITH_AS(static_cast<void>(fiber.resume()), "thrown on the fiber after a suspension",
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(static_cast<void>(fiber.resume()), "thrown on the fiber after a suspension", std::runtime_error);
   CHECK_FALSE(fiber);
   CHECK(pool.stats().free == 1);
 }

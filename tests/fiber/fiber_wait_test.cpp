@@ -95,7 +95,8 @@ TEST_CASE("10,000 tasks suspended at once on an Event, then released; the stacks
   for (const unsigned workers : {1u, 2u, 4u}) {
     INFO("workers = " << workers);
     const Watchdog watchdog("10,000 suspended", patience(60));
-    weft::Pool pool{weft::PoolOptions{.threads = workers, .fiber_stack_size = weft::PoolOptions::min_fiber_stack_size,
+    weft::Pool pool{weft::PoolOptions{.threads = workers,
+                                      .fiber_stack_size = weft::PoolOptions::min_fiber_stack_size,
                                       .max_fibers = bound}};
     weft::Event go;
     std::atomic<std::size_t> released{0};
@@ -151,8 +152,7 @@ TEST_CASE("at the stack pool's bound a wait still suspends, past the bound, and 
 }
 
 TEST_CASE("ping-pong between two tasks through auto-reset events") {
-  const std::uint64_t rounds =
-      stress_count(kThreadSanitizer ? 20'000 : kAddressSanitizer ? 100'000 : 1'000'000);
+  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 20'000 : kAddressSanitizer ? 100'000 : 1'000'000);
   // Fibers only: without them a waiting task runs other tasks on its stack, and the one it picks up may be its
   // partner, which then waits for a signal that only the task beneath it can send.
   for (const unsigned workers : {1u, 2u, 4u}) {
@@ -360,8 +360,8 @@ TEST_CASE("a ConditionVariable hands items from producers to consumer tasks thro
       });
       outside.join();
       // Close once everything is consumed (the consumers leave on an empty, closed queue).
-      REQUIRE(eventually([&] { return sum.load() == static_cast<long long>(kItems) * (kItems - 1) / 2; },
-                         patience(30)));
+      REQUIRE(
+          eventually([&] { return sum.load() == static_cast<long long>(kItems) * (kItems - 1) / 2; }, patience(30)));
       {
         const std::lock_guard lock(mutex);
         closed = true;
@@ -392,7 +392,7 @@ TEST_CASE("Event: manual and auto reset, timed waits, and signals before waits")
   CHECK_FALSE(manual.wait_for(1ms));
 
   weft::Event automatic{weft::Event::Mode::Auto, true};
-  CHECK(automatic.wait_for(1ms));       // takes the signal
+  CHECK(automatic.wait_for(1ms));        // takes the signal
   CHECK_FALSE(automatic.wait_for(1ms));  // gone
   automatic.signal();
   automatic.signal();  // a flag, not a count
@@ -508,9 +508,11 @@ TEST_CASE("a shutdown that drops resumes every suspended task: its wait throws t
       std::atomic<bool> release{false};
       weft::TaskOptions on_0;
       on_0.affinity = 0;
-      pool.post([&release] {
-        while (!release.load()) std::this_thread::yield();
-      }, on_0);
+      pool.post(
+          [&release] {
+            while (!release.load()) std::this_thread::yield();
+          },
+          on_0);
       for (int i = 0; i < 10; ++i) {
         on_future.push_back(pool.submit([&pool, &destroyed, on_0] {
           const Counted counted{&destroyed};
@@ -573,8 +575,16 @@ TEST_CASE("task hooks: one start and one end per task, each with the worker it i
       if (!here || *here != event.worker) wrong_worker.fetch_add(1);
     };
     weft::Pool pool{weft::PoolOptions{.threads = workers,
-                                      .on_task_start = [&](const weft::TaskEvent& e) { check(e); starts++; },
-                                      .on_task_end = [&](const weft::TaskEvent& e) { check(e); ends++; }}};
+                                      .on_task_start =
+                                          [&](const weft::TaskEvent& e) {
+                                            check(e);
+                                            starts++;
+                                          },
+                                      .on_task_end =
+                                          [&](const weft::TaskEvent& e) {
+                                            check(e);
+                                            ends++;
+                                          }}};
     self = &pool;
     weft::Event go;
     constexpr int kTasks = 100;
@@ -623,7 +633,10 @@ TEST_CASE("timed waits suspend too, and end at their deadline or when signalled"
       const bool cv_timed_out = cv.wait_for(lock, 20ms) == std::cv_status::timeout && lock.owns_lock();
       lock.unlock();
       weft::Event gate;
-      auto slow = pool.submit([&gate] { gate.wait(); return 5; });
+      auto slow = pool.submit([&gate] {
+        gate.wait();
+        return 5;
+      });
       const bool future_timed_out = !slow.wait_for(20ms);
       gate.signal();
       const bool future_value = slow.get() == 5;

@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "weft/detail/child_count.hpp"
 

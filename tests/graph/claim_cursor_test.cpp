@@ -47,8 +47,8 @@ TEST_CASE("every item of a claimed range is claimed exactly once, by any mix of 
           });
           const unsigned pick = static_cast<unsigned>(local() % 16);
           const ClaimCursor::Claim claim = t == rest_taker && pick == 0 ? cursor->claim_rest()
-                                           : pick < 5                 ? cursor->claim_one()
-                                                                      : cursor->claim(threads);
+                                           : pick < 5                   ? cursor->claim_one()
+                                                                        : cursor->claim(threads);
           if (claim.lo == claim.hi) return;
           if (claim.lo < first || claim.hi > end || claim.lo > claim.hi) out_of_range.fetch_add(1);
           for (std::uint32_t i = claim.lo; i < claim.hi && i < end; ++i) claimed[i].fetch_add(1);

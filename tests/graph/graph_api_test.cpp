@@ -42,8 +42,10 @@ TEST_CASE("add_edges: every target runs after the source") {
 TEST_CASE("dump writes DOT with names, options and edges") {
   weft::TaskGraph g;
   auto load = g.add_node([] {}, weft::NodeOptions{.name = "lo\"ad"});
-  auto parse = g.add_node([](std::size_t) {}, weft::NodeOptions{.concurrency = 2, .capacity = 8,
-                                                                .overflow = weft::Overflow::Drop, .tokens = 4});
+  auto parse = g.add_node([](std::size_t) {}, weft::NodeOptions{.concurrency = 2,
+                                                                .capacity = 8,
+                                                                .overflow = weft::Overflow::Drop,
+                                                                .tokens = 4});
   g.add_edge(load, parse);
   std::ostringstream out;
   g.dump(out);

@@ -165,7 +165,7 @@ TEST_CASE("edges added node by node, shuffled, or repeated lay out the same succ
       for (int round = 0; round < 2; ++round) {
         for (auto& at : ran_at) at.store(0);
         REQUIRE(g.run(pool).wait() == weft::RunStatus::Completed);
-        CHECK(clock.exchange(0) == kNodes);  // each node exactly once
+        CHECK(clock.exchange(0) == kNodes);     // each node exactly once
         CHECK(g.edge_count() == edges.size());  // now read off the layout: a repeat kept would show here
         for (const auto& [from, to] : edges) {
           REQUIRE(ran_at[from].load() != 0);

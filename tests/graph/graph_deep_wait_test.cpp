@@ -292,4 +292,3 @@ TEST_CASE("with fibers, TaskScope::run_and_wait and Subflow children recursing d
     CHECK(reached.load() == 2);
   }
 }
-

@@ -58,9 +58,9 @@ struct Spec {
 // What the executions of one node leave behind. Counters are relaxed: see the file comment.
 struct Record {
   std::atomic<std::uint64_t> executions{0};
-  std::atomic<std::uint64_t> mask{0};        // token indices seen
-  std::atomic<std::uint64_t> repeated{0};    // token indices seen twice
-  std::atomic<std::uint64_t> bad_token{0};   // indices >= tokens
+  std::atomic<std::uint64_t> mask{0};       // token indices seen
+  std::atomic<std::uint64_t> repeated{0};   // token indices seen twice
+  std::atomic<std::uint64_t> bad_token{0};  // indices >= tokens
   std::atomic<std::uint64_t> first_start{std::numeric_limits<std::uint64_t>::max()};
   std::atomic<std::uint64_t> last_end{0};
   InFlight flight;
@@ -152,8 +152,7 @@ class Trial {
       ctx_.records.push_back(std::make_unique<Record>());
       Context* ctx = &ctx_;
       const auto index = static_cast<std::uint32_t>(v);
-      nodes_.push_back(graph_.add_node([ctx, index](std::size_t token) { ctx->execute(index, token); },
-                                       spec.options));
+      nodes_.push_back(graph_.add_node([ctx, index](std::size_t token) { ctx->execute(index, token); }, spec.options));
     }
   }
 

@@ -235,7 +235,7 @@ TEST_CASE("reserving room for more nodes than a graph can hold throws length_err
     CHECK(contains(e.what(), std::to_string(std::numeric_limits<std::uint32_t>::max())));
   }
   g.reserve(std::numeric_limits<std::uint32_t>::max() >> 20, 0);  // below the limit: accepted
-  auto b = g.add_node([] {});  // nothing half-done: the graph still builds and runs
+  auto b = g.add_node([] {});                                     // nothing half-done: the graph still builds and runs
   g.add_edge(a, b);
   weft::Pool pool{weft::PoolOptions{.threads = 1}};
   CHECK(g.run(pool).wait() == weft::RunStatus::Completed);
@@ -322,12 +322,12 @@ TEST_CASE("the largest affinity is refused by run() too, naming the node (affini
 
 TEST_CASE("a priority or overflow outside its enum is refused when the node is added, naming both") {
   weft::TaskGraph g;
-  CHECK_THROWS_WITH_AS(
-      (void)g.add_node([] {}, weft::NodeOptions{.name = "odd", .priority = static_cast<weft::Priority>(9)}),
-      doctest::Contains("priority = 9 for node 'odd'"), weft::invalid_option);
-  CHECK_THROWS_WITH_AS(
-      (void)g.add_node([] {}, weft::NodeOptions{.name = "odd", .overflow = static_cast<weft::Overflow>(7)}),
-      doctest::Contains("overflow = 7"), weft::invalid_option);
+  CHECK_THROWS_WITH_AS((void)g.add_node([] {},
+                                        weft::NodeOptions{.name = "odd", .priority = static_cast<weft::Priority>(9)}),
+                       doctest::Contains("priority = 9 for node 'odd'"), weft::invalid_option);
+  CHECK_THROWS_WITH_AS((void)g.add_node([] {},
+                                        weft::NodeOptions{.name = "odd", .overflow = static_cast<weft::Overflow>(7)}),
+                       doctest::Contains("overflow = 7"), weft::invalid_option);
   CHECK(g.size() == 0);
 }
 
@@ -338,8 +338,8 @@ TEST_CASE("an inbox that can overflow (Drop or Fail, capacity < tokens) above kM
     INFO("overflow " << static_cast<int>(overflow));
     weft::TaskGraph g;
     try {
-      (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "wide", .capacity = limit + 1,
-                                                             .overflow = overflow, .tokens = huge});
+      (void)g.add_node([](std::size_t) {},
+                       weft::NodeOptions{.name = "wide", .capacity = limit + 1, .overflow = overflow, .tokens = huge});
       FAIL("add_node accepted an overflowing inbox past kMaxInboxCapacity");
     } catch (const weft::invalid_option& e) {
       INFO(e.what());

@@ -342,8 +342,7 @@ TEST_CASE("multi-token outcomes: Overflow::Drop gives Dropped (successors run), 
       std::atomic<int> after{0};
       auto dropping = g.add_node(
           [&] { wait_first_token(c, [](const weft::RunStats& s) { return s.dropped >= kTokens - 2; }); },
-          {.name = "dropping", .concurrency = 1, .capacity = 1, .overflow = weft::Overflow::Drop,
-           .tokens = kTokens});
+          {.name = "dropping", .concurrency = 1, .capacity = 1, .overflow = weft::Overflow::Drop, .tokens = kTokens});
       auto next = g.add_node([&] { after.fetch_add(1); });
       auto full = g.add_node([] {}, {.name = "full", .tokens = 5});
       g.add_edge(dropping, next);
@@ -366,8 +365,7 @@ TEST_CASE("multi-token outcomes: Overflow::Drop gives Dropped (successors run), 
       std::atomic<int> after{0};
       auto failing = g.add_node(
           [&] { wait_first_token(c, [](const weft::RunStats& s) { return s.skipped >= 1; }); },
-          {.name = "failing", .concurrency = 1, .capacity = 1, .overflow = weft::Overflow::Fail,
-           .tokens = kTokens});
+          {.name = "failing", .concurrency = 1, .capacity = 1, .overflow = weft::Overflow::Fail, .tokens = kTokens});
       auto next = g.add_node([&] { after.fetch_add(1); });
       auto beside = g.add_node([&] { after.fetch_add(10); });
       g.add_edge(failing, next);
@@ -469,11 +467,11 @@ TEST_CASE("bad input: a node of another graph, an empty handle, an ErrorPolicy o
   auto foreign = other.add_node([] {});
   weft::Run run = g.run(pool, {.record_outcomes = true});
   (void)run.wait();
-  CHECK_THROWS_WITH_AS((void)run.outcome(foreign), "weft::Run::outcome(node): `node` is node 1 of another graph, "
-                                                   "not a node of this run's graph",
+  CHECK_THROWS_WITH_AS((void)run.outcome(foreign),
+                       "weft::Run::outcome(node): `node` is node 1 of another graph, "
+                       "not a node of this run's graph",
                        weft::invalid_graph);
-  CHECK_THROWS_WITH_AS((void)run.outcome(weft::Node{}), doctest::Contains("an empty weft::Node"),
-                       weft::invalid_graph);
+  CHECK_THROWS_WITH_AS((void)run.outcome(weft::Node{}), doctest::Contains("an empty weft::Node"), weft::invalid_graph);
   // A node added after the run is not one of the run's.
   auto later = g.add_node([] {});
   CHECK_THROWS_WITH_AS((void)run.outcome(later), doctest::Contains("past the 1 nodes"), weft::invalid_graph);

@@ -311,8 +311,8 @@ TEST_CASE("shutdown(DropPending) during a run ends it with task_dropped or pool_
       CHECK(ran_before_join.load() == 200);
       CHECK(children.load() == 50);
     }
-    MESSAGE("workers " << workers << ": completed " << completed << ", task_dropped " << dropped
-                       << ", pool_closed " << closed);
+    MESSAGE("workers " << workers << ": completed " << completed << ", task_dropped " << dropped << ", pool_closed "
+                       << closed);
   });
 }
 
@@ -502,8 +502,8 @@ TEST_CASE("a join group whose members' task is refused at shutdown counts every 
       if (p_ran.load() != 2 * runs) early.fetch_add(1);
       member_ran[i].fetch_add(1);
     };
-    const weft::Node member =
-        i == 3 ? g.add_node(body, weft::NodeOptions{.priority = weft::Priority::High}) : g.add_node(body);
+    const weft::Node member = i == 3 ? g.add_node(body, weft::NodeOptions{.priority = weft::Priority::High})
+                                     : g.add_node(body);
     g.add_edge(p1, member);
     g.add_edge(p2, member);
   }

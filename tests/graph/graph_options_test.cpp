@@ -105,8 +105,11 @@ TEST_CASE("capacity + Overflow::Block with a slow consumer loses nothing, even o
               counts.ran(t);
               finished.fetch_add(1);
             },
-            weft::NodeOptions{.name = "slow-sink", .concurrency = concurrency, .capacity = capacity,
-                              .overflow = weft::Overflow::Block, .tokens = kTokens});
+            weft::NodeOptions{.name = "slow-sink",
+                              .concurrency = concurrency,
+                              .capacity = capacity,
+                              .overflow = weft::Overflow::Block,
+                              .tokens = kTokens});
         auto after = g.add_node([&] { seen_by_successor = finished.load(); });
         g.add_edge(sink, after);
         for (int round = 0; round < 2; ++round) {
@@ -133,8 +136,9 @@ TEST_CASE("an unbounded inbox with more tokens than its buffer: every token once
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     // Past the 4096 slots an unbounded inbox is given: the producer must wait for room several times.
     constexpr std::size_t kTokens = 3 * 4096 + 17;
-    const std::pair<weft::Overflow, unsigned> cases[] = {
-        {weft::Overflow::Block, 1U}, {weft::Overflow::Drop, 3U}, {weft::Overflow::Fail, weft::kUnlimited}};
+    const std::pair<weft::Overflow, unsigned> cases[] = {{weft::Overflow::Block, 1U},
+                                                         {weft::Overflow::Drop, 3U},
+                                                         {weft::Overflow::Fail, weft::kUnlimited}};
     for (const auto& [overflow, concurrency] : cases) {
       INFO("overflow = " << static_cast<int>(overflow) << ", concurrency = " << concurrency);
       weft::TaskGraph g;
@@ -215,8 +219,11 @@ TEST_CASE("capacity + Overflow::Drop counts exactly what it dropped") {
           counts.ran(t);
           executed.fetch_add(1);
         },
-        weft::NodeOptions{.name = "lossy", .concurrency = 1, .capacity = kCapacity,
-                          .overflow = weft::Overflow::Drop, .tokens = kTokens});
+        weft::NodeOptions{.name = "lossy",
+                          .concurrency = 1,
+                          .capacity = kCapacity,
+                          .overflow = weft::Overflow::Drop,
+                          .tokens = kTokens});
     auto after = g.add_node([&] { seen_by_successor = executed.load(); });
     g.add_edge(lossy, after);
     g.add_edge(noise, after);
@@ -261,8 +268,8 @@ TEST_CASE("Overflow::Fail cancels the run with inbox_full naming the node; witho
           // The one running token waits for the cancellation the overflow must cause.
           if (!spin_until([&] { return sf.cancelled(); }, 5000ms)) held_in_vain.fetch_add(1);
         },
-        weft::NodeOptions{.name = "fragile-sink", .concurrency = 1, .capacity = 1,
-                          .overflow = weft::Overflow::Fail, .tokens = 50});
+        weft::NodeOptions{
+            .name = "fragile-sink", .concurrency = 1, .capacity = 1, .overflow = weft::Overflow::Fail, .tokens = 50});
     auto after = g.add_node([&] { after_ran.fetch_add(1); });
     g.add_edge(fragile, after);
     for (int round = 0; round < 2; ++round) {
@@ -291,9 +298,11 @@ TEST_CASE("Overflow::Fail cancels the run with inbox_full naming the node; witho
 
     weft::TaskGraph roomy;
     std::atomic<int> ran{0};
-    (void)roomy.add_node([&] { ran.fetch_add(1); },
-                         weft::NodeOptions{.name = "roomy", .concurrency = 1, .capacity = 16,
-                                           .overflow = weft::Overflow::Fail, .tokens = 16});
+    (void)roomy.add_node([&] { ran.fetch_add(1); }, weft::NodeOptions{.name = "roomy",
+                                                                      .concurrency = 1,
+                                                                      .capacity = 16,
+                                                                      .overflow = weft::Overflow::Fail,
+                                                                      .tokens = 16});
     CHECK(roomy.run(pool).wait() == weft::RunStatus::Completed);
     CHECK(ran.load() == 16);
   });
@@ -309,9 +318,10 @@ TEST_CASE("an inbox given fewer slots than its capacity only parks: every token 
     INFO("overflow " << static_cast<int>(overflow));
     weft::TaskGraph g;
     TokenCounts counts(tokens);
-    (void)g.add_node([&](std::size_t token) { counts.ran(token); },
-                     weft::NodeOptions{.name = "vast", .capacity = std::size_t{1} << 40, .overflow = overflow,
-                                       .tokens = tokens});
+    (void)g.add_node([&](std::size_t token) { counts.ran(token); }, weft::NodeOptions{.name = "vast",
+                                                                                      .capacity = std::size_t{1} << 40,
+                                                                                      .overflow = overflow,
+                                                                                      .tokens = tokens});
     weft::Run run = g.run(pool);
     await_or_die(run, "inbox smaller than its capacity", patience(120));
     CHECK(run.wait() == weft::RunStatus::Completed);

@@ -118,8 +118,9 @@ struct InboxGraph {
   }
 };
 
-constexpr std::string_view kWideInbox = "out of memory allocating the inbox of node 'wide' (1000 slots of 16 bytes, "
-                                        "for capacity 1000 and tokens 1000)";
+constexpr std::string_view kWideInbox =
+    "out of memory allocating the inbox of node 'wide' (1000 slots of 16 bytes, "
+    "for capacity 1000 and tokens 1000)";
 
 TEST_CASE("an allocation failure in compile() throws weft::out_of_memory naming the call, and the node") {
   InboxGraph g;
@@ -202,8 +203,7 @@ TEST_CASE("compiling allocates at most 4096 inbox slots for an inbox that cannot
        std::size_t{1} << 24, kSome},
       {"Fail, capacity 2^30 > tokens 2^24: never overflows", std::size_t{1} << 30, weft::Overflow::Fail,
        std::size_t{1} << 24, kSome},
-      {"Block, capacity 2^24 < tokens 2^30", std::size_t{1} << 24, weft::Overflow::Block, std::size_t{1} << 30,
-       kSome},
+      {"Block, capacity 2^24 < tokens 2^30", std::size_t{1} << 24, weft::Overflow::Block, std::size_t{1} << 30, kSome},
       {"Block, capacity 5000 < tokens 2^30", 5000, weft::Overflow::Block, std::size_t{1} << 30, kSome},
       {"unbounded, 2^40 tokens", weft::kUnbounded, weft::Overflow::Drop, std::size_t{1} << 40, kSome},
       {"capacity 2^40, 3 tokens", std::size_t{1} << 40, weft::Overflow::Block, 3, 1024},
@@ -211,15 +211,18 @@ TEST_CASE("compiling allocates at most 4096 inbox slots for an inbox that cannot
   for (const Shape& shape : shapes) {
     INFO(shape.what);
     weft::TaskGraph g;
-    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "wide", .capacity = shape.capacity,
-                                                           .overflow = shape.overflow, .tokens = shape.tokens});
+    (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "wide",
+                                                           .capacity = shape.capacity,
+                                                           .overflow = shape.overflow,
+                                                           .tokens = shape.tokens});
     reset_largest_allocation_on_this_thread();
     g.compile();
     CHECK(largest_allocation_on_this_thread() <= shape.at_most);
   }
   // An inbox that can overflow really holds its capacity: when it overflows is what Drop and Fail act on.
   weft::TaskGraph g;
-  (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = 100'000, .overflow = weft::Overflow::Drop,
+  (void)g.add_node([](std::size_t) {}, weft::NodeOptions{.capacity = 100'000,
+                                                         .overflow = weft::Overflow::Drop,
                                                          .tokens = std::size_t{1} << 30});
   reset_largest_allocation_on_this_thread();
   g.compile();

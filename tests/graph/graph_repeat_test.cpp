@@ -196,9 +196,11 @@ TEST_CASE("run_n: statistics add up over the passes; the graph is busy until the
     std::atomic<bool> release{false};
     constexpr std::size_t kTokens = 64, kPasses = 6;
     auto gate = g.add_node([&] { (void)spin_until([&] { return release.load(); }, 10'000ms); });
-    auto drop = g.add_node([&] { ran.fetch_add(1); },
-                           weft::NodeOptions{.name = "drop", .concurrency = 1, .capacity = 1,
-                                             .overflow = weft::Overflow::Drop, .tokens = kTokens});
+    auto drop = g.add_node([&] { ran.fetch_add(1); }, weft::NodeOptions{.name = "drop",
+                                                                        .concurrency = 1,
+                                                                        .capacity = 1,
+                                                                        .overflow = weft::Overflow::Drop,
+                                                                        .tokens = kTokens});
     g.add_edge(gate, drop);
     weft::Run run = g.run_n(pool, kPasses);
     CHECK_THROWS_AS((void)g.run(pool), weft::graph_busy);

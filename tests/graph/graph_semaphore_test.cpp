@@ -70,9 +70,8 @@ TEST_CASE("bad NodeOptions::semaphores: null, more units than the count, tokens 
     CHECK(contains(message, "could never start"));
   }
   {
-    const std::string message = message_of([&] {
-      (void)g.add_node([] {}, weft::NodeOptions{.name = "many", .tokens = 4, .semaphores = {&one}});
-    });
+    const std::string message = message_of(
+        [&] { (void)g.add_node([] {}, weft::NodeOptions{.name = "many", .tokens = 4, .semaphores = {&one}}); });
     INFO(message);
     CHECK(contains(message, "NodeOptions::semaphores"));
     CHECK(contains(message, "'many'"));

@@ -480,7 +480,7 @@ TEST_CASE("a child's callable is destroyed before the join that waits for the ch
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     constexpr int kChildren = 200;
     std::atomic<int> ran{0};
-    std::atomic<int> early{0};  // joins that returned with a callable of theirs still alive
+    std::atomic<int> early{0};        // joins that returned with a callable of theirs still alive
     std::atomic<int> child_early{0};  // the same for a child's join of its grandchild
     weft::TaskGraph g;
     (void)g.add_node([&](weft::Subflow& sf) {

@@ -140,8 +140,8 @@ TEST_CASE("nested: a child submits another subflow task and waits for it; move-o
 
 TEST_CASE("submit(f(Subflow&)) refuses an empty callable and reports a shut-down pool like submit") {
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
-  CHECK_THROWS_WITH_AS((void)pool.submit(std::function<int(weft::Subflow&)>{}),
-                       doctest::Contains("weft::Pool::submit"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)pool.submit(std::function<int(weft::Subflow&)>{}), doctest::Contains("weft::Pool::submit"),
+                       std::invalid_argument);
   (void)pool.shutdown();
   CHECK_THROWS_AS((void)pool.submit([](weft::Subflow&) { return 1; }), weft::pool_closed);
 }

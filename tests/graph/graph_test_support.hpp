@@ -45,8 +45,7 @@ void for_each_graph_worker_count(Body&& body) {
 inline void await_or_die(Run& run, const std::string& what, std::chrono::seconds limit) {
   if (run.wait_for(limit)) return;
   std::fflush(stdout);
-  std::fprintf(stderr, "\nHUNG RUN: '%s' not done within %llds\n", what.c_str(),
-               static_cast<long long>(limit.count()));
+  std::fprintf(stderr, "\nHUNG RUN: '%s' not done within %llds\n", what.c_str(), static_cast<long long>(limit.count()));
   std::fflush(stderr);
   std::_Exit(87);
 }

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "graph/inbox/bounded_queue.hpp"
 #include "graph/inbox/execution_slots.hpp"

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "graph/inbox/bounded_queue.hpp"
 #include "graph/inbox/producer_park.hpp"

@@ -108,15 +108,14 @@ struct Case {
   weft::NodeOptions options;
   unsigned workers = 1;
   std::uint64_t cancel_after = ~std::uint64_t{0};  // cancel once this many tokens have started
-  unsigned lose_one_in = 0;                         // lose about one executor task in this many (0: none)
+  unsigned lose_one_in = 0;                        // lose about one executor task in this many (0: none)
 
   [[nodiscard]] std::string describe() const {
     std::ostringstream out;
     out << "tokens " << options.tokens << ", capacity "
         << (options.capacity == weft::kUnbounded ? std::string("unbounded") : std::to_string(options.capacity))
         << ", concurrency "
-        << (options.concurrency == weft::kUnlimited ? std::string("unlimited")
-                                                    : std::to_string(options.concurrency))
+        << (options.concurrency == weft::kUnlimited ? std::string("unlimited") : std::to_string(options.concurrency))
         << ", overflow "
         << (options.overflow == weft::Overflow::Block  ? "Block"
             : options.overflow == weft::Overflow::Drop ? "Drop"
@@ -184,8 +183,7 @@ class CountingRun {
   // acq_rel count of remaining tokens, whose last decrement calls this).
   void node_done() noexcept {
     const std::uint64_t accounted = finished_.load(std::memory_order_relaxed) +
-                                    skipped_.load(std::memory_order_relaxed) +
-                                    dropped_.load(std::memory_order_relaxed);
+                                    skipped_.load(std::memory_order_relaxed) + dropped_.load(std::memory_order_relaxed);
     if (accounted != case_.options.tokens) early_done_.fetch_add(1, std::memory_order_relaxed);
     node_done_.fetch_add(1, std::memory_order_relaxed);
   }

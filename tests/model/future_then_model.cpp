@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "weft/detail/future_state.hpp"
 

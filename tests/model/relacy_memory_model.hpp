@@ -32,12 +32,18 @@ namespace weft::model {
 
 inline rl::memory_order to_relacy(std::memory_order order) noexcept {
   switch (order) {
-    case std::memory_order_relaxed: return rl::mo_relaxed;
-    case std::memory_order_consume: return rl::mo_consume;
-    case std::memory_order_acquire: return rl::mo_acquire;
-    case std::memory_order_release: return rl::mo_release;
-    case std::memory_order_acq_rel: return rl::mo_acq_rel;
-    case std::memory_order_seq_cst: return rl::mo_seq_cst;
+    case std::memory_order_relaxed:
+      return rl::mo_relaxed;
+    case std::memory_order_consume:
+      return rl::mo_consume;
+    case std::memory_order_acquire:
+      return rl::mo_acquire;
+    case std::memory_order_release:
+      return rl::mo_release;
+    case std::memory_order_acq_rel:
+      return rl::mo_acq_rel;
+    case std::memory_order_seq_cst:
+      return rl::mo_seq_cst;
   }
   return rl::mo_seq_cst;
 }
@@ -52,7 +58,7 @@ class RelacyAtomic {
   static constexpr auto sc = std::memory_order_seq_cst;
 
  public:
-  RelacyAtomic() = default;  // left uninitialised on purpose: Relacy flags a read before the first store
+  RelacyAtomic() = default;                // left uninitialised on purpose: Relacy flags a read before the first store
   RelacyAtomic(T value) : atom_(value) {}  // NOLINT(google-explicit-constructor): mirrors std::atomic
   RelacyAtomic(const RelacyAtomic&) = delete;
   RelacyAtomic& operator=(const RelacyAtomic&) = delete;
@@ -75,8 +81,7 @@ class RelacyAtomic {
   }
   bool compare_exchange_weak(T& expected, T desired, std::memory_order success, std::memory_order failure,
                              Loc at = Loc::current()) {
-    return atom_.compare_exchange_weak(expected, desired, to_relacy(success), where(at), to_relacy(failure),
-                                       where(at));
+    return atom_.compare_exchange_weak(expected, desired, to_relacy(success), where(at), to_relacy(failure), where(at));
   }
   template <class U = T>
   T fetch_add(U delta, std::memory_order o = sc, Loc at = Loc::current()) {

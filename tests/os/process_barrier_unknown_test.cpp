@@ -15,8 +15,8 @@ TEST_CASE("a pool refuses a WEFT_PROCESS_BARRIER it does not understand, naming 
   REQUIRE(value != nullptr);
   REQUIRE(std::string_view(value) == "fences");
   CHECK(weft::os::process_barrier_unknown_setting() == "fences");
-  CHECK_THROWS_WITH_AS(weft::Pool(weft::PoolOptions{.threads = 2}),
-                       doctest::Contains("WEFT_PROCESS_BARRIER=fences"), weft::invalid_option);
+  CHECK_THROWS_WITH_AS(weft::Pool(weft::PoolOptions{.threads = 2}), doctest::Contains("WEFT_PROCESS_BARRIER=fences"),
+                       weft::invalid_option);
 }
 
 TEST_CASE("\"off\" and an unset variable are understood") {

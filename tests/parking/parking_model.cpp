@@ -14,9 +14,9 @@
 #include <cstdio>
 #include <optional>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "scheduler/engine/parking.hpp"
 

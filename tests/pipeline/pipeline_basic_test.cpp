@@ -41,28 +41,28 @@ void spin_for(std::chrono::microseconds how_long) {
 
 TEST_CASE("a pipeline of a source, a parallel stage, a filter and an in-order sink") {
   for (const bool shared : {false, true}) {
-  INFO("shared mode forced: " << shared);
-  const SharedMode mode(shared);
-  for_each_scope_worker_count([](unsigned workers) {
-    const Watchdog watchdog("pipeline basic", patience(60));
-    Pool pool(PoolOptions{.threads = workers});
-    TaskScope scope{pool};
-    constexpr std::uint64_t kItems = 20'000;
-    auto numbers = scope.source(numbers_below(kItems));
-    auto squares = scope.stage(numbers, [](std::uint64_t x) { return x * x; }, {.concurrency = 4, .capacity = 8});
-    auto even = scope.stage(squares, [](std::uint64_t x) -> std::optional<std::uint64_t> {
-      if (x % 2 == 0) return x;
-      return std::nullopt;
+    INFO("shared mode forced: " << shared);
+    const SharedMode mode(shared);
+    for_each_scope_worker_count([](unsigned workers) {
+      const Watchdog watchdog("pipeline basic", patience(60));
+      Pool pool(PoolOptions{.threads = workers});
+      TaskScope scope{pool};
+      constexpr std::uint64_t kItems = 20'000;
+      auto numbers = scope.source(numbers_below(kItems));
+      auto squares = scope.stage(numbers, [](std::uint64_t x) { return x * x; }, {.concurrency = 4, .capacity = 8});
+      auto even = scope.stage(squares, [](std::uint64_t x) -> std::optional<std::uint64_t> {
+        if (x % 2 == 0) return x;
+        return std::nullopt;
+      });
+      std::vector<std::uint64_t> seen;
+      Job<void> done = scope.sink(even, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
+      bool after = false;
+      scope.then(done, [&] { after = true; });
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
+      REQUIRE(seen.size() == kItems / 2);
+      for (std::uint64_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == (2 * i) * (2 * i));
+      CHECK(after);
     });
-    std::vector<std::uint64_t> seen;
-    Job<void> done = scope.sink(even, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
-    bool after = false;
-    scope.then(done, [&] { after = true; });
-    CHECK(scope.run_and_wait() == RunStatus::Completed);
-    REQUIRE(seen.size() == kItems / 2);
-    for (std::uint64_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == (2 * i) * (2 * i));
-    CHECK(after);
-  });
   }
 }
 
@@ -76,14 +76,18 @@ TEST_CASE("items that turn slow and then cheap again keep their order and arrive
     constexpr std::uint64_t kItems = 5'000;
     const auto slow = [](std::uint64_t x) { return (x >= 1'000 && x < 2'000) || (x >= 3'000 && x < 4'000); };
     auto numbers = scope.source(numbers_below(kItems));
-    auto worked = scope.stage(numbers, [&](std::uint64_t x) {
-      if (slow(x)) spin_for(std::chrono::microseconds(5));
-      return x;
-    }, {.concurrency = 4, .capacity = 4});
-    auto kept = scope.stage(worked, [](std::uint64_t x) -> std::optional<std::uint64_t> {
-      if (x % 7 == 3) return std::nullopt;
-      return x;
-    }, {.concurrency = 2});
+    auto worked = scope.stage(numbers,
+                              [&](std::uint64_t x) {
+                                if (slow(x)) spin_for(std::chrono::microseconds(5));
+                                return x;
+                              },
+                              {.concurrency = 4, .capacity = 4});
+    auto kept = scope.stage(worked,
+                            [](std::uint64_t x) -> std::optional<std::uint64_t> {
+                              if (x % 7 == 3) return std::nullopt;
+                              return x;
+                            },
+                            {.concurrency = 2});
     std::vector<std::uint64_t> seen;
     (void)scope.sink(kept, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -114,11 +118,13 @@ TEST_CASE("under Block, a full inbox holds its producer back: capacity bounds wh
         if (produced.load() == kItems) return std::nullopt;
         return produced.fetch_add(1);
       });
-      auto slow = scope.stage(numbers, [&](std::uint64_t x) {
-        started.fetch_add(1);
-        spin_for(std::chrono::microseconds(20));
-        return x;
-      }, {.capacity = 2});
+      auto slow = scope.stage(numbers,
+                              [&](std::uint64_t x) {
+                                started.fetch_add(1);
+                                spin_for(std::chrono::microseconds(20));
+                                return x;
+                              },
+                              {.capacity = 2});
       std::uint64_t sum = 0;
       (void)scope.sink(slow, [&](std::uint64_t x) { sum += x; });
       CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -145,10 +151,13 @@ TEST_CASE("a fan_out stage's range may be a view of its item") {
         // Long enough words that a dangling view reads freed heap memory, not a short-string buffer.
         return "first-word-of-line-" + std::to_string(line) + " second-word-of-the-line third-word-of-it";
       });
-      auto words = scope.fan_out(lines, [](const std::string& s) {
-        return s | std::views::split(' ') |
-               std::views::transform([](auto word) { return std::string(word.begin(), word.end()); });
-      }, {.concurrency = 2});
+      auto words = scope.fan_out(lines,
+                                 [](const std::string& s) {
+                                   return s | std::views::split(' ') | std::views::transform([](auto word) {
+                                            return std::string(word.begin(), word.end());
+                                          });
+                                 },
+                                 {.concurrency = 2});
       std::size_t count = 0;
       std::size_t letters = 0;
       (void)scope.sink(words, [&](std::string w) {

@@ -63,7 +63,8 @@ TEST_CASE("items alive never exceed the documented bound under a fast source and
           return Counted(census, next++);
         });
         for (const StageOptions& options : chain.middle) {
-          stream = scope.stage(stream, [](Counted c) { return c; }, options);
+          stream = scope.stage(
+              stream, [](Counted c) { return c; }, options);
         }
         std::atomic<std::uint64_t> sum{0};
         Job<void> done = scope.sink(
@@ -103,18 +104,19 @@ TEST_CASE("with a fan-out stage, each segment keeps its own bound") {
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
       auto source = scope.source(counted_below(inputs_census, inputs));
-      auto passed = scope.stage(source, [](Counted c) { return c; }, stage0);
+      auto passed = scope.stage(
+          source, [](Counted c) { return c; }, stage0);
       auto elements = scope.fan_out(
           passed,
           [&elements_census](const Counted& c) {
             const std::uint64_t base = c.value() * kWidth;
             return std::views::iota(std::uint64_t{0}, kWidth) |
-                   std::views::transform([&elements_census, base](std::uint64_t j) {
-                     return Counted(elements_census, base + j);
-                   });
+                   std::views::transform(
+                       [&elements_census, base](std::uint64_t j) { return Counted(elements_census, base + j); });
           },
           fan);
-      auto moved = scope.stage(elements, [](Counted c) { return c; }, stage1);
+      auto moved = scope.stage(
+          elements, [](Counted c) { return c; }, stage1);
       std::uint64_t arrived = 0;
       Job<void> done = scope.sink(
           moved,
@@ -161,7 +163,8 @@ TEST_CASE("a sink that holds on: the pipeline fills up to exactly the bound, and
         if (next == kItems) return std::nullopt;
         return Counted(census, next++);
       });
-      auto passed = scope.stage(source, [](Counted c) { return c; }, middle);
+      auto passed = scope.stage(
+          source, [](Counted c) { return c; }, middle);
       bool first = true;
       std::uint64_t arrived = 0;
       Job<void> done = scope.sink(

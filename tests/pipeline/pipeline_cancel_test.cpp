@@ -29,23 +29,21 @@ void run_cancelled(unsigned workers, OnItem on_item, bool with_fan) {
     std::atomic<bool> started{false};
     std::uint64_t next = 0;
     auto source = scope.source([&]() -> std::optional<Counted> { return Counted(census, next++); });
-    auto staged = scope.stage(
-        source,
-        [&](Counted c) {
-          on_item(scope, started, c.value());
-          return c;
-        },
-        {.concurrency = 3, .capacity = 2});
+    auto staged = scope.stage(source,
+                              [&](Counted c) {
+                                on_item(scope, started, c.value());
+                                return c;
+                              },
+                              {.concurrency = 3, .capacity = 2});
     Stream<Counted> tail = staged;
     if (with_fan) {
-      tail = scope.fan_out(
-          staged,
-          [&census](Counted c) {
-            std::vector<Counted> out;
-            for (std::uint64_t j = 0; j < 4; ++j) out.emplace_back(census, c.value() * 4 + j);
-            return out;
-          },
-          {.concurrency = 2, .capacity = 1});
+      tail = scope.fan_out(staged,
+                           [&census](Counted c) {
+                             std::vector<Counted> out;
+                             for (std::uint64_t j = 0; j < 4; ++j) out.emplace_back(census, c.value() * 4 + j);
+                             return out;
+                           },
+                           {.concurrency = 2, .capacity = 1});
     }
     Job<void> done = scope.sink(tail, [](Counted c) { busy_work(static_cast<unsigned>(c.value() % 100)); },
                                 {.capacity = 1, .order = Order::Input});

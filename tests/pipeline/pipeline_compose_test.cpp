@@ -47,18 +47,19 @@ TEST_CASE("a stage runs a pipeline of its own on the same pool and waits for it 
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
       auto numbers = scope.source(numbers_below(outer));
-      auto sums = scope.stage(
-          numbers, [&pool](std::uint64_t x) { return std::pair{x, inner_pipeline(pool, x % 64)}; },
-          {.concurrency = concurrency, .capacity = 2});
+      auto sums = scope.stage(numbers,
+                              [&pool](std::uint64_t x) {
+                                return std::pair{x, inner_pipeline(pool, x % 64)};
+                              },
+                              {.concurrency = concurrency, .capacity = 2});
       std::uint64_t wrong = 0;
       std::uint64_t seen = 0;
-      Job<void> done = scope.sink(
-          sums,
-          [&](std::pair<std::uint64_t, std::uint64_t> p) {
-            if (p.second != inner_expected(p.first % 64)) ++wrong;
-            ++seen;
-          },
-          {.order = Order::Input});
+      Job<void> done = scope.sink(sums,
+                                  [&](std::pair<std::uint64_t, std::uint64_t> p) {
+                                    if (p.second != inner_expected(p.first % 64)) ++wrong;
+                                    ++seen;
+                                  },
+                                  {.order = Order::Input});
       CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       CHECK(seen == outer);
@@ -115,17 +116,16 @@ TEST_CASE("several independent pipelines in one scope, beside plain jobs") {
             return next[k]++;
           },
           {.name = "pipeline #" + std::to_string(p)});
-      auto scaled = scope.stage(
-          numbers, [p](std::uint64_t x) { return x * static_cast<std::uint64_t>(p + 1); },
-          {.concurrency = static_cast<unsigned>(p + 1), .capacity = static_cast<std::size_t>(p + 1)});
-      dones.push_back(scope.sink(
-          scaled,
-          [&sums, &last, &ordered, k](std::uint64_t x) {
-            if (sums[k] != 0 && x <= last[k]) ordered[k] = false;
-            last[k] = x;
-            sums[k] += x;
-          },
-          {.order = Order::Input}));
+      auto scaled = scope.stage(numbers, [p](std::uint64_t x) { return x * static_cast<std::uint64_t>(p + 1); },
+                                {.concurrency = static_cast<unsigned>(p + 1),
+                                 .capacity = static_cast<std::size_t>(p + 1)});
+      dones.push_back(scope.sink(scaled,
+                                 [&sums, &last, &ordered, k](std::uint64_t x) {
+                                   if (sums[k] != 0 && x <= last[k]) ordered[k] = false;
+                                   last[k] = x;
+                                   sums[k] += x;
+                                 },
+                                 {.order = Order::Input}));
       scope.submit([] { busy_work(1'000); });
     }
     CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -159,16 +159,16 @@ TEST_CASE("a pipeline on a pool whose every worker is inside another pipeline's 
         const std::uint64_t items = 3 * workers;
         auto numbers = scope.source(numbers_below(items));
         std::atomic<unsigned> inside{0};
-        auto sums = scope.stage(
-            numbers,
-            [&](std::uint64_t x) {
-              // Only workers count: the test thread, waiting from outside, may run the first item itself.
-              if (pool.current_worker().has_value() && inside.fetch_add(1) < workers) {
-                while (inside.load() < workers) std::this_thread::yield();
-              }
-              return std::pair{x, inner_pipeline(pool, 50 + x)};
-            },
-            {.concurrency = kUnlimited, .capacity = 1});
+        auto sums = scope.stage(numbers,
+                                [&](std::uint64_t x) {
+                                  // Only workers count: the test thread, waiting from outside, may run the first item
+                                  // itself.
+                                  if (pool.current_worker().has_value() && inside.fetch_add(1) < workers) {
+                                    while (inside.load() < workers) std::this_thread::yield();
+                                  }
+                                  return std::pair{x, inner_pipeline(pool, 50 + x)};
+                                },
+                                {.concurrency = kUnlimited, .capacity = 1});
         std::uint64_t wrong = 0;
         std::uint64_t seen = 0;
         Job<void> done = scope.sink(sums, [&](std::pair<std::uint64_t, std::uint64_t> p) {
@@ -316,9 +316,12 @@ TEST_CASE("priorities, one worker: a High pipeline's job and tasks all go before
           return (*next)++;
         },
         {.name = letter, .priority = priority});
-    auto staged = scope.stage(
-        numbers, [&log, letter](int x) { log.add(letter + "s" + std::to_string(x)); return x; },
-        {.concurrency = 2, .capacity = 1, .priority = priority});
+    auto staged = scope.stage(numbers,
+                              [&log, letter](int x) {
+                                log.add(letter + "s" + std::to_string(x));
+                                return x;
+                              },
+                              {.concurrency = 2, .capacity = 1, .priority = priority});
     dones.push_back(scope.sink(staged, [&log, letter](int x) { log.add(letter + "k" + std::to_string(x)); },
                                {.capacity = 1, .priority = priority}));
   }
@@ -358,13 +361,12 @@ std::vector<std::string> fan_priority_events(Priority source, Priority x_priorit
     std::iota(out.begin(), out.end(), 0);
     return out;
   });
-  auto x = scope.stage(
-      elements,
-      [&](int e) {
-        log.add(event("X", e));
-        return e;
-      },
-      {.capacity = 64, .priority = x_priority});
+  auto x = scope.stage(elements,
+                       [&](int e) {
+                         log.add(event("X", e));
+                         return e;
+                       },
+                       {.capacity = 64, .priority = x_priority});
   Job<void> done = scope.sink(x, [](int) {});
   run_on_the_worker(scope, done);
   return log.events();

@@ -37,9 +37,7 @@ std::vector<Shape> shapes() {
       {"unlimited map -> serial Input map -> parallel sink",
        {{{.concurrency = kUnlimited, .capacity = 1}}, {{.capacity = 3, .order = Order::Input}}},
        {.concurrency = 3}},
-      {"serial chain of capacity 1",
-       {{{.capacity = 1}}, {{.capacity = 1}}, {{.capacity = 1}}},
-       {.capacity = 1}},
+      {"serial chain of capacity 1", {{{.capacity = 1}}, {{.capacity = 1}}, {{.capacity = 1}}}, {.capacity = 1}},
       {"parallel Input stages -> parallel Input sink",
        {{{.concurrency = 4, .capacity = 1, .order = Order::Input}}, {{.concurrency = 2, .order = Order::Input}}},
        {.concurrency = 2, .order = Order::Input}},
@@ -86,7 +84,8 @@ void run_shape(const Shape& shape, unsigned workers, std::uint64_t seed, std::ui
     }
   }
   RunCounts arrived(items);
-  Job<void> done = scope.sink(stream, [&](std::uint64_t x) { arrived.ran(x); }, shape.sink);
+  Job<void> done = scope.sink(
+      stream, [&](std::uint64_t x) { arrived.ran(x); }, shape.sink);
   CHECK(scope.run_and_wait() == RunStatus::Completed);
   CHECK_NOTHROW(done.get());
   CHECK(scope.stats().dropped == 0);
@@ -103,8 +102,8 @@ void run_shape(const Shape& shape, unsigned workers, std::uint64_t seed, std::ui
     delivered += arrived.count(x);
     if (arrived.count(x) != expected && wrong++ == 0) first_wrong = x;
   }
-  INFO("items = " << items << ", delivered = " << delivered << ", wrong count = " << wrong << " (first #"
-                  << first_wrong << ", arrived " << (first_wrong < items ? arrived.count(first_wrong) : 0) << ")");
+  INFO("items = " << items << ", delivered = " << delivered << ", wrong count = " << wrong << " (first #" << first_wrong
+                  << ", arrived " << (first_wrong < items ? arrived.count(first_wrong) : 0) << ")");
   CHECK(wrong == 0);
 }
 
@@ -185,7 +184,8 @@ TEST_CASE("a fan-out stage: every (input, index) pair arrives exactly once") {
             return x;
           },
           shape.before);
-      auto elements = scope.fan_out(spun, [](std::uint64_t x) { return fan_of(x); }, shape.fan);
+      auto elements = scope.fan_out(
+          spun, [](std::uint64_t x) { return fan_of(x); }, shape.fan);
       auto after = scope.stage(
           elements,
           [seed](std::uint64_t e) {
@@ -194,7 +194,8 @@ TEST_CASE("a fan-out stage: every (input, index) pair arrives exactly once") {
           },
           shape.after);
       RunCounts arrived(inputs * kFanWidth);
-      Job<void> done = scope.sink(after, [&](std::uint64_t e) { arrived.ran(e); }, shape.sink);
+      Job<void> done = scope.sink(
+          after, [&](std::uint64_t e) { arrived.ran(e); }, shape.sink);
       CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       check_fan_pairs(arrived, inputs);
@@ -212,23 +213,21 @@ TEST_CASE("two fan-out stages in a row: every (input, index, index) triple arriv
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
     auto numbers = scope.source(numbers_below(inputs));
-    auto outer = scope.fan_out(
-        numbers,
-        [](std::uint64_t x) {
-          std::vector<std::uint64_t> out;
-          for (std::uint64_t j = 0; j < x % (kOuter + 1); ++j) out.push_back(x * kOuter + j);
-          return out;
-        },
-        {.concurrency = 2, .capacity = 1});
-    auto inner = scope.fan_out(
-        outer,
-        [seed](std::uint64_t y) {
-          random_spin(seed, y, 64);
-          std::vector<std::uint64_t> out;
-          for (std::uint64_t l = 0; l < kInner; ++l) out.push_back(y * kInner + l);
-          return out;
-        },
-        {.concurrency = 3, .capacity = 2});
+    auto outer = scope.fan_out(numbers,
+                               [](std::uint64_t x) {
+                                 std::vector<std::uint64_t> out;
+                                 for (std::uint64_t j = 0; j < x % (kOuter + 1); ++j) out.push_back(x * kOuter + j);
+                                 return out;
+                               },
+                               {.concurrency = 2, .capacity = 1});
+    auto inner = scope.fan_out(outer,
+                               [seed](std::uint64_t y) {
+                                 random_spin(seed, y, 64);
+                                 std::vector<std::uint64_t> out;
+                                 for (std::uint64_t l = 0; l < kInner; ++l) out.push_back(y * kInner + l);
+                                 return out;
+                               },
+                               {.concurrency = 3, .capacity = 2});
     RunCounts arrived(inputs * kOuter * kInner);
     Job<void> done = scope.sink(inner, [&](std::uint64_t z) { arrived.ran(z); }, {.concurrency = 2, .capacity = 1});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -258,39 +257,36 @@ TEST_CASE("move-only items: std::unique_ptr from the source through a stage and 
       return std::make_unique<std::uint64_t>(next++);
     });
     // By value, by rvalue reference and by const reference: each form takes the item without a copy.
-    auto labelled = scope.stage(
-        boxes,
-        [](std::unique_ptr<std::uint64_t> box) {
-          return std::make_unique<std::pair<std::uint64_t, std::string>>(*box, std::to_string(*box));
-        },
-        {.concurrency = 4, .capacity = 2});
-    auto kept = scope.stage(
-        labelled,
-        [](std::unique_ptr<std::pair<std::uint64_t, std::string>>&& p)
-            -> std::optional<std::unique_ptr<std::pair<std::uint64_t, std::string>>> {
-          if (p->first % 3 == 2) return std::nullopt;
-          return std::move(p);
-        },
-        {.concurrency = 2, .order = Order::Input});
-    auto pieces = scope.fan_out(
-        kept,
-        [](std::unique_ptr<std::pair<std::uint64_t, std::string>> p) {
-          std::vector<std::unique_ptr<std::uint64_t>> out;
-          for (std::uint64_t j = 0; j < p->second.size(); ++j) {
-            out.push_back(std::make_unique<std::uint64_t>(p->first));
-          }
-          return out;
-        },
-        {.concurrency = 2, .capacity = 1});
+    auto labelled = scope.stage(boxes,
+                                [](std::unique_ptr<std::uint64_t> box) {
+                                  return std::make_unique<std::pair<std::uint64_t, std::string>>(*box,
+                                                                                                 std::to_string(*box));
+                                },
+                                {.concurrency = 4, .capacity = 2});
+    auto kept = scope.stage(labelled,
+                            [](std::unique_ptr<std::pair<std::uint64_t, std::string>>&& p)
+                                -> std::optional<std::unique_ptr<std::pair<std::uint64_t, std::string>>> {
+                              if (p->first % 3 == 2) return std::nullopt;
+                              return std::move(p);
+                            },
+                            {.concurrency = 2, .order = Order::Input});
+    auto pieces = scope.fan_out(kept,
+                                [](std::unique_ptr<std::pair<std::uint64_t, std::string>> p) {
+                                  std::vector<std::unique_ptr<std::uint64_t>> out;
+                                  for (std::uint64_t j = 0; j < p->second.size(); ++j) {
+                                    out.push_back(std::make_unique<std::uint64_t>(p->first));
+                                  }
+                                  return out;
+                                },
+                                {.concurrency = 2, .capacity = 1});
     std::uint64_t sum = 0;
     std::uint64_t count = 0;
-    Job<void> done = scope.sink(
-        pieces,
-        [&](const std::unique_ptr<std::uint64_t>& box) {
-          sum += *box;
-          ++count;
-        },
-        {.capacity = 1});
+    Job<void> done = scope.sink(pieces,
+                                [&](const std::unique_ptr<std::uint64_t>& box) {
+                                  sum += *box;
+                                  ++count;
+                                },
+                                {.capacity = 1});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     std::uint64_t expected_sum = 0;
@@ -315,21 +311,20 @@ TEST_CASE("counted items: every item made in the pipeline is destroyed exactly o
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
       auto items = scope.source(counted_below(census, inputs));
-      auto odd = scope.stage(
-          items,
-          [](Counted c) -> std::optional<Counted> {
-            if (c.value() % 2 == 0) return std::nullopt;
-            return c;
-          },
-          {.concurrency = 3, .capacity = 1});
-      auto split = scope.fan_out(
-          odd,
-          [&census](const Counted& c) {
-            std::vector<Counted> out;
-            for (std::uint64_t j = 0; j < c.value() % 4; ++j) out.emplace_back(census, c.value() * 4 + j);
-            return out;
-          },
-          {.concurrency = 2, .capacity = 1, .order = Order::Input});
+      auto odd = scope.stage(items,
+                             [](Counted c) -> std::optional<Counted> {
+                               if (c.value() % 2 == 0) return std::nullopt;
+                               return c;
+                             },
+                             {.concurrency = 3, .capacity = 1});
+      auto split = scope.fan_out(odd,
+                                 [&census](const Counted& c) {
+                                   std::vector<Counted> out;
+                                   for (std::uint64_t j = 0; j < c.value() % 4; ++j)
+                                     out.emplace_back(census, c.value() * 4 + j);
+                                   return out;
+                                 },
+                                 {.concurrency = 2, .capacity = 1, .order = Order::Input});
       std::uint64_t arrived = 0;
       Job<void> done = scope.sink(split, [&](Counted&& c) { arrived += c.holds() ? 1 : 0; }, {.capacity = 1});
       CHECK(scope.run_and_wait() == RunStatus::Completed);

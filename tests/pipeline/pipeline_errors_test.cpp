@@ -23,13 +23,20 @@ enum class Site : int { source, stage, fan, range, after_fan, sink, count };
 
 const char* site_name(Site site) {
   switch (site) {
-    case Site::source: return "source";
-    case Site::stage: return "stage";
-    case Site::fan: return "fan";
-    case Site::range: return "range";
-    case Site::after_fan: return "after_fan";
-    case Site::sink: return "sink";
-    case Site::count: break;
+    case Site::source:
+      return "source";
+    case Site::stage:
+      return "stage";
+    case Site::fan:
+      return "fan";
+    case Site::range:
+      return "range";
+    case Site::after_fan:
+      return "after_fan";
+    case Site::sink:
+      return "sink";
+    case Site::count:
+      break;
   }
   return "?";
 }
@@ -71,13 +78,12 @@ void run_throwing(unsigned workers, std::uint64_t inputs, const Throws& throws, 
       throws.maybe_throw(Site::source, next);
       return Counted(input_census, next++);
     });
-    auto staged = scope.stage(
-        source,
-        [&throws](Counted c) {
-          throws.maybe_throw(Site::stage, c.value());
-          return c;
-        },
-        {.concurrency = 3, .capacity = 2});
+    auto staged = scope.stage(source,
+                              [&throws](Counted c) {
+                                throws.maybe_throw(Site::stage, c.value());
+                                return c;
+                              },
+                              {.concurrency = 3, .capacity = 2});
     auto elements = scope.fan_out(
         staged,
         [&throws, &element_census](Counted c) {
@@ -90,21 +96,19 @@ void run_throwing(unsigned workers, std::uint64_t inputs, const Throws& throws, 
                  });
         },
         fan_options);
-    auto ordered = scope.stage(
-        elements,
-        [&throws](Counted c) {
-          throws.maybe_throw(Site::after_fan, c.value());
-          return c;
-        },
-        {.capacity = 2, .order = Order::Input});
+    auto ordered = scope.stage(elements,
+                               [&throws](Counted c) {
+                                 throws.maybe_throw(Site::after_fan, c.value());
+                                 return c;
+                               },
+                               {.capacity = 2, .order = Order::Input});
     std::atomic<std::uint64_t> received{0};
-    Job<void> done = scope.sink(
-        ordered,
-        [&](Counted c) {
-          throws.maybe_throw(Site::sink, c.value());
-          received.fetch_add(1, std::memory_order_relaxed);
-        },
-        {.concurrency = 2});
+    Job<void> done = scope.sink(ordered,
+                                [&](Counted c) {
+                                  throws.maybe_throw(Site::sink, c.value());
+                                  received.fetch_add(1, std::memory_order_relaxed);
+                                },
+                                {.concurrency = 2});
     Job<void> after = scope.then(done, [] {});
     Job<int> other = scope.submit([] { return 1; });
     Job<int> both = scope.when_all({done, AnyJob(other)}, [] { return 2; });
@@ -171,7 +175,6 @@ TEST_CASE("an exception at the first and at the last item of each place") {
   });
 }
 
-
 TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report the same one") {
   // The first `workers` items meet in a stage and throw together, so that their exceptions race to be the
   // pipeline's first. Whichever wins, the sink's job must fail with the one wait() rethrows. Needs a second
@@ -189,17 +192,16 @@ TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report 
       TaskScope scope{pool};
       auto numbers = scope.source(numbers_below(100));
       std::atomic<unsigned> met{0};
-      auto staged = scope.stage(
-          numbers,
-          [&](std::uint64_t x) {
-            if (x < workers) {
-              met.fetch_add(1);
-              while (met.load() < workers) std::this_thread::yield();
-              throw StageFailure("item " + std::to_string(x));
-            }
-            return x;
-          },
-          {.concurrency = kUnlimited});
+      auto staged = scope.stage(numbers,
+                                [&](std::uint64_t x) {
+                                  if (x < workers) {
+                                    met.fetch_add(1);
+                                    while (met.load() < workers) std::this_thread::yield();
+                                    throw StageFailure("item " + std::to_string(x));
+                                  }
+                                  return x;
+                                },
+                                {.concurrency = kUnlimited});
       Job<void> done = scope.sink(staged, [](std::uint64_t) {});
       std::string rethrown;
       try {
@@ -219,7 +221,6 @@ TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report 
     CHECK(mismatched == 0);
   }
 }
-
 
 TEST_CASE("a stage that calls its own scope's wait() gets would_deadlock; catching it, the run still completes") {
   // The refused wait must leave the run as it found it: every item still reaches the sink, exactly once.

@@ -120,8 +120,8 @@ TEST_CASE("a source's capacity, overflow and order are checked like a stage's, t
   }
   CHECK(scope.size() == 0);
   // In range, they change nothing: a source does not drop, fail, or wait for an order.
-  auto numbers =
-      scope.source(ten(next), {.name = "lines", .capacity = 1, .overflow = Overflow::Fail, .order = Order::Input});
+  auto numbers = scope.source(ten(next),
+                              {.name = "lines", .capacity = 1, .overflow = Overflow::Fail, .order = Order::Input});
   std::uint64_t sum = 0;
   Job<void> done = scope.sink(numbers, [&](std::uint64_t x) { sum += x; });
   CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -211,8 +211,7 @@ TEST_CASE("run() with a pipeline that has no sink throws invalid_graph naming th
   auto parsed = scope.stage(open, identity, {.name = "parse"});
   check_throws_naming<invalid_graph>([&] { scope.run(); },
                                      {"weft::TaskScope::run", "pipeline 'open' has no sink", "'parse'"});
-  check_throws_naming<invalid_graph>([&] { static_cast<void>(scope.run_and_wait()); },
-                                     {"pipeline 'open' has no sink"});
+  check_throws_naming<invalid_graph>([&] { static_cast<void>(scope.run_and_wait()); }, {"pipeline 'open' has no sink"});
 }
 
 TEST_CASE("source, stage, fan_out and sink after run() throw graph_busy naming the call") {

@@ -38,19 +38,18 @@ void check_sequence(const std::vector<T>& seen, const std::vector<T>& expected) 
 }
 
 // source -> filter -> parallel stage (reorders) -> filter -> `tail`: builds the chain up to the second filter.
-Stream<std::uint64_t> reordered_chain(TaskScope& scope, std::uint64_t& next, std::uint64_t items,
-                                      std::uint64_t seed, StageOptions parallel) {
+Stream<std::uint64_t> reordered_chain(TaskScope& scope, std::uint64_t& next, std::uint64_t items, std::uint64_t seed,
+                                      StageOptions parallel) {
   auto numbers = scope.source([&next, items]() -> std::optional<std::uint64_t> {
     if (next == items) return std::nullopt;
     return next++;
   });
-  auto first = scope.stage(
-      numbers,
-      [](std::uint64_t x) -> std::optional<std::uint64_t> {
-        if (first_keeps(x)) return x;
-        return std::nullopt;
-      },
-      {.concurrency = 2, .capacity = 2});
+  auto first = scope.stage(numbers,
+                           [](std::uint64_t x) -> std::optional<std::uint64_t> {
+                             if (first_keeps(x)) return x;
+                             return std::nullopt;
+                           },
+                           {.concurrency = 2, .capacity = 2});
   auto shuffled = scope.stage(
       first,
       [seed](std::uint64_t x) {
@@ -58,13 +57,12 @@ Stream<std::uint64_t> reordered_chain(TaskScope& scope, std::uint64_t& next, std
         return x;
       },
       std::move(parallel));
-  return scope.stage(
-      shuffled,
-      [](std::uint64_t x) -> std::optional<std::uint64_t> {
-        if (second_keeps(x)) return x;
-        return std::nullopt;
-      },
-      {.concurrency = 3, .capacity = 1});
+  return scope.stage(shuffled,
+                     [](std::uint64_t x) -> std::optional<std::uint64_t> {
+                       if (second_keeps(x)) return x;
+                       return std::nullopt;
+                     },
+                     {.concurrency = 3, .capacity = 1});
 }
 
 const StageOptions kParallelStages[] = {
@@ -111,20 +109,18 @@ TEST_CASE("a serial Input middle stage takes the items in source order, between 
       std::uint64_t next = 0;
       auto kept = reordered_chain(scope, next, items, seed, parallel);
       std::vector<std::uint64_t> seen;  // only the serial stage touches it
-      auto ordered = scope.stage(
-          kept,
-          [&](std::uint64_t x) {
-            seen.push_back(x);
-            return x;
-          },
-          {.capacity = 1, .order = Order::Input});
-      auto shuffled_again = scope.stage(
-          ordered,
-          [seed](std::uint64_t x) {
-            random_spin(seed + 1, x, 2'000);
-            return x;
-          },
-          {.concurrency = 4, .capacity = 2});
+      auto ordered = scope.stage(kept,
+                                 [&](std::uint64_t x) {
+                                   seen.push_back(x);
+                                   return x;
+                                 },
+                                 {.capacity = 1, .order = Order::Input});
+      auto shuffled_again = scope.stage(ordered,
+                                        [seed](std::uint64_t x) {
+                                          random_spin(seed + 1, x, 2'000);
+                                          return x;
+                                        },
+                                        {.concurrency = 4, .capacity = 2});
       RunCounts arrived(items);
       Job<void> done = scope.sink(shuffled_again, [&](std::uint64_t x) { arrived.ran(x); },
                                   {.concurrency = 2, .capacity = 1});
@@ -152,21 +148,19 @@ TEST_CASE("two Input stages in a row, the second after another filter and parall
     std::uint64_t next = 0;
     auto kept = reordered_chain(scope, next, items, seed, {.concurrency = 4, .capacity = 2});
     std::vector<std::uint64_t> first_seen;
-    auto ordered = scope.stage(
-        kept,
-        [&](std::uint64_t x) {
-          first_seen.push_back(x);
-          return x;
-        },
-        {.capacity = 2, .order = Order::Input});
-    auto thinned = scope.stage(
-        ordered,
-        [seed](std::uint64_t x) -> std::optional<std::uint64_t> {
-          random_spin(seed + 2, x, 2'000);
-          if (x % 3 == 0) return std::nullopt;
-          return x;
-        },
-        {.concurrency = kUnlimited, .capacity = 1});
+    auto ordered = scope.stage(kept,
+                               [&](std::uint64_t x) {
+                                 first_seen.push_back(x);
+                                 return x;
+                               },
+                               {.capacity = 2, .order = Order::Input});
+    auto thinned = scope.stage(ordered,
+                               [seed](std::uint64_t x) -> std::optional<std::uint64_t> {
+                                 random_spin(seed + 2, x, 2'000);
+                                 if (x % 3 == 0) return std::nullopt;
+                                 return x;
+                               },
+                               {.concurrency = kUnlimited, .capacity = 1});
     std::vector<std::uint64_t> seen;
     Job<void> done = scope.sink(thinned, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -192,32 +186,27 @@ TEST_CASE("after a serial Input fan-out, an Input sink gets the source order exp
       TaskScope scope{pool};
       std::uint64_t next = 0;
       auto kept = reordered_chain(scope, next, inputs, seed, {.concurrency = 4, .capacity = capacity});
-      auto pairs = scope.fan_out(
-          kept,
-          [](std::uint64_t x) {
-            std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
-            for (std::uint64_t j = 0; j < x % 4; ++j) out.emplace_back(x, j);
-            return out;
-          },
-          {.capacity = capacity, .order = Order::Input});
+      auto pairs = scope.fan_out(kept,
+                                 [](std::uint64_t x) {
+                                   std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+                                   for (std::uint64_t j = 0; j < x % 4; ++j) out.emplace_back(x, j);
+                                   return out;
+                                 },
+                                 {.capacity = capacity, .order = Order::Input});
       // A reordering stage and a filter (that keeps everything but is one) between the fan-out and the sink.
-      auto shuffled = scope.stage(
-          pairs,
-          [seed](std::pair<std::uint64_t, std::uint64_t> p) {
-            random_spin(seed + 3, p.first * 4 + p.second, 2'000);
-            return p;
-          },
-          {.concurrency = 4, .capacity = capacity});
-      auto all = scope.stage(
-          shuffled,
-          [](std::pair<std::uint64_t, std::uint64_t> p) -> std::optional<std::pair<std::uint64_t, std::uint64_t>> {
-            return p;
-          },
-          {.concurrency = 2, .capacity = capacity});
+      auto shuffled = scope.stage(pairs,
+                                  [seed](std::pair<std::uint64_t, std::uint64_t> p) {
+                                    random_spin(seed + 3, p.first * 4 + p.second, 2'000);
+                                    return p;
+                                  },
+                                  {.concurrency = 4, .capacity = capacity});
+      auto all = scope.stage(shuffled,
+                             [](std::pair<std::uint64_t, std::uint64_t> p)
+                                 -> std::optional<std::pair<std::uint64_t, std::uint64_t>> { return p; },
+                             {.concurrency = 2, .capacity = capacity});
       std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;
-      Job<void> done = scope.sink(
-          all, [&](std::pair<std::uint64_t, std::uint64_t> p) { seen.push_back(p); },
-          {.capacity = capacity, .order = Order::Input});
+      Job<void> done = scope.sink(all, [&](std::pair<std::uint64_t, std::uint64_t> p) { seen.push_back(p); },
+                                  {.capacity = capacity, .order = Order::Input});
       CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK_NOTHROW(done.get());
       check_sequence(seen, expected);
@@ -236,25 +225,23 @@ TEST_CASE("an Input stage right after a parallel fan-out gets every element, in 
     Pool pool(PoolOptions{.threads = workers});
     TaskScope scope{pool};
     auto numbers = scope.source(numbers_below(inputs));
-    auto pairs = scope.fan_out(
-        numbers,
-        [seed](std::uint64_t x) {
-          random_spin(seed, x, 2'000);
-          std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
-          for (std::uint64_t j = 0; j < kWidth; ++j) out.emplace_back(x, j);
-          return out;
-        },
-        {.concurrency = 4, .capacity = 2});
+    auto pairs = scope.fan_out(numbers,
+                               [seed](std::uint64_t x) {
+                                 random_spin(seed, x, 2'000);
+                                 std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+                                 for (std::uint64_t j = 0; j < kWidth; ++j) out.emplace_back(x, j);
+                                 return out;
+                               },
+                               {.concurrency = 4, .capacity = 2});
     std::vector<std::uint64_t> next_index(inputs, 0);
     std::uint64_t out_of_order = 0;
     std::uint64_t seen = 0;
-    Job<void> done = scope.sink(
-        pairs,
-        [&](std::pair<std::uint64_t, std::uint64_t> p) {
-          if (next_index[p.first]++ != p.second) ++out_of_order;
-          ++seen;
-        },
-        {.capacity = 1, .order = Order::Input});
+    Job<void> done = scope.sink(pairs,
+                                [&](std::pair<std::uint64_t, std::uint64_t> p) {
+                                  if (next_index[p.first]++ != p.second) ++out_of_order;
+                                  ++seen;
+                                },
+                                {.capacity = 1, .order = Order::Input});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     CHECK(out_of_order == 0);

@@ -57,16 +57,16 @@ void build_flood(TaskScope& scope, Flood& flood, std::uint64_t n, StageOptions n
         return n;
       },
       {.name = "flood"});
-  auto elements = scope.fan_out(
-      one,
-      [&census = flood.census](std::uint64_t count) {
-        std::vector<Counted> out;
-        out.reserve(count);
-        for (std::uint64_t j = 0; j < count; ++j) out.emplace_back(census, j);
-        return out;
-      },
-      {.name = "spread"});
-  auto passed = scope.stage(elements, [](Counted c) { return c; }, std::move(narrow));
+  auto elements = scope.fan_out(one,
+                                [&census = flood.census](std::uint64_t count) {
+                                  std::vector<Counted> out;
+                                  out.reserve(count);
+                                  for (std::uint64_t j = 0; j < count; ++j) out.emplace_back(census, j);
+                                  return out;
+                                },
+                                {.name = "spread"});
+  auto passed = scope.stage(
+      elements, [](Counted c) { return c; }, std::move(narrow));
   flood.done = scope.sink(passed, [&received = flood.received](Counted c) { received.values.push_back(c.value()); },
                           {.name = "collect"});
   flood.after = scope.then(flood.done, [] {});
@@ -140,17 +140,15 @@ void run_held_drop(unsigned workers, std::uint64_t items, std::size_t capacity, 
         },
         {.name = "held pipeline"});
     bool first = true;
-    auto held = scope.stage(
-        source,
-        [&](Counted c) {
-          if (std::exchange(first, false)) {
-            while (!ended.load(std::memory_order_acquire)) std::this_thread::yield();
-          }
-          return c;
-        },
-        {.name = "held", .capacity = capacity, .overflow = Overflow::Drop});
-    Job<void> done = scope.sink(held, [&](Counted c) { received.values.push_back(c.value()); },
-                                {.order = sink_order});
+    auto held = scope.stage(source,
+                            [&](Counted c) {
+                              if (std::exchange(first, false)) {
+                                while (!ended.load(std::memory_order_acquire)) std::this_thread::yield();
+                              }
+                              return c;
+                            },
+                            {.name = "held", .capacity = capacity, .overflow = Overflow::Drop});
+    Job<void> done = scope.sink(held, [&](Counted c) { received.values.push_back(c.value()); }, {.order = sink_order});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_NOTHROW(done.get());
     const RunStats stats = scope.stats();
@@ -192,13 +190,12 @@ TEST_CASE("Drop anywhere in a busy pipeline: received + dropped + filtered == pr
         Pool pool(PoolOptions{.threads = workers});
         TaskScope scope{pool};
         auto source = scope.source(counted_below(census, items), {.name = "busy"});
-        auto spun = scope.stage(
-            source,
-            [seed](Counted c) {
-              random_spin(seed, c.value(), 1'000);
-              return c;
-            },
-            {.name = "spin", .concurrency = 2, .capacity = capacity, .overflow = Overflow::Drop});
+        auto spun = scope.stage(source,
+                                [seed](Counted c) {
+                                  random_spin(seed, c.value(), 1'000);
+                                  return c;
+                                },
+                                {.name = "spin", .concurrency = 2, .capacity = capacity, .overflow = Overflow::Drop});
         auto thinned = scope.stage(
             spun,
             [&filtered](Counted c) -> std::optional<Counted> {
@@ -253,11 +250,10 @@ TEST_CASE("Fail: a fan-out floods a serial stage of capacity 1: inbox_full names
       {
         Pool pool(PoolOptions{.threads = workers});
         TaskScope scope{pool};
-        build_flood(scope, flood, 100,
-                    {.name = "strict", .capacity = 1, .overflow = Overflow::Fail, .order = order});
-        const std::string message = check_throws_naming<inbox_full>(
-            [&] { static_cast<void>(scope.run_and_wait()); },
-            {"'strict'", "'flood'", "capacity 1", "Overflow::Fail"});
+        build_flood(scope, flood, 100, {.name = "strict", .capacity = 1, .overflow = Overflow::Fail, .order = order});
+        const std::string message = check_throws_naming<inbox_full>([&] { static_cast<void>(scope.run_and_wait()); },
+                                                                    {"'strict'", "'flood'", "capacity 1",
+                                                                     "Overflow::Fail"});
         CHECK(check_throws_naming<inbox_full>([&] { flood.done.get(); }, {}) == message);
         CHECK_THROWS_AS(flood.after.get(), job_cancelled);
         CHECK(check_throws_naming<inbox_full>([&] { static_cast<void>(scope.wait()); }, {}) == message);
@@ -281,13 +277,12 @@ TEST_CASE("Fail at a slow stage under a fast source: the run completes or throws
         Pool pool(PoolOptions{.threads = workers});
         TaskScope scope{pool};
         auto source = scope.source(counted_below(census, items), {.name = "fast"});
-        auto slow = scope.stage(
-            source,
-            [](Counted c) {
-              busy_work(300);
-              return c;
-            },
-            {.name = "slow", .concurrency = 2, .capacity = capacity, .overflow = Overflow::Fail});
+        auto slow = scope.stage(source,
+                                [](Counted c) {
+                                  busy_work(300);
+                                  return c;
+                                },
+                                {.name = "slow", .concurrency = 2, .capacity = capacity, .overflow = Overflow::Fail});
         Job<void> done = scope.sink(slow, [&](Counted) { ++received; });
         try {
           const RunStatus status = scope.run_and_wait();  // outside CHECK, which would catch inbox_full

@@ -33,9 +33,12 @@ inline constexpr std::array<TestMode, 3> kModes = {TestMode::automatic, TestMode
 
 [[nodiscard]] inline const char* mode_name(TestMode mode) noexcept {
   switch (mode) {
-    case TestMode::automatic: return "automatic";
-    case TestMode::shared: return "shared";
-    case TestMode::solo: return "solo";
+    case TestMode::automatic:
+      return "automatic";
+    case TestMode::shared:
+      return "shared";
+    case TestMode::solo:
+      return "solo";
   }
   return "?";
 }
@@ -92,9 +95,7 @@ class Census {
   [[nodiscard]] std::int64_t alive() const noexcept { return alive_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::int64_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t constructed() const noexcept { return constructed_.load(std::memory_order_relaxed); }
-  [[nodiscard]] std::uint64_t destroyed_count() const noexcept {
-    return destroyed_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t destroyed_count() const noexcept { return destroyed_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<std::int64_t> alive_{0};

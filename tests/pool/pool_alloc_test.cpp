@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "tests/support/counting_new.hpp"
 #include "tests/pool/pool_test_support.hpp"
+#include "tests/support/counting_new.hpp"
 
 namespace {
 

@@ -112,7 +112,8 @@ TEST_CASE("try_post, try_submit and submit_for report full while max_queued task
     Gate gate;
     occupy_all_workers(pool, gate);
     std::atomic<int> ran{0};
-    for (std::size_t i = 0; i < kLimit; ++i) CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::Accepted);
+    for (std::size_t i = 0; i < kLimit; ++i)
+      CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::Accepted);
     CHECK(pool.stats().queued == kLimit);
     CHECK(pool.try_post([&ran] { ran.fetch_add(1); }) == weft::SubmitStatus::Full);
     auto tried = pool.try_submit([] { return 1; });

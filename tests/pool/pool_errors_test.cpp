@@ -8,10 +8,10 @@
 #include <exception>
 #include <functional>
 #include <limits>
-#include <thread>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/pool/pool_test_support.hpp"
@@ -204,8 +204,8 @@ TEST_CASE("each invalid Future call names itself: get, wait, wait_for, ready") {
   CHECK_THROWS_WITH_AS((void)f.get(), doctest::Contains("weft::Future::get: the future has no state"),
                        std::logic_error);
   CHECK_THROWS_WITH_AS(f.wait(), doctest::Contains("weft::Future::wait: "), std::logic_error);
-  CHECK_THROWS_WITH_AS((void)f.wait_for(std::chrono::milliseconds(1)),
-                       doctest::Contains("weft::Future::wait_for: "), std::logic_error);
+  CHECK_THROWS_WITH_AS((void)f.wait_for(std::chrono::milliseconds(1)), doctest::Contains("weft::Future::wait_for: "),
+                       std::logic_error);
   CHECK_THROWS_WITH_AS((void)f.ready(), doctest::Contains("weft::Future::ready: "), std::logic_error);
   weft::Future<void> empty;
   CHECK_THROWS_WITH_AS(empty.get(), doctest::Contains("weft::Future::get: "), std::logic_error);

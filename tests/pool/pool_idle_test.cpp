@@ -41,7 +41,9 @@ bool quiet(const weft::Pool& pool) {
 std::chrono::microseconds process_cpu_time() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  const auto micros = [](const timeval& t) { return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec); };
+  const auto micros = [](const timeval& t) {
+    return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
+  };
   return micros(usage.ru_utime) + micros(usage.ru_stime);
 }
 
@@ -96,7 +98,8 @@ TEST_CASE("an idle pool uses no CPU") {
     // A CPU-usage check, not a speed one: a spinning or periodically waking worker would use far more.
     CHECK(cpu_used < 50ms);
     std::uint64_t wakeups = 0;
-    for (std::size_t i = 0; i < after.workers.size(); ++i) wakeups += after.workers[i].wakeups - before.workers[i].wakeups;
+    for (std::size_t i = 0; i < after.workers.size(); ++i)
+      wakeups += after.workers[i].wakeups - before.workers[i].wakeups;
     CHECK(wakeups == 0);  // nobody even woke up
   });
 }

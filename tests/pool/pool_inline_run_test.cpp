@@ -30,25 +30,36 @@ enum class PoolWait { wait_idle, drain, drop_pending, shutdown_for };
 
 const char* name_of(PoolWait wait) {
   switch (wait) {
-    case PoolWait::wait_idle: return "wait_idle";
-    case PoolWait::drain: return "shutdown(Drain)";
-    case PoolWait::drop_pending: return "shutdown(DropPending)";
-    case PoolWait::shutdown_for: return "shutdown_for";
+    case PoolWait::wait_idle:
+      return "wait_idle";
+    case PoolWait::drain:
+      return "shutdown(Drain)";
+    case PoolWait::drop_pending:
+      return "shutdown(DropPending)";
+    case PoolWait::shutdown_for:
+      return "shutdown_for";
   }
   return "?";
 }
 
 void call(weft::Pool& pool, PoolWait wait) {
   switch (wait) {
-    case PoolWait::wait_idle: pool.wait_idle(); break;
-    case PoolWait::drain: (void)pool.shutdown(weft::Shutdown::Drain); break;
-    case PoolWait::drop_pending: (void)pool.shutdown(weft::Shutdown::DropPending); break;
-    case PoolWait::shutdown_for: (void)pool.shutdown_for(std::chrono::seconds(1)); break;
+    case PoolWait::wait_idle:
+      pool.wait_idle();
+      break;
+    case PoolWait::drain:
+      (void)pool.shutdown(weft::Shutdown::Drain);
+      break;
+    case PoolWait::drop_pending:
+      (void)pool.shutdown(weft::Shutdown::DropPending);
+      break;
+    case PoolWait::shutdown_for:
+      (void)pool.shutdown_for(std::chrono::seconds(1));
+      break;
   }
 }
 
-constexpr PoolWait kWaits[] = {PoolWait::wait_idle, PoolWait::drain, PoolWait::drop_pending,
-                               PoolWait::shutdown_for};
+constexpr PoolWait kWaits[] = {PoolWait::wait_idle, PoolWait::drain, PoolWait::drop_pending, PoolWait::shutdown_for};
 
 // The pool is still open and runs work: the refused call closed nothing.
 void check_still_open(weft::Pool& pool) {
@@ -212,8 +223,9 @@ TEST_CASE("the task hooks surround every task on the thread that runs it, a wait
 TEST_CASE("stress: with hooks set, every future's task runs exactly once inside exactly one hook pair") {
   using weft::test::kAddressSanitizer;
   using weft::test::kThreadSanitizer;
-  const std::uint64_t per_thread =
-      weft::test::stress_count(kThreadSanitizer ? 1'000 : kAddressSanitizer ? 3'000 : 20'000);
+  const std::uint64_t per_thread = weft::test::stress_count(kThreadSanitizer    ? 1'000
+                                                            : kAddressSanitizer ? 3'000
+                                                                                : 20'000);
   for (const unsigned workers : {1u, 2u, 4u}) {
     const Watchdog watchdog(named("hooked futures stress", workers), patience(120));
     HookLog log;
@@ -228,16 +240,18 @@ TEST_CASE("stress: with hooks set, every future's task runs exactly once inside 
         for (std::uint64_t i = 0; i < per_thread; ++i) {
           const std::size_t id = (t * per_thread + i) * 2;
           const weft::Priority priority = i % 2 == 0 ? weft::Priority::High : weft::Priority::Normal;
-          pool.submit_with(weft::TaskOptions{.priority = priority}, [&, id] {
-                log.task_ran();
-                runs.ran(id);
-                // And a future waited for on a worker (or inline again, when this runs on the outside thread).
-                pool.submit([&, id] {
-                      log.task_ran();
-                      runs.ran(id + 1);
-                    })
-                    .get();
-              })
+          pool.submit_with(weft::TaskOptions{.priority = priority},
+                           [&, id] {
+                             log.task_ran();
+                             runs.ran(id);
+                             // And a future waited for on a worker (or inline again, when this runs on the outside
+                             // thread).
+                             pool.submit([&, id] {
+                                   log.task_ran();
+                                   runs.ran(id + 1);
+                                 })
+                                 .get();
+                           })
               .get();
         }
       });

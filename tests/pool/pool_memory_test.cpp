@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "scheduler/engine/future_alloc.hpp"
-#include "scheduler/lockfree/node_pool.hpp"
 #include "scheduler/engine/pool_access.hpp"
+#include "scheduler/lockfree/node_pool.hpp"
 #include "tests/pool/pool_test_support.hpp"
 
 namespace {
@@ -82,8 +82,8 @@ void check_task_blocks_bounded(weft::Pool& pool, unsigned workers, std::uint64_t
     const std::uint64_t held = task_blocks(pool);
     if (round == 0) first = held;
     const std::uint64_t bound = alive + slack(stats.records, classes, workers);
-    INFO("round " << round << ": " << held << " task blocks held (after the first round: " << first
-                  << "), peak in use " << alive << ", bound " << bound << " (" << stats.records << " records)");
+    INFO("round " << round << ": " << held << " task blocks held (after the first round: " << first << "), peak in use "
+                  << alive << ", bound " << bound << " (" << stats.records << " records)");
     REQUIRE(held <= bound);
   }
   MESSAGE("task blocks held after " << kRounds << " rounds: " << task_blocks(pool) << " (after one: " << first
@@ -158,8 +158,8 @@ TEST_CASE("submits from rounds of new outside threads: future states stay bounde
       REQUIRE(grown <= kThreads * tasks + caches);
     }
     const std::uint64_t grown = weft::detail::future_state_blocks_held() - before;
-    MESSAGE("future-state blocks after " << kRounds << " rounds: " << grown << " more than before (after one: "
-                                         << first << ", peak alive " << kThreads * tasks << ")");
+    MESSAGE("future-state blocks after " << kRounds << " rounds: " << grown << " more than before (after one: " << first
+                                         << ", peak alive " << kThreads * tasks << ")");
   });
 }
 
@@ -233,8 +233,8 @@ TEST_CASE("resident memory stops growing while rounds of new outside threads pos
     }
     const std::uint64_t at_end = resident_bytes();
     const std::uint64_t grown = at_end > at_from ? at_end - at_from : 0;
-    MESSAGE("RSS at round " << kFrom << ": " << at_from / 1024 << " KB, at round " << kMeasured << ": "
-                            << at_end / 1024 << " KB (" << kThreads * tasks << " tasks a round)");
+    MESSAGE("RSS at round " << kFrom << ": " << at_from / 1024 << " KB, at round " << kMeasured << ": " << at_end / 1024
+                            << " KB (" << kThreads * tasks << " tasks a round)");
     CHECK(grown < kLimit);
   });
 }

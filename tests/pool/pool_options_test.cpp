@@ -6,11 +6,11 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <stdexcept>
-#include <type_traits>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <pthread.h>
@@ -186,14 +186,14 @@ TEST_CASE("pinning OnePerCpu and CpuList restrict each worker to its CPU") {
   for_each_worker_count([&allowed](unsigned workers) {
     const Watchdog watchdog(named("pinning", workers), patience(30));
     {
-      weft::Pool pool{weft::PoolOptions{.threads = workers, .pinning = weft::Pinning::OnePerCpu,
-                                        .affinity_patience = 10s}};
+      weft::Pool pool{
+          weft::PoolOptions{.threads = workers, .pinning = weft::Pinning::OnePerCpu, .affinity_patience = 10s}};
       const auto cpus = on_every_worker(pool, thread_cpus);
       for (unsigned w = 0; w < workers; ++w) CHECK(cpus[w] == std::vector<unsigned>{allowed[w % allowed.size()]});
     }
     const std::vector<unsigned> list = {allowed.back(), allowed.front()};
-    weft::Pool pool{weft::PoolOptions{.threads = workers, .pinning = weft::Pinning::CpuList, .cpus = list,
-                                      .affinity_patience = 10s}};
+    weft::Pool pool{weft::PoolOptions{
+        .threads = workers, .pinning = weft::Pinning::CpuList, .cpus = list, .affinity_patience = 10s}};
     const auto cpus = on_every_worker(pool, thread_cpus);
     for (unsigned w = 0; w < workers; ++w) CHECK(cpus[w] == std::vector<unsigned>{list[w % list.size()]});
   });

@@ -69,8 +69,8 @@ struct PostTally {
 
   // Posts task i with `options` on `pool`, failing each of its allocations in turn; `queued` as above.
   void post(weft::Pool& pool, std::size_t i, weft::TaskOptions options, std::optional<std::int64_t> queued) {
-    submit_failing_each_allocation(
-        [&] { pool.post([this, i, tracked = Tracked(alive)] { runs.ran(i); }, options); }, alive, queued, counts);
+    submit_failing_each_allocation([&] { pool.post([this, i, tracked = Tracked(alive)] { runs.ran(i); }, options); },
+                                   alive, queued, counts);
   }
 
   void check(const char* refused_what) {
@@ -156,8 +156,8 @@ TEST_CASE("a submit whose allocation fails throws bad_alloc and gives no future;
       futures.reserve(kTasks);
       for (std::size_t i = 0; i < kTasks; ++i) {
         submit_failing_each_allocation(
-            [&] { futures.push_back(pool.submit([i, tracked = Tracked(alive)] { return std::uint64_t{i}; })); },
-            alive, static_cast<std::int64_t>(i), counts);
+            [&] { futures.push_back(pool.submit([i, tracked = Tracked(alive)] { return std::uint64_t{i}; })); }, alive,
+            static_cast<std::int64_t>(i), counts);
       }
       CHECK(futures.size() == kTasks);
       gate.open();

@@ -132,9 +132,8 @@ TEST_CASE("another worker takes an affinity task once its worker has been busy f
     const auto busy_since = std::chrono::steady_clock::now();
     pool.post([&gate] { gate.enter(); }, on_0);  // worker 0 is busy until the end
     gate.await_entered(1);
-    auto f = pool.submit_with(on_0, [&pool] {
-      return std::pair(pool.current_worker(), std::chrono::steady_clock::now());
-    });
+    auto f = pool.submit_with(on_0,
+                              [&pool] { return std::pair(pool.current_worker(), std::chrono::steady_clock::now()); });
     if (workers == 1) {
       CHECK_FALSE(f.wait_for(3 * kPatience));  // nobody else may take it
       gate.open();

@@ -181,11 +181,10 @@ constexpr unsigned kNestedParents = 6;
 constexpr unsigned kChildrenPerRound = 16;
 
 struct NestedLedger {
-  std::unique_ptr<std::atomic<std::uint8_t>[]> accepted =
-      std::make_unique<std::atomic<std::uint8_t>[]>(kNestedSlots);
+  std::unique_ptr<std::atomic<std::uint8_t>[]> accepted = std::make_unique<std::atomic<std::uint8_t>[]>(kNestedSlots);
   // Set by the parent when the child's future threw task_dropped.
-  std::unique_ptr<std::atomic<std::uint8_t>[]> future_dropped =
-      std::make_unique<std::atomic<std::uint8_t>[]>(kNestedSlots);
+  std::unique_ptr<std::atomic<std::uint8_t>[]> future_dropped = std::make_unique<std::atomic<std::uint8_t>[]>(
+      kNestedSlots);
   RunCounts runs{kNestedSlots};
   std::atomic<std::uint64_t> next{0};
   std::atomic<std::uint64_t> grandchildren_accepted{0};

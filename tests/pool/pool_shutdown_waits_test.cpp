@@ -3,8 +3,8 @@
 // racing tasks that suspend, a pipeline and a then chain always finishes, with every waiter told.
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -199,7 +199,7 @@ RaceOutcome drop_racing_suspended_waits(unsigned workers, std::uint64_t round, s
   INFO("round " << round << ", workers = " << workers << ", dropped = " << dropped);
   try {
     const std::uint64_t links = chain.get();
-    CHECK(links == kLinks);  // ran whole: the shutdown came after the chain's end
+    CHECK(links == kLinks);              // ran whole: the shutdown came after the chain's end
   } catch (const weft::task_dropped&) {  // a link was dropped, or refused as the pool closed
   }
   for (auto& wait : waits) {

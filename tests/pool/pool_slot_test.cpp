@@ -73,8 +73,10 @@ TEST_CASE("tasks left in the slot of an exited thread run exactly once, also aft
                 runs.ran(id);
                 return id;
               });
-              if ((i / 3) % 2 == 0 || (wave + t) % 2 == 0) submitted_sum.fetch_add(f.get());
-              else submitted_sum.fetch_add(id);  // its value would be id; the task still runs exactly once
+              if ((i / 3) % 2 == 0 || (wave + t) % 2 == 0)
+                submitted_sum.fetch_add(f.get());
+              else
+                submitted_sum.fetch_add(id);  // its value would be id; the task still runs exactly once
             } else {
               pool.post([&runs, id] { runs.ran(id); });
             }
@@ -175,7 +177,8 @@ TEST_CASE("DropPending while outside threads submit accounts for every accepted 
     for (auto& thread : submitters) thread.join();
     // Every accepted task either ran (once) or was dropped (and counted), never both, never neither.
     CHECK(ran.load() + probes.ran.load() + dropped == accepted.load() + probes.accepted.load());
-    INFO("accepted " << accepted.load() << " ran " << ran.load() << " dropped " << dropped << " futures_ran " << futures_ran.load() << " futures_dropped " << futures_dropped.load());
+    INFO("accepted " << accepted.load() << " ran " << ran.load() << " dropped " << dropped << " futures_ran "
+                     << futures_ran.load() << " futures_dropped " << futures_dropped.load());
     CHECK(futures_dropped.load() > 0);
     CHECK(futures_dropped.load() <= dropped);
     CHECK(pool.stats().dropped == dropped);

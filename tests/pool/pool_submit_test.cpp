@@ -70,9 +70,8 @@ TEST_CASE("get() on a worker runs other work while it waits instead of deadlocki
       pool.post([&pool, &results, i] {
         weft::TaskOptions options;
         options.affinity = pool.current_worker().value();
-        auto child = pool.submit_with(options, [&pool, options] {
-          return pool.current_worker() == options.affinity ? 1 : -1;
-        });
+        auto child = pool.submit_with(options,
+                                      [&pool, options] { return pool.current_worker() == options.affinity ? 1 : -1; });
         results[i].store(child.get());
       });
     }

@@ -102,8 +102,8 @@ TEST_CASE("then carries move-only values and honours TaskOptions") {
     weft::TaskOptions options;
     options.affinity = workers - 1;
     options.priority = weft::Priority::High;
-    auto c = std::move(b).then(
-        [&pool](std::unique_ptr<int> p) { return std::make_pair(*p, pool.current_worker()); }, options);
+    auto c = std::move(b).then([&pool](std::unique_ptr<int> p) { return std::make_pair(*p, pool.current_worker()); },
+                               options);
     const auto [value, where] = c.get();
     CHECK(value == 42);
     CHECK(where == std::optional<unsigned>(workers - 1));

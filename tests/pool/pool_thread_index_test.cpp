@@ -72,7 +72,7 @@ TEST_CASE("an outside thread running a task itself while it waits gets size() + 
     CHECK(*first.index >= workers);
     CHECK(*first.index < pool.max_thread_index());
     CHECK_FALSE(first.worker.has_value());
-    CHECK(second.index == first.index);  // the slot is the thread's, not leased per wait
+    CHECK(second.index == first.index);                    // the slot is the thread's, not leased per wait
     CHECK_FALSE(pool.current_thread_index().has_value());  // between tasks
     // Another outside thread, alive at the same time as this one (which keeps its slot), gets another index.
     Seen theirs;
@@ -125,13 +125,16 @@ TEST_CASE("nested pools: each pool gives the index of the calling thread in that
     };
     weft::TaskOptions on_a_worker;  // never run inline by this thread
     on_a_worker.affinity = workers - 1;
-    const Both both = outer.submit_with(on_a_worker, [&] {
-      Both b;
-      b.outer_task = look(outer);
-      auto f = inner.submit([&] { return std::pair(look(outer), look(inner)); });
-      std::tie(b.inner_outer, b.inner_inner) = f.get();
-      return b;
-    }).get();
+    const Both both = outer
+                          .submit_with(on_a_worker,
+                                       [&] {
+                                         Both b;
+                                         b.outer_task = look(outer);
+                                         auto f = inner.submit([&] { return std::pair(look(outer), look(inner)); });
+                                         std::tie(b.inner_outer, b.inner_inner) = f.get();
+                                         return b;
+                                       })
+                          .get();
     gate.open();
     REQUIRE(both.outer_task.worker.has_value());
     CHECK(both.outer_task.index == both.outer_task.worker);

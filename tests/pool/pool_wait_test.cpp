@@ -170,8 +170,8 @@ TEST_CASE("a waiting worker stops taking unrelated work beyond Engine::kMaxWaitD
     pool.wait_idle();
     check_exactly_once(runs);
     CHECK(wrong.load() == 0);
-    MESSAGE("outer tasks nested on one worker: " << nested_before_release << " before release, "
-                                                 << max_nesting.load() << " in all");
+    MESSAGE("outer tasks nested on one worker: " << nested_before_release << " before release, " << max_nesting.load()
+                                                 << " in all");
     CHECK(max_nesting.load() <= kBound);
   });
 }

@@ -11,15 +11,15 @@
 #include <functional>
 #include <initializer_list>
 
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
 
 #include "scheduler/lockfree/node_pool.hpp"
 
 namespace {
 
-using weft::model::RelacyMemoryModel;
 using weft::lockfree::FreeBlock;
+using weft::model::RelacyMemoryModel;
 using Pool = weft::lockfree::NodePool<RelacyMemoryModel>;
 
 constexpr std::size_t kClass = 0;
@@ -131,10 +131,16 @@ int main(int argc, char** argv) {
   const std::function<bool()> scenarios[] = {
       // The pop's ABA: one taker reads the top and its link, another takes that top and the next, then gives
       // the top back; the first one's CAS must not succeed with the stale link.
-      [] { return run<2>("pool: taker against take-take-give", {"tt", "ttp"}); },
+      [] {
+        return run<2>("pool: taker against take-take-give", {"tt", "ttp"});
+      },
       // A batch given back by one thread and taken by another: the push must order the giver's writes.
-      [] { return run<2>("pool: give and take between two threads", {"tp", "tpt"}); },
-      [] { return run<3>("pool: three threads take and give", {"tp", "tp", "tt"}); },
+      [] {
+        return run<2>("pool: give and take between two threads", {"tp", "tpt"});
+      },
+      [] {
+        return run<3>("pool: three threads take and give", {"tp", "tp", "tt"});
+      },
   };
   bool ok = true;
   for (int i = 0; ok && i < static_cast<int>(std::size(scenarios)); ++i) {

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/model/relacy_memory_model.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "scheduler/lockfree/hazard_pointers.hpp"
 #include "scheduler/lockfree/ms_queue.hpp"
@@ -137,12 +137,24 @@ int main(int argc, char** argv) {
   // Consumers race each other for the head (early free of a node another consumer protects) and a
   // producer races a consumer for the tail (a pusher still using a dummy that was retired).
   const std::function<bool()> scenarios[] = {
-      [&] { return run<Hp, 3>("hp: 1 producer, 2 consumers", {"pp", "cc", "cc"}, random, 1'000'000); },
-      [&] { return run<Hp, 3>("hp: 2 producers, 1 consumer", {"pp", "pcc", "c"}, random, 500'000); },
-      [&] { return run<Hp, 2>("hp: producer-consumer pair", {"pc", "pc"}, bounded, 0); },
-      [&] { return run<Hp, 2>("hp: two consumers", {"ppc", "c"}, bounded, 0); },
-      [&] { return run<Qsbr, 3>("qsbr: 1 producer, 2 consumers", {"ppqo", "cqco", "cqco"}, random, 1'000'000); },
-      [&] { return run<Qsbr, 2>("qsbr: pair", {"pcqo", "cqco"}, bounded, 0); },
+      [&] {
+        return run<Hp, 3>("hp: 1 producer, 2 consumers", {"pp", "cc", "cc"}, random, 1'000'000);
+      },
+      [&] {
+        return run<Hp, 3>("hp: 2 producers, 1 consumer", {"pp", "pcc", "c"}, random, 500'000);
+      },
+      [&] {
+        return run<Hp, 2>("hp: producer-consumer pair", {"pc", "pc"}, bounded, 0);
+      },
+      [&] {
+        return run<Hp, 2>("hp: two consumers", {"ppc", "c"}, bounded, 0);
+      },
+      [&] {
+        return run<Qsbr, 3>("qsbr: 1 producer, 2 consumers", {"ppqo", "cqco", "cqco"}, random, 1'000'000);
+      },
+      [&] {
+        return run<Qsbr, 2>("qsbr: pair", {"pcqo", "cqco"}, bounded, 0);
+      },
   };
   bool ok = true;
   for (int i = 0; ok && i < static_cast<int>(std::size(scenarios)); ++i) {

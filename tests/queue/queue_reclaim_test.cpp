@@ -66,7 +66,11 @@ TEST_CASE_TEMPLATE("a domain may be destroyed before the threads that used it", 
   delete q;
   delete domain;
   domain = new Domain;  // likely at the same address: the stale thread-local entry must not be reused
-  { MSQueue<int, Domain> q2(*domain); q2.push(2); CHECK(q2.try_pop() == 2); }
+  {
+    MSQueue<int, Domain> q2(*domain);
+    q2.push(2);
+    CHECK(q2.try_pop() == 2);
+  }
   stage.store(2);
   user.join();
   domain->unregister_current_thread();
@@ -125,7 +129,7 @@ TEST_CASE("QSBR: an online thread that never announces holds reclamation back (d
     (void)q.try_pop();
   }
   CHECK(domain.stats().retired_now == static_cast<std::size_t>(kOps));  // nothing could be freed
-  silent.ref().quiescent();  // it announces once ...
+  silent.ref().quiescent();                                             // it announces once ...
   q.push(0);
   (void)q.try_pop();  // ... and the next pass of this thread frees the backlog
   CHECK(domain.stats().retired_now <= 1);

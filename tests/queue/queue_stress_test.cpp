@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -99,17 +99,17 @@ void run_mpmc(Domain& domain, const char* name, std::uint64_t total_items) {
   std::uint64_t wrong = 0;
   for (std::uint64_t i = 0; i < per_producer * kProducers; ++i) wrong += received[i].load() != 1 ? 1 : 0;
   CHECK(wrong == 0);
-  MESSAGE(std::string(name), ": ", per_producer * kProducers, " items, ", popped.load(), " popped by consumers, ", drained,
-          " drained");
+  MESSAGE(std::string(name), ": ", per_producer * kProducers, " items, ", popped.load(), " popped by consumers, ",
+          drained, " drained");
 }
 
 TEST_CASE("MSQueue + hazard pointers: 4 producers x 4 consumers, exactly once, in order per producer") {
   weft::test::HpDomain domain({.check_bounds = true});
   run_mpmc(domain, "queue_mpmc_hp", weft::test::stress_count(4'000'000));
   const auto s = domain.stats();
-  MESSAGE("HP: records ", s.records, ", peak retired per thread ", s.peak_retired_per_thread, " (R = ",
-          2 * s.hazard_slots, "), peak unreclaimed ", s.peak_unreclaimed, " (N*R = ", s.records * 2 * s.hazard_slots,
-          "), bound checks ", s.bound_checks);
+  MESSAGE("HP: records ", s.records, ", peak retired per thread ", s.peak_retired_per_thread,
+          " (R = ", 2 * s.hazard_slots, "), peak unreclaimed ", s.peak_unreclaimed,
+          " (N*R = ", s.records * 2 * s.hazard_slots, "), bound checks ", s.bound_checks);
   CHECK(s.bound_checks > 0);
 }
 
@@ -148,8 +148,8 @@ TEST_CASE("hazard-pointer bound holds at every retire over 10M operations") {
   const auto s = domain.stats();
   const std::size_t r = 2 * s.hazard_slots;
   MESSAGE("HP bound over ", total_ops, " operations (", pops.load(), " successful pops): peak retired per thread ",
-          s.peak_retired_per_thread, " < R = ", r, "; peak unreclaimed ", s.peak_unreclaimed, " <= N*R = ",
-          s.records * r, "; ", s.bound_checks, " checks, ", s.scans, " scans");
+          s.peak_retired_per_thread, " < R = ", r, "; peak unreclaimed ", s.peak_unreclaimed,
+          " <= N*R = ", s.records * r, "; ", s.bound_checks, " checks, ", s.scans, " scans");
   CHECK(s.bound_checks == pops.load());  // every retire was checked (one retire per successful pop)
   CHECK(s.peak_retired_per_thread < r);
   CHECK(s.peak_unreclaimed <= s.records * r);

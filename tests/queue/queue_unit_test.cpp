@@ -35,9 +35,9 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { operator
 
 namespace {
 
+using weft::lockfree::MSQueue;
 using weft::test::AllocationCounter;
 using weft::test::Counted;
-using weft::lockfree::MSQueue;
 
 TEST_CASE_TEMPLATE("MSQueue is FIFO and reports empty", Domain, weft::test::HpDomain, weft::test::QsbrDomain) {
   Domain domain;
@@ -91,7 +91,11 @@ TEST_CASE_TEMPLATE("a warmed-up push/pop stream allocates nothing", Domain, weft
 
 TEST_CASE_TEMPLATE("constructions equal destructions and every block is returned", Domain, weft::test::HpDomain,
                    weft::test::QsbrDomain) {
-  { Domain warm; (void)warm.current(); warm.unregister_current_thread(); }  // sizes this thread's record table
+  {
+    Domain warm;
+    (void)warm.current();
+    warm.unregister_current_thread();
+  }  // sizes this thread's record table
   const auto live_before = AllocationCounter::live();
   Counted::constructed = 0;
   Counted::destroyed = 0;

@@ -86,7 +86,7 @@ TEST_CASE("stress: producers and takers race; every push is taken exactly once")
           std::this_thread::yield();
           continue;
         }
-        Slot* const slot = reinterpret_cast<Slot*>(task);  // the task is the slot's first member
+        Slot* const slot = reinterpret_cast<Slot*>(task);                      // the task is the slot's first member
         if (!slot->queued.load(std::memory_order_relaxed)) wrong.store(true);  // taken twice, or never pushed
         slot->taken.fetch_add(1, std::memory_order_relaxed);
         taken_total.fetch_add(1, std::memory_order_relaxed);

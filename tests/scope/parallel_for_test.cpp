@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -34,10 +34,12 @@ TEST_CASE("from an outside thread: every index and element exactly once") {
     for (const std::size_t grain : {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{1} << 30}) {
       INFO("grain " << grain);
       RunCounts runs(20011);
-      weft::parallel_for(pool, 0, 20011, [&](int i) { runs.ran(static_cast<std::size_t>(i)); }, grain);
+      weft::parallel_for(
+          pool, 0, 20011, [&](int i) { runs.ran(static_cast<std::size_t>(i)); }, grain);
       check_exactly_once(runs);
       std::deque<int> d(3001, 1);
-      weft::parallel_for(pool, d.begin(), d.end(), [](int& x) { x += 1; }, grain);
+      weft::parallel_for(
+          pool, d.begin(), d.end(), [](int& x) { x += 1; }, grain);
       CHECK(std::count(d.begin(), d.end(), 2) == 3001);
     }
     int calls = 0;
@@ -56,10 +58,13 @@ TEST_CASE("mixed integer types and chunk bodies") {
     weft::parallel_for(pool, 0, v.size(), [&](std::size_t i) { v[i] = 1; });  // int and size_t
     CHECK(std::count(v.begin(), v.end(), 1) == 5000);
     std::atomic<std::int64_t> covered{0};
-    weft::parallel_for(pool, std::int64_t{-100}, std::int64_t{100000}, [&](std::int64_t lo, std::int64_t hi) {
-      CHECK(lo < hi);
-      covered.fetch_add(hi - lo);
-    }, 333);
+    weft::parallel_for(
+        pool, std::int64_t{-100}, std::int64_t{100000},
+        [&](std::int64_t lo, std::int64_t hi) {
+          CHECK(lo < hi);
+          covered.fetch_add(hi - lo);
+        },
+        333);
     CHECK(covered.load() == 100100);
   });
 }
@@ -125,9 +130,7 @@ TEST_CASE("nested: inside pool tasks, inside scope jobs, and inside another para
       weft::parallel_for(pool, data.begin(), data.end(), [&](long& x) { total.fetch_add(x); });
       return total.load();
     });
-    auto loop = scope.parallel_for(0, 8, [&](int) {
-      weft::parallel_for(pool, 0, 100, [](int) {});
-    });
+    auto loop = scope.parallel_for(0, 8, [&](int) { weft::parallel_for(pool, 0, 100, [](int) {}); });
     scope.run_and_wait();
     CHECK(sum.get() == 10000);
     loop.get();
@@ -227,9 +230,10 @@ TEST_CASE("the caller starts the loop; a loop too long for it alone is shared wi
     }
     CHECK(without_index.load() == 0);
     // An exception thrown by the caller's own first chunk comes straight through.
-    CHECK_THROWS_WITH_AS(weft::parallel_for(pool, 0, 100, [](int i) {
-                           if (i == 0) throw LoopFailure("first");
-                         }),
+    CHECK_THROWS_WITH_AS(weft::parallel_for(pool, 0, 100,
+                                            [](int i) {
+                                              if (i == 0) throw LoopFailure("first");
+                                            }),
                          "first", LoopFailure);
   }
 }

@@ -53,7 +53,7 @@ TEST_CASE("values flow through a chain of then and when_all, in dependency order
       return std::accumulate(values.begin(), values.end(), 0);
     });
     weft::Job<std::string> text = scope.then(sum, [](const int& s) { return "sum=" + std::to_string(s); });
-    weft::Job<void> after = scope.then(text, [] {});  // f() ignoring the value
+    weft::Job<void> after = scope.then(text, [] {});                                         // f() ignoring the value
     weft::Job<std::size_t> size = scope.then(after, [&text] { return text.get().size(); });  // get() inside a successor
     CHECK(scope.run_and_wait() == weft::RunStatus::Completed);
     CHECK(sum.get() == 16 + 120);  // 16 * 1 + (0 + ... + 15)

@@ -28,7 +28,7 @@ namespace {
 using namespace weft::test;
 
 struct Dot {
-  std::map<std::string, std::string> label_of;  // node id -> label
+  std::map<std::string, std::string> label_of;          // node id -> label
   std::set<std::pair<std::string, std::string>> edges;  // by label
   bool well_formed = false;
 };
@@ -106,18 +106,22 @@ TEST_CASE("dump writes every job by name and every dependency as an edge, before
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     weft::TaskScope scope{pool};
     auto load = scope.submit([] { return 20; }, weft::NodeOptions{.name = "load \"config\""});
-    auto parse_job = scope.then(load, [](int x) { return x + 1; }, weft::NodeOptions{.name = "parse"});
+    auto parse_job = scope.then(
+        load, [](int x) { return x + 1; }, weft::NodeOptions{.name = "parse"});
     auto unnamed = scope.then(load, [](int x) { return x * 2; });
-    auto both = scope.when_all({parse_job, unnamed}, [](std::vector<int> v) { return v[0] + v[1]; },
-                               weft::NodeOptions{.name = "join", .priority = weft::Priority::High});
+    auto both = scope.when_all(
+        {parse_job, unnamed}, [](std::vector<int> v) { return v[0] + v[1]; },
+        weft::NodeOptions{.name = "join", .priority = weft::Priority::High});
     std::vector<int> data(100, 1);
-    auto doubled = scope.parallel_for(weft::after(both), data.begin(), data.end(), [](int& x) { x *= 2; },
-                                      weft::LoopOptions{.name = "double"});
+    auto doubled = scope.parallel_for(
+        weft::after(both), data.begin(), data.end(), [](int& x) { x *= 2; }, weft::LoopOptions{.name = "double"});
     int next = 0;
-    auto numbers = scope.source([&next]() -> std::optional<int> {
-      if (next == 10) return std::nullopt;
-      return next++;
-    }, weft::StageOptions{.name = "numbers"});
+    auto numbers = scope.source(
+        [&next]() -> std::optional<int> {
+          if (next == 10) return std::nullopt;
+          return next++;
+        },
+        weft::StageOptions{.name = "numbers"});
     int sum = 0;
     auto drain = scope.sink(numbers, [&sum](int v) { sum += v; });
     (void)doubled;
@@ -137,15 +141,12 @@ TEST_CASE("dump writes every job by name and every dependency as an edge, before
     REQUIRE(dot.well_formed);
     CHECK(dot.label_of.size() == scope.size());
     // A label carries the job's non-default options after a (DOT-escaped) line break.
-    const std::set<std::string> expected_labels = {"load \\\"config\\\"", "parse", "job 2",
+    const std::set<std::string> expected_labels = {"load \\\"config\\\"",  "parse",  "job 2",
                                                    "join\\npriority High", "double", "numbers"};
     CHECK(labels(dot) == expected_labels);
     const std::set<std::pair<std::string, std::string>> expected_edges = {
-        {"load \\\"config\\\"", "parse"},
-        {"load \\\"config\\\"", "job 2"},
-        {"parse", "join\\npriority High"},
-        {"job 2", "join\\npriority High"},
-        {"join\\npriority High", "double"},
+        {"load \\\"config\\\"", "parse"},  {"load \\\"config\\\"", "job 2"},   {"parse", "join\\npriority High"},
+        {"job 2", "join\\npriority High"}, {"join\\npriority High", "double"},
     };
     CHECK(dot.edges == expected_edges);
   });
@@ -196,7 +197,8 @@ TEST_CASE("the dump renders with Graphviz's dot -Tsvg (when installed)") {
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
   weft::TaskScope scope{pool};
   auto a = scope.submit([] { return 1; }, weft::NodeOptions{.name = "a \"quoted\" \\ name"});
-  auto b = scope.then(a, [](int x) { return x; }, weft::NodeOptions{.name = "b", .concurrency = 2});
+  auto b = scope.then(
+      a, [](int x) { return x; }, weft::NodeOptions{.name = "b", .concurrency = 2});
   scope.when_all({a, b}, [](std::vector<int>) {});
   const std::string text = render_svg(dot, [&](std::ostream& out) { scope.dump(out); });
   CHECK(text.find("<svg") != std::string::npos);
@@ -212,8 +214,8 @@ TEST_CASE("a TaskGraph's dump, with options, a condition and a module node, rend
   weft::Semaphore connection{1};
   weft::TaskGraph g;
   const weft::Node load = g.add_node([] {}, weft::NodeOptions{.name = "load", .priority = weft::Priority::High});
-  const weft::Node parse = g.add_node([](std::size_t) {}, weft::NodeOptions{.name = "parse", .concurrency = 2,
-                                                                           .capacity = 8, .tokens = 16});
+  const weft::Node parse = g.add_node(
+      [](std::size_t) {}, weft::NodeOptions{.name = "parse", .concurrency = 2, .capacity = 8, .tokens = 16});
   const weft::Node again = g.add_condition([] { return 1; }, weft::NodeOptions{.name = "again?"});
   const weft::Node store = g.add_node([] {}, weft::NodeOptions{.name = "store", .semaphores = {&connection}});
   const weft::Node module = g.add_graph(inner, weft::NodeOptions{.name = "report"});

@@ -203,7 +203,8 @@ TEST_CASE("bad options throw invalid_option naming the job") {
   weft::TaskScope scope{pool};
   CHECK_THROWS_WITH_AS(scope.submit([] {}, weft::NodeOptions{.name = "twice", .tokens = 2}),
                        doctest::Contains("job 'twice': NodeOptions::tokens = 2"), weft::invalid_option);
-  CHECK_THROWS_WITH_AS(scope.parallel_for(0, 10, [](int) {}, weft::LoopOptions{.name = "loop", .concurrency = 0}),
+  CHECK_THROWS_WITH_AS(scope.parallel_for(
+                           0, 10, [](int) {}, weft::LoopOptions{.name = "loop", .concurrency = 0}),
                        doctest::Contains("loop"), weft::invalid_option);
   CHECK_THROWS_WITH_AS(weft::parallel_for(pool, -1, std::size_t{10}, [](std::size_t) {}),
                        doctest::Contains("first = -1"), weft::invalid_option);
@@ -220,16 +221,18 @@ TEST_CASE("option errors name the scope's call and the job, not the TaskGraph un
       scope.submit([] {}, weft::NodeOptions{.name = "x", .concurrency = 0}),
       "weft::TaskScope::submit: NodeOptions::concurrency = 0 for job 'x': must be at least 1 (or weft::kUnlimited)",
       weft::invalid_option);
-  CHECK_THROWS_WITH_AS(scope.then(a, [](int) {}, weft::NodeOptions{.concurrency = 0}),
+  CHECK_THROWS_WITH_AS(scope.then(
+                           a, [](int) {}, weft::NodeOptions{.concurrency = 0}),
                        doctest::Contains("weft::TaskScope::then: NodeOptions::concurrency = 0 for job 'job 1'"),
                        weft::invalid_option);
-  CHECK_THROWS_WITH_AS(
-      scope.when_all({a}, [] {}, weft::NodeOptions{.name = "all", .priority = static_cast<weft::Priority>(9)}),
-      doctest::Contains("weft::TaskScope::when_all: NodeOptions::priority = 9 for job 'all'"), weft::invalid_option);
-  CHECK_THROWS_WITH_AS(
-      scope.parallel_for(0, 10, [](int) {}, weft::LoopOptions{.name = "loop", .concurrency = 0}),
-      doctest::Contains("weft::TaskScope::parallel_for: NodeOptions::concurrency = 0 for job 'loop'"),
-      weft::invalid_option);
+  CHECK_THROWS_WITH_AS(scope.when_all(
+                           {a}, [] {}, weft::NodeOptions{.name = "all", .priority = static_cast<weft::Priority>(9)}),
+                       doctest::Contains("weft::TaskScope::when_all: NodeOptions::priority = 9 for job 'all'"),
+                       weft::invalid_option);
+  CHECK_THROWS_WITH_AS(scope.parallel_for(
+                           0, 10, [](int) {}, weft::LoopOptions{.name = "loop", .concurrency = 0}),
+                       doctest::Contains("weft::TaskScope::parallel_for: NodeOptions::concurrency = 0 for job 'loop'"),
+                       weft::invalid_option);
   // The same checks with dependencies; a loop's LoopOptions cannot spell tokens, capacity or overflow at all.
   CHECK_THROWS_WITH_AS(scope.parallel_for(weft::after(a), v.begin(), v.end(), [](int&) {},
                                           {.name = "after", .priority = static_cast<weft::Priority>(9)}),
@@ -245,8 +248,7 @@ TEST_CASE("option errors name the scope's call and the job, not the TaskGraph un
   CHECK_THROWS_WITH_AS(scope.then(a, [](int) {}), doctest::Contains("weft::TaskScope::then: the scope has already"),
                        weft::graph_busy);
   CHECK_THROWS_WITH_AS(scope.parallel_for(weft::after(a), 0, 3, [](int) {}),
-                       doctest::Contains("weft::TaskScope::parallel_for: the scope has already"),
-                       weft::graph_busy);
+                       doctest::Contains("weft::TaskScope::parallel_for: the scope has already"), weft::graph_busy);
 }
 
 TEST_CASE("run() and wait() errors name TaskScope's calls: an affinity, a shut-down pool, a wait from a job") {
@@ -275,8 +277,9 @@ TEST_CASE("run() and wait() errors name TaskScope's calls: an affinity, a shut-d
     scope.run();
     run_returned.store(true);
     CHECK(scope.wait() == weft::RunStatus::Completed);
-    CHECK(seen == "weft::TaskScope::wait: called from inside one of the run's own jobs (or a subflow child of one); "
-                  "the run cannot end while it waits");
+    CHECK(seen ==
+          "weft::TaskScope::wait: called from inside one of the run's own jobs (or a subflow child of one); "
+          "the run cannot end while it waits");
   }
   weft::Pool closed{weft::PoolOptions{.threads = 1}};
   (void)closed.shutdown();
@@ -297,10 +300,12 @@ TEST_CASE("a wait refused from one of the scope's jobs leaves the scope running:
   weft::TaskScope scope{pool};
   std::atomic<bool> run_returned{false};
   std::atomic<bool> release{false};
-  auto pending = scope.submit([&] {
-    while (!release.load()) std::this_thread::yield();
-    return 7;
-  }, weft::NodeOptions{.name = "pending"});
+  auto pending = scope.submit(
+      [&] {
+        while (!release.load()) std::this_thread::yield();
+        return 7;
+      },
+      weft::NodeOptions{.name = "pending"});
   std::string refused;
   std::string pending_says;
   (void)scope.submit([&] {

@@ -27,8 +27,8 @@ void check_index_range(weft::Pool& pool, I first, I last, std::size_t grain, wef
   RunCounts runs(n);
   weft::TaskScope scope{pool};
   options.grain = grain;
-  auto job = scope.parallel_for(first, last, [&](I i) { runs.ran(static_cast<std::size_t>(i - first)); },
-                                std::move(options));
+  auto job = scope.parallel_for(
+      first, last, [&](I i) { runs.ran(static_cast<std::size_t>(i - first)); }, std::move(options));
   scope.run_and_wait();
   job.get();
   check_exactly_once(runs);
@@ -39,11 +39,11 @@ TEST_CASE("integer ranges: every index exactly once, any grain") {
     const Watchdog watchdog(named("integer ranges", workers), patience(120));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     for (const std::size_t grain : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1} << 40}) {
-      check_index_range(pool, 0, 0, grain);        // empty
-      check_index_range(pool, 5, 3, grain);        // last < first: empty
-      check_index_range(pool, 9, 10, grain);       // one index
-      check_index_range(pool, -500, 500, grain);   // negative
-      check_index_range(pool, 0, 10007, grain);    // prime size
+      check_index_range(pool, 0, 0, grain);       // empty
+      check_index_range(pool, 5, 3, grain);       // last < first: empty
+      check_index_range(pool, 9, 10, grain);      // one index
+      check_index_range(pool, -500, 500, grain);  // negative
+      check_index_range(pool, 0, 10007, grain);   // prime size
       check_index_range<std::int64_t>(pool, -3, 4, grain);
       check_index_range<std::uint8_t>(pool, 0, 255, grain);
     }
@@ -108,13 +108,16 @@ TEST_CASE("LoopOptions::concurrency bounds the chunks executing at once") {
         InFlight in_flight;
         RunCounts runs(400);
         weft::TaskScope scope{pool};
-        scope.parallel_for(0, 400, [&](int i) {
-          in_flight.enter();
-          // Stays inside long enough that a broken limit shows (checked: ignoring the limit fails this test).
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
-          runs.ran(static_cast<std::size_t>(i));
-          in_flight.leave();
-        }, weft::LoopOptions{.concurrency = limit, .grain = grain});
+        scope.parallel_for(
+            0, 400,
+            [&](int i) {
+              in_flight.enter();
+              // Stays inside long enough that a broken limit shows (checked: ignoring the limit fails this test).
+              std::this_thread::sleep_for(std::chrono::microseconds(20));
+              runs.ran(static_cast<std::size_t>(i));
+              in_flight.leave();
+            },
+            weft::LoopOptions{.concurrency = limit, .grain = grain});
         scope.run_and_wait();
         CHECK(in_flight.max() <= limit);
         CHECK(in_flight.max() >= 1);

@@ -58,8 +58,7 @@ TEST_CASE("TaskScope jobs sharing a semaphore: at most count at once, each job o
     // A parallel_for job holds its one unit while all its chunks run: the chunks count as one.
     std::vector<int> v(10'000, 1);
     auto loop = second.parallel_for(
-        v.begin(), v.end(),
-        [](int& x) { x *= 2; }, weft::LoopOptions{.semaphores = {&db}});
+        v.begin(), v.end(), [](int& x) { x *= 2; }, weft::LoopOptions{.semaphores = {&db}});
     auto plain = second.submit([] {});  // a job without semaphores beside them
     first.run();
     second.run();

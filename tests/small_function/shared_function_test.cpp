@@ -35,8 +35,8 @@ struct Tracked {
 
 static_assert(std::is_copy_constructible_v<shared_function<void()>>);
 static_assert(std::is_nothrow_move_constructible_v<shared_function<void()>>);
-static_assert(std::is_constructible_v<shared_function<int(int)>, Tracked>);  // move-only accepted
-static_assert(!std::is_constructible_v<shared_function<int(int)>, int>);      // not callable
+static_assert(std::is_constructible_v<shared_function<int(int)>, Tracked>);      // move-only accepted
+static_assert(!std::is_constructible_v<shared_function<int(int)>, int>);         // not callable
 static_assert(!std::is_constructible_v<shared_function<int(int)>, void (*)()>);  // wrong signature
 
 TEST_CASE("copies share one callable, which is destroyed exactly once with the last copy") {
@@ -103,8 +103,8 @@ TEST_CASE("empty sources give an empty object; calling an empty one throws bad_f
     CHECK_THROWS_AS((*f)(), std::bad_function_call);
   }
   auto unique = std::make_unique<int>(3);
-  const shared_function<int()> from_move_only_small =
-      weft::small_function<int()>([p = std::move(unique)] { return *p; });
+  const shared_function<int()> from_move_only_small = weft::small_function<int()>(
+      [p = std::move(unique)] { return *p; });
   CHECK(from_move_only_small() == 3);
 }
 

@@ -70,16 +70,12 @@ TEST_CASE("arguments reach the callable as declared: references, move-only value
   CHECK(by_value(std::make_unique<int>(41)) == 41);
 
   auto kept = std::make_unique<int>(5);
-  small_function<bool(std::unique_ptr<int>&&)> by_rvalue_ref = [](std::unique_ptr<int>&& p) {
-    return p != nullptr;
-  };
+  small_function<bool(std::unique_ptr<int>&&)> by_rvalue_ref = [](std::unique_ptr<int>&& p) { return p != nullptr; };
   CHECK(by_rvalue_ref(std::move(kept)));
   CHECK(kept != nullptr);  // an rvalue reference was passed on, not a moved-from copy
 
   const std::string text = "weft";
-  small_function<const void*(const std::string&)> address_of = [](const std::string& s) -> const void* {
-    return &s;
-  };
+  small_function<const void*(const std::string&)> address_of = [](const std::string& s) -> const void* { return &s; };
   CHECK(address_of(text) == &text);
 
   small_function<passage(passage)> relay = [](passage p) { return p; };

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/support/counting_new.hpp"
 #include "probes.hpp"
+#include "tests/support/counting_new.hpp"
 
 namespace {
 
@@ -33,8 +33,8 @@ struct large_throwing_copy {
   int operator()() const noexcept { return inner(); }
 };
 
-TEST_CASE_TEMPLATE("moves hand the callable on and destroy it exactly once", callable, small_tracked,
-                   large_tracked, fragile_tracked) {
+TEST_CASE_TEMPLATE("moves hand the callable on and destroy it exactly once", callable, small_tracked, large_tracked,
+                   fragile_tracked) {
   lifetime_counts counts;
   {
     small_function<int()> first = callable(counts, 7);

@@ -36,9 +36,15 @@ struct model_slots {
 // Stores a new callable, chosen among an inline, a heap (too big) and a heap (throwing move) one.
 void store_new(model_slots& slots, std::size_t slot, int id, unsigned kind, lifetime_counts& counts) {
   switch (kind % 3) {
-    case 0: slots.functions[slot] = tracked<16>(counts, id); break;
-    case 1: slots.functions[slot] = tracked<512>(counts, id); break;
-    default: slots.functions[slot] = tracked<24, true>(counts, id); break;
+    case 0:
+      slots.functions[slot] = tracked<16>(counts, id);
+      break;
+    case 1:
+      slots.functions[slot] = tracked<512>(counts, id);
+      break;
+    default:
+      slots.functions[slot] = tracked<24, true>(counts, id);
+      break;
   }
   slots.expected_ids[slot] = id;
 }
@@ -56,7 +62,9 @@ TEST_CASE("random moves, swaps, assignments and calls agree with the model") {
       const std::size_t a = random() % slot_count;
       const std::size_t b = random() % slot_count;  // may equal a: self-move and self-swap are covered
       switch (operation) {
-        case 0: store_new(slots, a, next_id++, static_cast<unsigned>(random()), counts); break;
+        case 0:
+          store_new(slots, a, next_id++, static_cast<unsigned>(random()), counts);
+          break;
         case 1:
           slots.functions[a] = std::move(slots.functions[b]);
           if (a != b) slots.expected_ids[a] = std::exchange(slots.expected_ids[b], empty_slot);

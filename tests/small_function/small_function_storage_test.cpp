@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "tests/support/counting_new.hpp"
 #include "probes.hpp"
+#include "tests/support/counting_new.hpp"
 
 namespace {
 

@@ -46,7 +46,7 @@ TEST_CASE("small_functions handed from a producer thread to a consumer are calle
   std::mutex lock;
   std::condition_variable ready;
   std::deque<small_function<void()>> queue;  // guarded by lock
-  bool done = false;                          // guarded by lock
+  bool done = false;                         // guarded by lock
 
   std::thread consumer([&] {
     for (;;) {

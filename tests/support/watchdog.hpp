@@ -36,8 +36,8 @@ class Watchdog {
       std::unique_lock lock(mutex_);
       if (!done_changed_.wait_for(lock, limit, [this] { return done_; })) {
         std::fflush(stdout);  // what the test printed so far (doctest writes to stdout)
-        std::fprintf(stderr, "\nWATCHDOG: '%s' did not finish within %llds: deadlock or lost wake-up\n",
-                     what_.c_str(), static_cast<long long>(limit.count()));
+        std::fprintf(stderr, "\nWATCHDOG: '%s' did not finish within %llds: deadlock or lost wake-up\n", what_.c_str(),
+                     static_cast<long long>(limit.count()));
         std::fflush(stderr);
         print_thread_stacks();
         std::_Exit(86);

@@ -42,7 +42,7 @@ struct Event {
 };
 
 struct ReadTrace {
-  std::vector<Event> events;                  // every non-metadata event
+  std::vector<Event> events;                   // every non-metadata event
   std::map<double, std::string> thread_names;  // tid -> thread_name
   double kept = 0;
   double dropped = 0;
@@ -232,8 +232,8 @@ TEST_CASE("a run's trace: each node once per execution, by name; nested in its p
       for (std::uint32_t n = 0; n < kLayers * kWidth; ++n) {
         const std::string name = numbered("n", n);
         INFO(name);
-        CHECK(count[name] == 2);          // once per run
-        CHECK(runs[name].size() == 2);    // in two different runs
+        CHECK(count[name] == 2);        // once per run
+        CHECK(runs[name].size() == 2);  // in two different runs
       }
       CHECK(count["body"] == 10);
       CHECK(count["again"] == 10);
@@ -292,7 +292,10 @@ TEST_CASE("a fan-out stage's trace: one event for the item it takes, one per ele
     TaskScope scope{pool};
     constexpr std::uint64_t kItems = 200;
     auto numbers = scope.source(numbers_below(kItems), {.name = "read"});
-    auto pairs = scope.fan_out(numbers, [](std::uint64_t x) { return std::vector<std::uint64_t>{x, x}; },
+    auto pairs = scope.fan_out(numbers,
+                               [](std::uint64_t x) {
+                                 return std::vector<std::uint64_t>{x, x};
+                               },
                                {.name = "twice"});
     std::atomic<std::uint64_t> seen{0};
     Job<void> done = scope.sink(pairs, [&seen](std::uint64_t) { seen.fetch_add(1); }, {.name = "count"});
@@ -425,8 +428,12 @@ TEST_CASE("max_events bounds what is kept; the rest is counted as dropped") {
 }
 
 TEST_CASE("names are escaped: quotes, backslashes, control characters and UTF-8 read back as given") {
-  const std::vector<std::string> names = {"quote \" in it", "back\\slash", "new\nline\ttab", std::string("ctl\x01\x1f"),
-                                          "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x99\x82", "</script>"};
+  const std::vector<std::string> names = {"quote \" in it",
+                                          "back\\slash",
+                                          "new\nline\ttab",
+                                          std::string("ctl\x01\x1f"),
+                                          "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x99\x82",
+                                          "</script>"};
   auto trace = std::make_shared<Trace>();
   Pool pool(PoolOptions{.threads = 1});
   TaskGraph g;
@@ -448,7 +455,8 @@ TEST_CASE("bad input: a zero max_events, a file that cannot be written") {
     CHECK(std::string(e.what()).find(path) != std::string::npos);
   }
   // And a path that works: the file parses.
-  const auto file = std::filesystem::temp_directory_path() / (numbered("weft-trace-test-", static_cast<std::uint64_t>(::getpid())) + ".json");
+  const auto file = std::filesystem::temp_directory_path() /
+                    (numbered("weft-trace-test-", static_cast<std::uint64_t>(::getpid())) + ".json");
   trace.save(file.string());
   CHECK(std::filesystem::file_size(file) > 0);
   std::filesystem::remove(file);

@@ -23,9 +23,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "scheduler/sync/word_protocol.hpp"
 #include "tests/wait/futex_model.hpp"

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "tests/model/relacy_memory_model.hpp"
-#include "tests/model/relacy_check.hpp"
 #include "tests/model/plant.hpp"
+#include "tests/model/relacy_check.hpp"
+#include "tests/model/relacy_memory_model.hpp"
 
 #include "scheduler/sync/word_protocol.hpp"
 #include "tests/wait/futex_model.hpp"
@@ -140,12 +140,14 @@ struct AutoEventPingPong : rl::test_suite<AutoEventPingPong, 2> {
     if (index == 0) {
       ball.store(1);
       word::event_set<ModelParking>(ping->w);
-      wait(pong->w, [&] { return word::event_take(pong->w); }, is_set);
+      wait(
+          pong->w, [&] { return word::event_take(pong->w); }, is_set);
       RL_ASSERT(ball.load() == 2);
       delete ping;
       delete pong;
     } else {
-      wait(ping->w, [&] { return word::event_take(ping->w); }, is_set);
+      wait(
+          ping->w, [&] { return word::event_take(ping->w); }, is_set);
       RL_ASSERT(ball.load() == 1);
       ball.store(2);
       word::event_set<ModelParking>(pong->w);

@@ -102,8 +102,8 @@ TEST_CASE("a manual Event may be destroyed as soon as its wait returns") {
 TEST_CASE("an auto Event may be destroyed as soon as its wait returns") {
   every_kind_of_waiter("auto event", [](weft::Pool& pool) {
     return round(
-        pool, [] { return std::make_unique<weft::Event>(weft::Event::Mode::Auto); },
-        [](weft::Event& e) { e.signal(); }, [](weft::Event& e) {
+        pool, [] { return std::make_unique<weft::Event>(weft::Event::Mode::Auto); }, [](weft::Event& e) { e.signal(); },
+        [](weft::Event& e) {
           e.wait();
           return true;
         });

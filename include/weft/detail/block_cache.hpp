@@ -1,8 +1,9 @@
 // The common case of the memory a Future's state (and a Subflow child) takes: a block from the calling thread's own
 // free list, and back to it. Public only because Pool::submit, Future and Subflow::spawn are templates: written in
 // the user's code, the common case needs no call into the library, which a consumer's build without LTO could not
-// inline. Users never name anything here. The free lists belong to the thread's cache in scheduler/engine/future_alloc.cpp,
-// which also takes the rarer paths (a list empty or full, the thread's first block, a thread whose cache is gone).
+// inline. Users never name anything here. The free lists belong to the thread's cache in
+// scheduler/engine/future_alloc.cpp, which also takes the rarer paths (a list empty or full, the thread's first block,
+// a thread whose cache is gone).
 #pragma once
 
 #include <cstddef>
@@ -10,8 +11,8 @@
 
 namespace weft::detail {
 
-// A free block, as a thread's free list and the shared pool behind it (scheduler/lockfree/node_pool.hpp) link it: `next`
-// within a list, `ahead` a prefetch hint set when a list goes back to the pool, `next_batch` between the pool's
+// A free block, as a thread's free list and the shared pool behind it (scheduler/lockfree/node_pool.hpp) link it:
+// `next` within a list, `ahead` a prefetch hint set when a list goes back to the pool, `next_batch` between the pool's
 // batches.
 struct FreeBlock {
   FreeBlock* next;

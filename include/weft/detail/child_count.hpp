@@ -71,7 +71,7 @@ class BasicChildCount {
     // its siblings' work too.
     // (Planted bug child_count.relaxed_finish: relaxed, the child publishes nothing.)
     const auto order = Plants::planted("child_count.relaxed_finish") ? std::memory_order_relaxed
-                                                                      : std::memory_order_acq_rel;
+                                                                     : std::memory_order_acq_rel;
     return shared_.fetch_sub(1, order) == (kSleeper | (kBias + 1));
   }
 
@@ -103,9 +103,7 @@ class BasicChildCount {
   }
 
   // Owner only: whether it announced itself (only the owner sets or clears the bit).
-  [[nodiscard]] bool announced() const noexcept {
-    return (shared_.load(std::memory_order_relaxed) & kSleeper) != 0;
-  }
+  [[nodiscard]] bool announced() const noexcept { return (shared_.load(std::memory_order_relaxed) & kSleeper) != 0; }
 
   // Owner only, once unfinished() returned false: back to the empty state (no child touches the count any more;
   // the last one's decrement was its final access).

@@ -55,8 +55,8 @@ class ForSplitter {
   void start() {
     if (n_ == 0) return;
     if (concurrency_ == kUnlimited) {
-      const std::size_t budget =
-          grain_ != 0 ? 0 : std::min<std::size_t>(n_, std::size_t{kChunksPerWorker} * pool_.size());
+      const std::size_t budget = grain_ != 0 ? 0
+                                             : std::min<std::size_t>(n_, std::size_t{kChunksPerWorker} * pool_.size());
       block_ = std::max<std::size_t>(1, n_ / (kBlocksPerWorker * pool_.size()));
       spawn_chunk(Chunk{this, 0, n_, static_cast<std::uint32_t>(budget), worker()});
       return;
@@ -201,8 +201,8 @@ class ForSplitter {
   const std::size_t n_;
   const std::size_t grain_;
   const unsigned concurrency_;
-  std::size_t step_ = 1;   // looper block size; written by start() before any looper is spawned
-  std::size_t block_ = 1;  // automatic mode's block; written by start() before any chunk is spawned
+  std::size_t step_ = 1;                   // looper block size; written by start() before any looper is spawned
+  std::size_t block_ = 1;                  // automatic mode's block; written by start() before any chunk is spawned
   std::atomic<std::uint32_t> waiting_{0};  // chunks spawned and not yet started (a demand hint)
   std::atomic<std::size_t> cursor_{0};
   std::atomic<std::size_t> done_{0};
@@ -233,8 +233,8 @@ template <class Body>
 [[nodiscard]] std::size_t run_while_small(const Body& body, std::size_t n, unsigned workers) {
   const std::uint64_t start = now_cycles();
   constexpr auto budget = static_cast<double>(kInlineBudget.count() * kCyclesPerMicrosecond);
-  const std::size_t block =
-      std::max<std::size_t>(1, n / (ForSplitter<Body>::kBlocksPerWorker * std::max<unsigned>(workers, 1)));
+  const std::size_t block = std::max<std::size_t>(1, n / (ForSplitter<Body>::kBlocksPerWorker *
+                                                          std::max<unsigned>(workers, 1)));
   std::size_t done = 0;
   // Blocks until the next look at the clock: 1, 2, 4, ... up to kMaxInlineStride.
   std::size_t stride = 1;

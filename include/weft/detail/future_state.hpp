@@ -215,8 +215,8 @@ class FutureStateBase : public TaskHeader {
 
 // Memory for future states (and Subflow children): allocate_future_state and deallocate_future_state
 // (weft/detail/block_cache.hpp), a per-thread cache of recycled blocks in front of a process-wide pool
-// (scheduler/engine/future_alloc.cpp), so that a steady stream of submit + get calls no malloc. Process-wide, not per pool,
-// because a Future may outlive its pool.
+// (scheduler/engine/future_alloc.cpp), so that a steady stream of submit + get calls no malloc. Process-wide, not per
+// pool, because a Future may outlive its pool.
 
 // Blocks until the state is ready. On a worker of a weft pool the worker runs other tasks meanwhile; anywhere,
 // a task nobody has started yet (and that has no affinity) is run inline by the waiter.
@@ -291,7 +291,6 @@ class FutureTask final : public FutureResult<R> {
   }
 
  private:
-
   F f_;
   std::tuple<Args...> args_;
 };

@@ -55,9 +55,7 @@ class JobStateBase {
 
   // True once the job returned (value) or threw (error).
   [[nodiscard]] bool ready() const noexcept { return status_.load(std::memory_order_acquire) != Status::pending; }
-  [[nodiscard]] bool has_value() const noexcept {
-    return status_.load(std::memory_order_acquire) == Status::value;
-  }
+  [[nodiscard]] bool has_value() const noexcept { return status_.load(std::memory_order_acquire) == Status::value; }
 
   // Called by the job's body, once. release: whoever acquires the status sees the value or error written first.
   void set_done() noexcept { status_.store(Status::value, std::memory_order_release); }

@@ -102,7 +102,7 @@ struct item_result<F, T> {
   using type = std::invoke_result_t<F&, T&&>;
 };
 template <class F, class T>
-  requires(!std::is_invocable_v<F&, T&&> && std::is_invocable_v<F&, T&>)
+  requires(!std::is_invocable_v<F&, T &&> && std::is_invocable_v<F&, T&>)
 struct item_result<F, T> {
   using type = std::invoke_result_t<F&, T&>;
 };
@@ -215,8 +215,7 @@ struct FanState {
   In item;
   Range range;
   std::ranges::iterator_t<Range> at;
-  FanState(In&& input, F& f)
-      : item(std::move(input)), range(call_with_item(f, item)), at(std::ranges::begin(range)) {}
+  FanState(In&& input, F& f) : item(std::move(input)), range(call_with_item(f, item)), at(std::ranges::begin(range)) {}
   FanState(const FanState&) = delete;
   FanState& operator=(const FanState&) = delete;
 };

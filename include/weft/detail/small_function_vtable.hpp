@@ -36,22 +36,20 @@ inline constexpr std::size_t small_function_storage_align = alignof(void*);
 inline constexpr std::size_t small_function_memcpy_bytes = 32;
 
 template <class D>
-inline constexpr bool relocates_by_small_memcpy =
-    std::is_trivially_copyable_v<D> && sizeof(D) <= small_function_memcpy_bytes;
+inline constexpr bool relocates_by_small_memcpy = std::is_trivially_copyable_v<D> &&
+                                                  sizeof(D) <= small_function_memcpy_bytes;
 
 // A callable whose result R may bind to: a reference R must not bind to a temporary made from a prvalue or
 // from a different type (g++ 12 has no std::reference_converts_from_temporary, so this is spelled out).
 template <class R, class Result>
 concept result_binds_without_temporary =
-    !std::is_reference_v<R> ||
-    (std::is_reference_v<Result> &&
-     std::is_convertible_v<std::remove_reference_t<Result>*, std::remove_reference_t<R>*>);
+    !std::is_reference_v<R> || (std::is_reference_v<Result> &&
+                                std::is_convertible_v<std::remove_reference_t<Result>*, std::remove_reference_t<R>*>);
 
 // D (the decayed callable) can be stored and called as R(Args...) through an lvalue.
 template <class D, class R, class... Args>
-concept small_function_target =
-    std::is_object_v<D> && std::destructible<D> && std::is_invocable_r_v<R, D&, Args...> &&
-    result_binds_without_temporary<R, std::invoke_result_t<D&, Args...>>;
+concept small_function_target = std::is_object_v<D> && std::destructible<D> && std::is_invocable_r_v<R, D&, Args...> &&
+                                result_binds_without_temporary<R, std::invoke_result_t<D&, Args...>>;
 
 // F (as passed to the constructor) can build a D = std::decay_t<F> that is a small_function_target.
 template <class F, class D, class R, class... Args>
@@ -90,17 +88,14 @@ R invoke_as(F& callable, Args&&... args) {
 template <class R, class... Args>
 struct empty_ops {
   [[noreturn]] static R invoke(void*, Args&&...) { throw std::bad_function_call(); }
-  static constexpr small_function_vtable<R, Args...> table{&invoke, nullptr, nullptr,
-                                                           small_function_storage::empty};
+  static constexpr small_function_vtable<R, Args...> table{&invoke, nullptr, nullptr, small_function_storage::empty};
 };
 
 // D lives in the small_function's own bytes.
 template <class D, class R, class... Args>
 struct inline_ops {
   static D& object(void* storage) noexcept { return *std::launder(static_cast<D*>(storage)); }
-  static R invoke(void* storage, Args&&... args) {
-    return invoke_as<R>(object(storage), std::forward<Args>(args)...);
-  }
+  static R invoke(void* storage, Args&&... args) { return invoke_as<R>(object(storage), std::forward<Args>(args)...); }
   static void relocate(void* to, void* from) noexcept {
     if constexpr (std::is_trivially_copyable_v<D>) {
       std::memcpy(to, from, sizeof(D));
@@ -111,10 +106,9 @@ struct inline_ops {
     }
   }
   static void destroy(void* storage) noexcept { std::destroy_at(&object(storage)); }
-  static constexpr small_function_vtable<R, Args...> table{
-      &invoke, relocates_by_small_memcpy<D> ? nullptr : &relocate,
-      std::is_trivially_destructible_v<D> ? nullptr : &destroy,
-      small_function_storage::inline_storage};
+  static constexpr small_function_vtable<R, Args...> table{&invoke, relocates_by_small_memcpy<D> ? nullptr : &relocate,
+                                                           std::is_trivially_destructible_v<D> ? nullptr : &destroy,
+                                                           small_function_storage::inline_storage};
 };
 
 // D lives in one heap allocation (aligned new when alignof(D) asks for it); the storage holds only the pointer.
@@ -126,8 +120,7 @@ struct heap_ops {
   }
   static void destroy(void* storage) noexcept { delete pointer(storage); }
   static_assert(relocates_by_small_memcpy<D*>);
-  static constexpr small_function_vtable<R, Args...> table{&invoke, nullptr, &destroy,
-                                                           small_function_storage::heap};
+  static constexpr small_function_vtable<R, Args...> table{&invoke, nullptr, &destroy, small_function_storage::heap};
 };
 
 }  // namespace weft::detail

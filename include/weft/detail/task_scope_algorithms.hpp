@@ -63,11 +63,12 @@ Job<T> TaskScope::reduce_job(const char* who, std::span<const AnyJob> deps, It f
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
     const std::size_t grain = options.grain;
-    return add_algorithm_job<T>(
-        who, deps, node_options(std::move(options)),
-        [first, n, init = std::move(init), op = std::move(op), grain, concurrency](Subflow& sf) mutable {
-          return detail::reduce_core(sf, first, n, std::move(init), op, detail::Identity{}, grain, concurrency);
-        });
+    return add_algorithm_job<T>(who, deps, node_options(std::move(options)),
+                                [first, n, init = std::move(init), op = std::move(op), grain,
+                                 concurrency](Subflow& sf) mutable {
+                                  return detail::reduce_core(sf, first, n, std::move(init), op, detail::Identity{},
+                                                             grain, concurrency);
+                                });
   } else {
     return {};
   }
@@ -90,8 +91,8 @@ Job<T> TaskScope::transform_reduce_job(const char* who, std::span<const AnyJob> 
       return add_algorithm_job<T>(who, deps, node_options(std::move(options)),
                                   [first, n, init = std::move(init), reduce = std::move(reduce),
                                    transform = std::move(transform), grain, concurrency](Subflow& sf) mutable {
-                                    return detail::reduce_core(sf, first, n, std::move(init), reduce, transform,
-                                                               grain, concurrency);
+                                    return detail::reduce_core(sf, first, n, std::move(init), reduce, transform, grain,
+                                                               concurrency);
                                   });
     }
   }
@@ -109,11 +110,11 @@ Job<void> TaskScope::inclusive_scan_job(const char* who, std::span<const AnyJob>
     const std::size_t n = detail::element_count(first, last, who);
     const unsigned concurrency = options.concurrency;
     const std::size_t grain = options.grain;
-    return add_algorithm_job<detail::Unit>(
-        who, deps, node_options(std::move(options)),
-        [first, n, out, op = std::move(op), grain, concurrency](Subflow& sf) {
-          return detail::scan_core(sf, first, n, out, std::optional<T>(), op, true, grain, concurrency);
-        });
+    return add_algorithm_job<detail::Unit>(who, deps, node_options(std::move(options)),
+                                           [first, n, out, op = std::move(op), grain, concurrency](Subflow& sf) {
+                                             return detail::scan_core(sf, first, n, out, std::optional<T>(), op, true,
+                                                                      grain, concurrency);
+                                           });
   } else {
     return {};
   }
@@ -132,8 +133,7 @@ Job<void> TaskScope::exclusive_scan_job(const char* who, std::span<const AnyJob>
     return add_algorithm_job<detail::Unit>(
         who, deps, node_options(std::move(options)),
         [first, n, out, init = std::move(init), op = std::move(op), grain, concurrency](Subflow& sf) mutable {
-          return detail::scan_core(sf, first, n, out, std::optional<T>(std::move(init)), op, false, grain,
-                                   concurrency);
+          return detail::scan_core(sf, first, n, out, std::optional<T>(std::move(init)), op, false, grain, concurrency);
         });
   } else {
     return {};
@@ -150,9 +150,10 @@ Job<void> TaskScope::sort_job(const char* who, std::span<const AnyJob> deps, It 
     detail::require_callable(comp, who);
     static_cast<void>(detail::element_count(first, last, who));
     require_no_concurrency(who, options);
-    return add_algorithm_job<detail::Unit>(
-        who, deps, std::move(options),
-        [first, last, comp = std::move(comp)](Subflow& sf) { return detail::sort_core(sf, first, last, comp); });
+    return add_algorithm_job<detail::Unit>(who, deps, std::move(options),
+                                           [first, last, comp = std::move(comp)](Subflow& sf) {
+                                             return detail::sort_core(sf, first, last, comp);
+                                           });
   } else {
     return {};
   }

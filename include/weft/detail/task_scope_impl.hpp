@@ -78,9 +78,9 @@ Job<typename Traits::result> TaskScope::when_all_tuple(const std::tuple<Js...>& 
                         const auto all_have_values = [](const auto&... s) { return detail::all_have_values(s...); };
                         if (!std::apply(all_have_values, preds)) return;
                         state.execute([&]() -> R {
-                          return std::apply(f, std::apply([](const auto&... s) {
-                                              return std::tuple_cat(detail::value_refs(*s)...);
-                                            }, preds));
+                          return std::apply(
+                              f, std::apply([](const auto&... s) { return std::tuple_cat(detail::value_refs(*s)...); },
+                                            preds));
                         });
                       } else {
                         state.execute([&]() -> R { return f(); });
@@ -89,8 +89,8 @@ Job<typename Traits::result> TaskScope::when_all_tuple(const std::tuple<Js...>& 
 }
 
 template <class F>
-Job<typename detail::plain_result<std::decay_t<F>>::type> TaskScope::when_all_any(std::span<const AnyJob> jobs,
-                                                                                  F&& f, NodeOptions options) {
+Job<typename detail::plain_result<std::decay_t<F>>::type> TaskScope::when_all_any(std::span<const AnyJob> jobs, F&& f,
+                                                                                  NodeOptions options) {
   detail::require_callable(f, "weft::TaskScope::when_all");
   using R = std::invoke_result_t<std::decay_t<F>&>;
   return add_job<R>("weft::TaskScope::when_all", jobs, std::move(options),
@@ -120,8 +120,8 @@ Job<void> TaskScope::add_for_job(const char* who, std::span<const AnyJob> deps, 
                              body(first + lo, first + hi);
                            };
                            bool complete = false;
-                           const std::exception_ptr error =
-                               detail::run_split(rest, sf, n - first, grain, concurrency, complete);
+                           const std::exception_ptr error = detail::run_split(rest, sf, n - first, grain, concurrency,
+                                                                              complete);
                            // A chunk's exception already reached the run (the chunk rethrew it): only the job
                            // keeps it.
                            if (error) {
@@ -165,20 +165,23 @@ inline std::string TaskScope::job_name(const NodeOptions& options) const {
 
 inline void TaskScope::run(RunOptions options) {
   if (shared_->phase.load(std::memory_order_relaxed) != detail::ScopePhase::building) {
-    throw graph_busy("weft::TaskScope::run: the scope was already run; a TaskScope is one-shot (make a new one, "
-                     "or use weft::TaskGraph to run one graph many times)");
+    throw graph_busy(
+        "weft::TaskScope::run: the scope was already run; a TaskScope is one-shot (make a new one, "
+        "or use weft::TaskGraph to run one graph many times)");
   }
   for (const auto& pipeline : pipelines_) {
     if (!pipeline->complete()) {
-      throw invalid_graph("weft::TaskScope::run: pipeline '" + pipeline->name() + "' has no sink: the stream of "
-                          "its stage '" + pipeline->last_stage_name() + "' feeds nothing (end it with sink())");
+      throw invalid_graph("weft::TaskScope::run: pipeline '" + pipeline->name() +
+                          "' has no sink: the stream of "
+                          "its stage '" +
+                          pipeline->last_stage_name() + "' feeds nothing (end it with sink())");
     }
   }
   if (graph_.size() != 0) {
     try {
       keep_going_ = options.on_error == ErrorPolicy::KeepGoing;
-      run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"},
-                                      shared_->live_run, options);
+      run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"}, shared_->live_run,
+                                      options);
     } catch (...) {
       shared_->live_run.store(nullptr, std::memory_order_seq_cst);  // a run that did not start may be gone
       start_error_ = std::current_exception();

@@ -66,9 +66,8 @@ auto TaskScope::stage(const Stream<T>& in, F&& f, StageOptions options) {
     if constexpr (detail::PipelineItem<U>) {
       constexpr const char* who = "weft::TaskScope::stage";
       detail::require_callable(f, who);
-      return add_stage<U>(who, in, detail::StageKind::map,
-                          std::make_unique<detail::MapBody<T, D>>(std::forward<F>(f)), std::move(options), sizeof(U),
-                          alignof(U));
+      return add_stage<U>(who, in, detail::StageKind::map, std::make_unique<detail::MapBody<T, D>>(std::forward<F>(f)),
+                          std::move(options), sizeof(U), alignof(U));
     } else {
       return Stream<int>{};
     }
@@ -141,13 +140,12 @@ Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::S
   }
   if (in.pipeline_->scope() != shared_.get()) {
     std::string message = who;
-    message += ": the stream of stage '" + in.pipeline_->last_stage_name() + "' of pipeline '" +
-               in.pipeline_->name() + "' belongs to another TaskScope: a stage may only consume streams of its own "
+    message += ": the stream of stage '" + in.pipeline_->last_stage_name() + "' of pipeline '" + in.pipeline_->name() +
+               "' belongs to another TaskScope: a stage may only consume streams of its own "
                "scope";
     throw invalid_graph(message);
   }
-  const std::uint32_t index =
-      in.pipeline_->add(who, in.stage_, kind, std::move(options), std::move(body), size, align);
+  const std::uint32_t index = in.pipeline_->add(who, in.stage_, kind, std::move(options), std::move(body), size, align);
   return Stream<Out>(in.pipeline_, index);
 }
 
