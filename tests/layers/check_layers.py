@@ -7,6 +7,8 @@
    some single files do (SHARED_BY_FILE). A namespace opened inside another counts by its full name
    (`namespace weft {` then `namespace detail {` opens weft::detail).
 3. oneTBB is included by bench/ only.
+4. The OS's own headers (POSIX, Linux, Windows) are included by src/ only among the library's parts: every kernel
+   call goes through src/, the seam the next platforms need.
 
 Usage: check_layers.py ROOT [--plant FILE:LINE]... ; --plant adds LINE to FILE's text before checking, so that a
 test can show that a planted violation fails. Prints every violation, exits 1 if there is one.
@@ -53,6 +55,10 @@ SHARED_BY_FILE = {
 }
 TOP_FOLDERS = ['src', 'include', 'scheduler', 'graph', 'tests', 'bench', 'docs']
 TBB = re.compile(r'^\s*#\s*include\s*[<"](tbb|oneapi)/', re.M)
+OS_HEADER = re.compile(r'^\s*#\s*include\s*<((?:sys|linux|asm|arpa|netinet)/[\w/]+\.h|unistd\.h|pthread\.h|signal\.h|'
+                       r'sched\.h|fcntl\.h|dlfcn\.h|errno\.h|windows\.h|synchapi\.h)>', re.M)
+# The library's parts other than src/: the OS's headers are src/'s alone.
+LIBRARY_PARTS = ['public', 'atomics', 'lockfree', 'fiber', 'tracing', 'engine', 'sync', 'inbox', 'graph', 'pipeline']
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 # A namespace opened (named or anonymous) or closed; the closing brace carries its comment (`}  // namespace x`),
 # as every file's does.
@@ -101,6 +107,10 @@ def check(root, plants):
         text = (root / path).read_text(errors='replace') + ''.join('\n' + line for line in plants.get(path, []))
         if TBB.search(text) and not path.startswith('bench/'):
             errors.append(f'{path}: includes oneTBB, which only bench/ may use')
+        os_header = OS_HEADER.search(text)
+        if os_header and part_of(path) in LIBRARY_PARTS:
+            errors.append(f'{path}: includes <{os_header.group(1)}>, an OS header: kernel calls go through src/ '
+                          '(docs/layout.md)')
         part = part_of(path)
         if part is None:
             continue
