@@ -53,15 +53,21 @@ def example_blocks(header):
     return blocks
 
 
+def layout_free(text):
+    """The text without its layout: whitespace between two words becomes one space, and any other goes. clang-format
+    may lay a block out differently in the header's comment and in the source; only the code has to be the same."""
+    return re.sub(r'\s+', '', re.sub(r'(?<=\w)\s+(?=\w)', ' ', text))
+
+
 def missing_examples(source, headers):
-    """The Example blocks of `headers` that do not appear in `source`, as (header, block) pairs."""
+    """The Example blocks of `headers` that do not appear in `source` (the same code, laid out in any way), as
+    (header, block) pairs."""
     with open(source, encoding='utf-8') as f:
-        text = [line.strip() for line in f.read().splitlines()]
+        text = layout_free(f.read())
     missing = []
     for header in headers:
         for block in example_blocks(header):
-            found = any(text[i:i + len(block)] == block for i in range(len(text) - len(block) + 1))
-            if not found:
+            if layout_free(' '.join(block)) not in text:
                 missing.append((header, block))
     return missing
 
@@ -132,7 +138,7 @@ def main() -> int:
     args = parser.parse_args()
     missing = missing_examples(args.source, args.examples_of)
     for header, block in missing:
-        print('FAIL: this Example of %s is not in %s, verbatim:\n    %s' % (header, args.source, '\n    '.join(block)))
+        print('FAIL: this Example of %s is not in %s (the same code, whitespace aside):\n    %s' % (header, args.source, '\n    '.join(block)))
     if missing:
         return 1
     if args.umbrella:
