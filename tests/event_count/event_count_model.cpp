@@ -102,9 +102,9 @@ int main(int argc, char** argv) {
   for (const bool asymmetric : {true, false}) {
     asymmetric_mode = asymmetric;
     std::printf("event count with %s\n", asymmetric ? "asymmetric barriers" : "plain fences");
-    ok = weft::model::check_scenario<OneWaiter>("one waiter, notify_one") && ok;
-    ok = weft::model::check_scenario<TwoWaitersNotifyAll>("two waiters, notify_all") && ok;
-    ok = weft::model::check_scenario<TwoNotifiers>("two notifiers, one waiter") && ok;
+    ok = weft::model::check_scenario<OneWaiter>("one waiter, notify_one", 20'000) && ok;
+    ok = weft::model::check_scenario<TwoWaitersNotifyAll>("two waiters, notify_all", 20'000) && ok;
+    ok = weft::model::check_scenario<TwoNotifiers>("two notifiers, one waiter", 20'000) && ok;
   }
   return weft::model::plant_exit(ok);
 }

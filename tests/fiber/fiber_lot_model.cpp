@@ -119,8 +119,8 @@ struct ParkAgainstOwnerDrop : rl::test_suite<ParkAgainstOwnerDrop, 2> {
 
 int main(int argc, char** argv) {
   weft::model::choose_plant(argc, argv, {"fiber_lot"});
-  bool ok = weft::model::check_scenario<ParkAgainstWake>("park against wake");
-  ok = weft::model::check_scenario<WakeAgainstDeadline>("wake against deadline") && ok;
-  ok = weft::model::check_scenario<ParkAgainstOwnerDrop>("park against the owner's drop") && ok;
+  bool ok = weft::model::check_scenario<ParkAgainstWake>("park against wake", 20'000);
+  ok = weft::model::check_scenario<WakeAgainstDeadline>("wake against deadline", 20'000) && ok;
+  ok = weft::model::check_scenario<ParkAgainstOwnerDrop>("park against the owner's drop", 20'000) && ok;
   return weft::model::plant_exit(ok);
 }

@@ -141,8 +141,8 @@ struct RemoteSpawn : rl::test_suite<RemoteSpawn, 3> {
 int main(int argc, char** argv) {
   weft::model::choose_plant(argc, argv, {"child_count"});
   bool ok = true;
-  ok = weft::model::check_scenario<NestedAndStolen>("nested and stolen") && ok;
-  ok = weft::model::check_scenario<NestedAfterAnnounce>("nested after the announcement") && ok;
-  ok = weft::model::check_scenario<RemoteSpawn>("a child spawns into its parent") && ok;
+  ok = weft::model::check_scenario<NestedAndStolen>("nested and stolen", 20'000) && ok;
+  ok = weft::model::check_scenario<NestedAfterAnnounce>("nested after the announcement", 20'000) && ok;
+  ok = weft::model::check_scenario<RemoteSpawn>("a child spawns into its parent", 20'000) && ok;
   return weft::model::plant_exit(ok);
 }

@@ -91,5 +91,5 @@ struct OneProducerOneExecutor : rl::test_suite<OneProducerOneExecutor, 2> {
 int main(int argc, char** argv) {
   weft::model::choose_plant(argc, argv, {"producer_park"});
   return weft::model::plant_exit(
-      weft::model::check_scenario<OneProducerOneExecutor>("producer park, capacity 1", 500000));
+      weft::model::check_scenario<OneProducerOneExecutor>("producer park, capacity 1", 20'000));
 }

@@ -77,14 +77,14 @@ int main(int argc, char** argv) {
   }
   bool passed = false;
   if (weft::model::chosen_plant() == nullptr) {
-    passed = weft::model::check_scenario<HandOver<Word<acq_rel, acquire>>>("then hand-over", 200'000) &&
-             weft::model::check_scenario<SettleAlone<Word<acq_rel, acquire>>>("then settle alone", 1'000);
+    passed = weft::model::check_scenario<HandOver<Word<acq_rel, acquire>>>("then hand-over", 20'000) &&
+             weft::model::check_scenario<SettleAlone<Word<acq_rel, acquire>>>("then settle alone", 20'000);
   } else if (weft::atomics::planted("future_then.relaxed_settle")) {
     // The finisher neither publishes the result to a late attacher nor acquires the continuation.
-    passed = weft::model::check_scenario<HandOver<Word<relaxed, acquire>>>("then hand-over, relaxed settle", 200'000);
+    passed = weft::model::check_scenario<HandOver<Word<relaxed, acquire>>>("then hand-over, relaxed settle", 20'000);
   } else if (weft::atomics::planted("future_then.relaxed_attach_failure")) {
     // An attacher that finds the word settled does not acquire the result it will run on.
-    passed = weft::model::check_scenario<HandOver<Word<acq_rel, relaxed>>>("then hand-over, relaxed attach", 200'000);
+    passed = weft::model::check_scenario<HandOver<Word<acq_rel, relaxed>>>("then hand-over, relaxed attach", 20'000);
   }
   return weft::model::plant_exit(passed);
 }

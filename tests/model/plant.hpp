@@ -90,17 +90,50 @@ inline constexpr PlantInfo plants[] = {
 namespace plant_detail {
 inline const char* chosen = nullptr;  // this run's plant, or none
 inline bool reached = false;          // whether its site ran
+inline bool caught = false;           // whether a search of this run has reported it
+// The scenarios named by `--scenario=NAME` (none: every scenario), and whether each was met.
+inline constexpr int max_scenarios = 8;
+inline const char* scenarios[max_scenarios] = {};
+inline bool scenario_met[max_scenarios] = {};
+inline int scenario_count = 0;
 }  // namespace plant_detail
 
 // The plant chosen for this run, or nullptr.
 [[nodiscard]] inline const char* chosen_plant() noexcept { return plant_detail::chosen; }
 
-// Takes a `--plant=NAME` argument out of argv (the model's own arguments keep their places) and returns the new
-// argc. NAME must be in `plants` and begin with one of `structures` followed by a dot; anything else exits 99.
+// Whether a search of this run has reported the chosen plant's bug: the run has shown what it exists to show, and
+// the searches after it are skipped (a plant run that went on would only spend time).
+[[nodiscard]] inline bool plant_caught() noexcept { return plant_detail::caught; }
+// Called by a search that failed: with a plant chosen, that is the plant caught.
+inline void note_failed_search() noexcept { plant_detail::caught = plant_detail::chosen != nullptr; }
+
+// Whether the scenario NAME is to run: every scenario when no `--scenario=` was given, else only those named.
+// Each model asks once per scenario it would run, so that plant_exit can tell a misspelt name.
+[[nodiscard]] inline bool scenario_chosen(std::string_view name) noexcept {
+  if (plant_detail::scenario_count == 0) return true;
+  bool chosen = false;
+  for (int i = 0; i < plant_detail::scenario_count; ++i) {
+    if (name == plant_detail::scenarios[i]) chosen = plant_detail::scenario_met[i] = true;
+  }
+  return chosen;
+}
+
+// Takes the `--plant=NAME` and `--scenario=NAME` arguments out of argv (the model's own arguments keep their
+// places) and returns the new argc. The plant's NAME must be in `plants` and begin with one of `structures`
+// followed by a dot; anything else exits 99. `--scenario=` (repeatable, for models that run check_scenario) runs
+// only the scenarios so named: a plant's registration names the scenario that catches it (tests/meson.build).
 inline int choose_plant(int argc, char** argv, std::initializer_list<std::string_view> structures) {
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (arg.starts_with("--scenario=")) {
+      if (plant_detail::scenario_count == plant_detail::max_scenarios) {
+        std::fprintf(stderr, "more than %d --scenario= arguments\n", plant_detail::max_scenarios);
+        std::exit(99);
+      }
+      plant_detail::scenarios[plant_detail::scenario_count++] = argv[i] + 11;
+      continue;
+    }
     if (!arg.starts_with("--plant=")) {
       argv[out++] = argv[i];
       continue;
@@ -129,7 +162,14 @@ inline int choose_plant(int argc, char** argv, std::initializer_list<std::string
 
 // main's exit code. Without a plant: 0 when the model passed, 1 otherwise. With one: 1 when the model caught it
 // (`caught`), 0 when it missed it (the should_fail test then fails), 99 when its site never ran.
+// A `--scenario=` name that met no scenario (misspelt, or renamed in the model) exits 99 too, plant or none.
 [[nodiscard]] inline int plant_exit(bool passed, bool caught) noexcept {
+  for (int i = 0; i < plant_detail::scenario_count; ++i) {
+    if (!plant_detail::scenario_met[i]) {
+      std::fprintf(stderr, "--scenario=%s: this model has no such scenario\n", plant_detail::scenarios[i]);
+      return 99;
+    }
+  }
   if (plant_detail::chosen == nullptr) return passed ? 0 : 1;
   if (!plant_detail::reached) {
     std::fprintf(stderr, "plant %s: its code never ran, so it proves nothing\n", plant_detail::chosen);

@@ -119,7 +119,7 @@ bool run(const char* name, std::initializer_list<const char*> scripts) {
   using Scenario = PoolScenario<Threads>;
   unsigned i = 0;
   for (const char* s : scripts) Scenario::scripts[i++] = s;
-  return weft::model::check_scenario<Scenario>(name);
+  return weft::model::check_scenario<Scenario>(name, 20'000);
 }
 
 }  // namespace

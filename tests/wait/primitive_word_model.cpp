@@ -187,10 +187,10 @@ struct GenerationBumps : rl::test_suite<GenerationBumps, 3> {
 int main(int argc, char** argv) {
   weft::model::choose_plant(argc, argv, {"word"});
   bool ok = true;
-  ok = weft::model::check_scenario<GroupFreedByWaiter>("group: freed by its waiter") && ok;
-  ok = weft::model::check_scenario<GroupAddTwoWaiters>("group: add, two waiters") && ok;
-  ok = weft::model::check_scenario<EventTwoWaiters>("manual event: two waiters") && ok;
-  ok = weft::model::check_scenario<AutoEventPingPong>("auto event: ping-pong") && ok;
-  ok = weft::model::check_scenario<GenerationBumps>("generation: two bumps") && ok;
+  ok = weft::model::check_scenario<GroupFreedByWaiter>("group: freed by its waiter", 20'000) && ok;
+  ok = weft::model::check_scenario<GroupAddTwoWaiters>("group: add, two waiters", 20'000) && ok;
+  ok = weft::model::check_scenario<EventTwoWaiters>("manual event: two waiters", 20'000) && ok;
+  ok = weft::model::check_scenario<AutoEventPingPong>("auto event: ping-pong", 20'000) && ok;
+  ok = weft::model::check_scenario<GenerationBumps>("generation: two bumps", 20'000) && ok;
   return weft::model::plant_exit(ok);
 }
