@@ -1,6 +1,7 @@
 // The engine's start-up and bookkeeping: options checked, workers started with their names, pinning and nice
-// value, and stopped again; statistics and the errors tasks left. The worker loop, submission, shutdown and tasks
-// run off the loop live in worker_loop.cpp, submit.cpp, shutdown.cpp and inline_run.cpp.
+// value, and stopped again. The worker loop, submission, shutdown, idle detection, tasks run off the loop and the
+// statistics live in worker_loop.cpp, submit.cpp, shutdown.cpp, idle.cpp, inline_run.cpp and stats.cpp; the parts
+// with their own state in the types engine.hpp lists.
 #include "scheduler/engine/engine.hpp"
 
 #include <algorithm>
@@ -23,7 +24,6 @@ using namespace engine_internal;
 
 namespace {
 
-constexpr std::size_t kKeptErrors = 64;
 constexpr unsigned kMaxThreads = 4096;
 
 [[noreturn]] void invalid(const std::string& what) { throw invalid_option("weft::PoolOptions::" + what); }
@@ -102,12 +102,7 @@ unsigned checked_options(PoolOptions& options) {
 Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
 
 Engine::Engine(PoolOptions options)
-    : options_(std::move(options)),
-      hooks_(options_),
-      parking_(asymmetric_parking(options_)),
-      // Notified whenever a worker runs dry or an outside thread ran tasks itself; waited on only by wait_idle
-      // and shutdown: the fence moves to the waiter, whatever the CPU count.
-      idle_changed_(os::process_barrier_available()) {
+    : options_(std::move(options)), hooks_(options_), parking_(asymmetric_parking(options_)) {
   const unsigned count = checked_options(options_);
   make_workers(count);
   start_workers();
@@ -201,7 +196,7 @@ Engine::~Engine() {
     begin_shutdown(State::draining);
     // After a shutdown that failed part-way (out of memory) the state may already be dropping: do not wait
     // for tasks that nobody will run.
-    idle_changed_.await([this] { return state_.load(std::memory_order_acquire) != State::draining || idle(); });
+    idle_.wait([this] { return lifecycle_.state() != State::draining || idle(); });
     finish_shutdown();
   }
   // The slots are marked dead by slots_'s destructor (slot_table.hpp).
@@ -228,55 +223,6 @@ std::optional<unsigned> Engine::current_worker() const noexcept {
   return std::nullopt;
 }
 
-PoolStats Engine::stats() const {
-  PoolStats out;
-  out.workers.reserve(workers_.size());
-  std::uint64_t finished = abandoned_.load(std::memory_order_acquire);
-  std::uint64_t submitted = external_submitted_.load(std::memory_order_acquire);
-  std::size_t queued = 0;
-  for (const auto& worker : workers_) {
-    const auto& c = worker->counters;
-    out.workers.push_back({c.executed.read(), c.stolen.read(), c.steal_attempts.read(), c.parks.read(),
-                           c.wakeups.read(), c.outside_batched.read()});
-    finished += c.finished.read();
-    submitted += c.spawned.read();
-    queued += worker->deque.size_hint() + worker->from_outside.size_hint();
-    queued += static_cast<std::size_t>(
-        std::max<std::int64_t>(0, worker->mailbox_pending.load(std::memory_order_relaxed)));
-  }
-  const unsigned slots = slots_.count();
-  for (unsigned i = 0; i < slots; ++i) {
-    const OutsideSlot& slot = slots_.at(i);
-    submitted += slot.submitted.read();
-    finished += slot.finished.read();
-    queued += slot.deque.size_hint();
-  }
-  // Shared queues: what submitters pushed less what workers (or the final drop) took. Read taken first:
-  // both only grow, so a snapshot never comes out negative except by a concurrent take, which is clamped.
-  std::uint64_t taken = injected_dropped_.load(std::memory_order_relaxed);
-  for (const auto& worker : workers_) taken += worker->counters.taken_injected.read();
-  std::uint64_t pushed = 0;
-  for (const auto& total : injected_total_) pushed += total.value.load(std::memory_order_relaxed);
-  queued += pushed > taken ? static_cast<std::size_t>(pushed - taken) : 0;
-  out.queued = queued;
-  out.in_flight = submitted >= finished ? static_cast<std::size_t>(submitted - finished) : 0;
-  out.errors = error_count_.load(std::memory_order_relaxed);
-  out.dropped = dropped_.load(std::memory_order_relaxed);
-  out.admitted_over_limit = admitted_over_limit_.load(std::memory_order_relaxed);
-  const std::int64_t suspended = suspended_tasks_.load(std::memory_order_relaxed);
-  out.suspended = suspended > 0 ? static_cast<std::size_t>(suspended) : 0;
-#if WEFT_FIBERS
-  if (fiber_stacks_ != nullptr) {
-    const fiber::FiberStackStats stacks = fiber_stacks_->stats();
-    out.fiber_stacks = stacks.live;
-    out.fiber_stacks_peak = stacks.peak;
-    out.fiber_overshoot = stacks.overshoot;
-  }
-#endif
-  out.fiber_waits_unsuspended = waits_unsuspended_.load(std::memory_order_relaxed);
-  return out;
-}
-
 void Engine::note_unsuspended_wait() noexcept {
   waits_unsuspended_.fetch_add(1, std::memory_order_relaxed);
   // relaxed: only which caller writes the message is decided here; it orders nothing else.
@@ -292,30 +238,6 @@ void Engine::note_unsuspended_wait() noexcept {
                "behind other such waits. Let fewer tasks wait at once, or use fewer or smaller fiber stacks "
                "(PoolOptions::fiber_stack_size). PoolStats::fiber_waits_unsuspended counts these waits.\n",
                options_.name.c_str(), live, options_.max_fibers, fiber::kMaxFiberStacks);
-}
-
-void Engine::report_error(std::exception_ptr error) noexcept {
-  error_count_.fetch_add(1, std::memory_order_relaxed);
-  if (options_.on_error) {
-    try {
-      options_.on_error(error);
-      return;
-    } catch (...) {
-      error = std::current_exception();  // the handler's own failure is kept below, never lost
-      error_count_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  try {
-    const std::lock_guard lock(errors_mutex_);
-    if (errors_.size() < kKeptErrors) errors_.push_back(std::move(error));
-  } catch (...) {
-    // Out of memory while keeping an error: it is still counted in error_count_.
-  }
-}
-
-std::vector<std::exception_ptr> Engine::take_errors() {
-  const std::lock_guard lock(errors_mutex_);
-  return std::exchange(errors_, {});
 }
 
 }  // namespace weft::engine

@@ -1,5 +1,7 @@
-// The engine behind weft::Pool: workers, the shared injection queues, parking, admission and shutdown.
-// Knows tasks, never graphs.
+// The engine behind weft::Pool: workers, the shared injection queues, parking, admission and shutdown. The parts
+// with state of their own are types it holds: the queue bound (queue_bound.hpp), the pool's life and the gate
+// (lifecycle.hpp), the idle count (idle.hpp), the task errors (task_errors.hpp), the outside threads' slots
+// (slot_table.hpp) and the task hooks (task_hooks.hpp). Knows tasks, never graphs.
 #pragma once
 
 #include <array>
@@ -15,11 +17,15 @@
 
 #include "scheduler/atomics/cpu_relax.hpp"
 #include "scheduler/engine/event_count.hpp"
+#include "scheduler/engine/idle.hpp"
+#include "scheduler/engine/lifecycle.hpp"
 #include "scheduler/engine/outside_slot.hpp"
 #include "scheduler/engine/parking.hpp"
+#include "scheduler/engine/queue_bound.hpp"
 #include "scheduler/engine/resumed_queue.hpp"
 #include "scheduler/engine/slot_lease.hpp"
 #include "scheduler/engine/slot_table.hpp"
+#include "scheduler/engine/task_errors.hpp"
 #include "scheduler/engine/task_hooks.hpp"
 #include "scheduler/engine/worker.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
@@ -27,16 +33,6 @@
 #if WEFT_FIBERS
 #include "scheduler/engine/fiber_worker.hpp"
 #endif
-
-namespace weft::detail {
-// Tasks run inline by a waiter (Future::get) of this engine: started before the claim, finished after the
-// result is published. idle() counts them, so wait_idle and Drain wait for an inline run still going.
-struct InlineRunCounter {
-  std::atomic<std::uint64_t> started{0};
-  std::atomic<std::uint64_t> finished{0};
-  engine::Engine* engine = nullptr;
-};
-}  // namespace weft::detail
 
 namespace weft::engine {
 
@@ -97,13 +93,13 @@ class Engine {
   // True if the calling thread is running one of this engine's tasks: as its worker, or itself (RunningFrame).
   [[nodiscard]] bool inside_own_task() const noexcept;
   [[nodiscard]] PoolStats stats() const;
-  [[nodiscard]] std::vector<std::exception_ptr> take_errors();
+  [[nodiscard]] std::vector<std::exception_ptr> take_errors() { return errors_.take(); }
   // The task domain's counters (task blocks and queue nodes: how many came from the system, what is retired),
   // for tests that check the memory stays bounded. Exact only while no thread submits or runs tasks.
   [[nodiscard]] TaskDomain::Stats domain_stats() const { return domain_.stats(); }
-  [[nodiscard]] weft::detail::InlineRunCounter& inline_runs() noexcept { return inline_runs_; }
+  [[nodiscard]] weft::detail::InlineRunCounter& inline_runs() noexcept { return idle_.inline_runs(); }
   // An inline run finished: whoever waits for idle should look again.
-  void inline_run_finished() noexcept { idle_changed_.notify_all(); }
+  void inline_run_finished() noexcept { idle_.notify(); }
 
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
@@ -149,19 +145,14 @@ class Engine {
     return self != nullptr && &self->engine == this;
   }
   // No shutdown has begun: post/submit are accepted (a snapshot: a shutdown may begin right after).
-  [[nodiscard]] bool accepting() const noexcept {
-    return state_.load(std::memory_order_acquire) == State::running;  // acquire: pairs with the shutdown stores
-  }
+  [[nodiscard]] bool accepting() const noexcept { return lifecycle_.accepting(); }
   // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
   // front-ends stop work they run in place at its next boundary (a graph's next node). False after a Drain,
   // even once the pool has stopped: a Drain stops no accepted work.
-  [[nodiscard]] bool dropping() const noexcept {
-    // acquire: pairs with the shutdown's store, made before the state says dropping.
-    return drop_cause_.load(std::memory_order_acquire) != DropCause::none;
-  }
+  [[nodiscard]] bool dropping() const noexcept { return lifecycle_.dropping(); }
   // While dropping(): what made the pool drop, for the errors of the work it stops: "Shutdown::DropPending" or
   // "shutdown_for's deadline".
-  [[nodiscard]] const char* drop_policy() const noexcept;
+  [[nodiscard]] const char* drop_policy() const noexcept { return lifecycle_.drop_policy(); }
   // Called by a closure's destructor when the pool drops it unrun and it had nothing left to do (a front-end's
   // helper task whose work others already took): the drop is then not counted as a dropped task.
   static void note_drop_was_empty() noexcept;
@@ -221,14 +212,11 @@ class Engine {
  private:
   friend class FiberWorker;
 
-  enum class State : std::uint8_t { running, draining, dropping, stopped };
-  // Why a shutdown drops pending work (dropping(), drop_policy()); none under Drain, stopped or not.
-  enum class DropCause : std::uint8_t { none, drop_pending, deadline };
-  // A DropPending shutdown (or shutdown_for's deadline) has begun, or the pool has stopped: no pending task
-  // starts any more.
-  [[nodiscard]] static constexpr bool stops_tasks(State state) noexcept {
-    return state == State::dropping || state == State::stopped;
-  }
+  using State = Lifecycle::State;
+  using DropCause = Lifecycle::DropCause;
+  // The state stops tasks (Lifecycle::stops_tasks): a DropPending shutdown (or shutdown_for's deadline) has begun,
+  // or the pool has stopped. acquire: see Lifecycle::state.
+  [[nodiscard]] bool stops_tasks() const noexcept { return Lifecycle::stops_tasks(lifecycle_.state()); }
 
   // The constructor's steps after the options' checks: the queues, workers and their fibers; then the threads,
   // started and waited for until each applied its thread options (a failure stops them and throws).
@@ -281,7 +269,7 @@ class Engine {
   // run_here's body, for a thread whose index is known.
   template <class Work>
   void run_as(unsigned thread_index, Priority priority, Work&& work) noexcept;
-  void finished_outside_runs() noexcept { idle_changed_.notify_all(); }
+  void finished_outside_runs() noexcept { idle_.notify(); }
   // Runs a task `self` found; returns the worker the calling code is on afterwards: `self`, or another one if
   // the task suspended on a fiber and resumed there.
   Worker& execute(Worker& self, Task* task) noexcept;
@@ -304,31 +292,21 @@ class Engine {
   [[nodiscard]] bool has_visible_work(const Worker& self) const noexcept;
   [[nodiscard]] bool mailbox_waiting_elsewhere(const Worker& self) const noexcept;
 
-  // Waits for room under max_queued. `self` (the calling worker, or null) follows a task that moved to another
-  // worker while it waited (fibers).
+  // Takes a place under max_queued (QueueBound), waiting for room as `admission` says. `self` (the calling
+  // worker, or null) follows a task that moved to another worker while it waited (fibers).
   [[nodiscard]] SubmitStatus admit(Worker*& self, weft::detail::Admission admission,
                                    std::chrono::steady_clock::time_point deadline);
-  [[nodiscard]] bool closed_to(const Worker* self) const noexcept;
-  // The gate is closed, yet an outside thread may pass it: it runs this pool's work in place (a RunningFrame:
-  // an outside waiter running a run's nodes, or a task a waiter claimed), which the pool accepted and a Drain
-  // lets finish, and the pool does not stop tasks yet (see enqueue_general and await_submitters).
-  [[nodiscard]] bool admits_own_work_while_closed() const noexcept;
-  // After the state was raised to one that stops tasks: waits until no outside submitter is inside the gate
-  // (its count and the slots' `entering` flags), so that a push admitted before the raise is in its queue
-  // before the drops that follow look there.
-  void await_submitters() const noexcept;
-  void release_queued_slot() noexcept;
+  // A task admitted under max_queued started (or was abandoned): its place is free again. Only when bounded.
+  void release_queued_slot() noexcept { bound_.release(); }
   void route(Worker* self, TaskDomain::ThreadRef ref, Task* task);
   // A task counted as submitted could not be queued (allocation failed): account for it, and destroy it if it
   // is a closure task (a task that is its own block stays its submitter's).
   void abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept;
   // abandon_unqueued's counting, for a task that is its own block (its submitter drops it).
   void abandon_counted() noexcept;
-  // enqueue_general's steps (submit.cpp): the options' checks (invalid_option, an empty task); the shutdown gate,
-  // passed while `pass` lives (false: closed to this submitter); a task counted as submitted, then routed.
-  struct GatePass;
+  // enqueue_general's steps (submit.cpp): the options' checks (invalid_option, an empty task); a task counted as
+  // submitted, then routed. (The shutdown gate between them is Lifecycle::enter.)
   void check_task_options(const TaskOptions& options, bool empty) const;
-  [[nodiscard]] bool enter_gate(const Worker* self, OutsideSlot* slot, GatePass& pass) noexcept;
   SubmitStatus queue_counted(Worker* self, TaskDomain::ThreadRef ref, Task* task);
   // enqueue's other cases: outside threads, priorities, affinity, max_queued, and every refusal. `source` is a
   // closure (wrapped in a ClosureTask here) or a task that is its own block; defined in submit.cpp.
@@ -348,7 +326,8 @@ class Engine {
   Worker* run_and_release(Worker* self, TaskDomain::ThreadRef ref, Task* task) noexcept;
   // Work was published: wakes a parked worker if none is searching (scheduler/engine/parking.hpp).
   void signal_work() noexcept { parking_.notify(); }
-  [[nodiscard]] bool idle() const noexcept;
+  // Every accepted task has finished (IdleCount::idle over this engine's workers and slots).
+  [[nodiscard]] bool idle() const noexcept { return idle_.idle(workers_, slots_); }
   // Closes the gate, then raises the state to `target` (raise_state). `cause`: why, if `target` drops.
   void begin_shutdown(State target, DropCause cause = DropCause::drop_pending);
   // Raises the state to `target` (never lowers it) and tells whoever sleeps; a state that drops wakes every
@@ -357,9 +336,14 @@ class Engine {
   std::uint64_t finish_shutdown();
   std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
   std::uint64_t drop_slots(TaskDomain::ThreadRef ref) noexcept;
-  void report_error(std::exception_ptr error) noexcept;
+  void report_error(std::exception_ptr error) noexcept { errors_.report(std::move(error)); }
   void refuse_on_own_worker(const char* what) const;
 
+  // Running, draining, dropping or stopped, and the gate outside submitters pass (scheduler/engine/lifecycle.hpp).
+  // First: at the engine's own address, the submit path reaches the gate's words with the registers it already
+  // has (placed after the slots, it spent a register and a spill on the Lifecycle's address: 4 instructions a
+  // post, callgrind). It only refers to slots_, which it uses after construction.
+  Lifecycle lifecycle_{*this, slots_};
   PoolOptions options_;
   // The task hooks and the trace's recorder, fixed at construction (scheduler/engine/task_hooks.hpp).
   const TaskHooks hooks_;
@@ -376,25 +360,13 @@ class Engine {
   std::atomic<std::uint64_t> injected_dropped_{0};
 
   Parking parking_;  // idle workers sleep here (scheduler/engine/parking.hpp)
-  // wait_idle and shutdown sleep here; a worker that runs dry notifies. Asymmetric where the OS allows.
-  EventCount idle_changed_;
-  EventCount room_available_;  // submitters blocked on max_queued sleep here
+  // Submitted and finished counts, and where wait_idle and shutdown sleep (scheduler/engine/idle.hpp).
+  IdleCount idle_{*this};
+  // PoolOptions::max_queued: the places taken by queued tasks, and where submitters wait for room.
+  QueueBound bound_{options_.max_queued};
 
-  alignas(atomics::kCacheLine) std::atomic<State> state_{State::running};
-  std::atomic<DropCause> drop_cause_{DropCause::none};  // set once, before the state says dropping
-  // External submitters inside enqueue, times two, plus 1 once closed: shutdown closes the gate and waits
-  // for the count to drain, so no external submission can slip in after the final drain.
-  std::atomic<std::uint64_t> gate_{0};
-  // The slots' `entering` flags pair with the closing of the gate through the asymmetric barriers (a compiler
-  // barrier per submission, a system call per shutdown) where the OS has them; else through seq_cst fences.
-  const bool asymmetric_gate_ = os::process_barrier_available();
-  std::atomic<std::uint64_t> external_submitted_{0};
-  std::atomic<std::size_t> queued_{0};  // accepted, not started; maintained only when max_queued > 0
-  std::atomic<std::uint64_t> dropped_{0};
-  std::atomic<std::uint64_t> admitted_over_limit_{0};  // PoolStats::admitted_over_limit
-  std::atomic<std::uint64_t> dropped_by_waiters_{0};   // dropped by workers waiting during a DropPending shutdown
-  std::atomic<std::uint64_t> abandoned_{0};  // counted as submitted, then destroyed unrun: finished for idle()
-  weft::detail::InlineRunCounter inline_runs_{{0}, {0}, this};
+  std::atomic<std::uint64_t> dropped_{0};             // PoolStats::dropped
+  std::atomic<std::uint64_t> dropped_by_waiters_{0};  // dropped by workers waiting during a DropPending shutdown
 
   // Fibers: tasks woken while suspended, waiting for a worker (taken before any new task), and how many tasks
   // are suspended (a worker stays until none is, so that each can finish; see FiberWorker::run).
@@ -408,9 +380,7 @@ class Engine {
   std::vector<std::unique_ptr<FiberWorker>> fiber_workers_;
 #endif
 
-  std::mutex errors_mutex_;
-  std::vector<std::exception_ptr> errors_;
-  std::atomic<std::uint64_t> error_count_{0};
+  TaskErrors errors_{options_};  // what tasks and hooks threw (scheduler/engine/task_errors.hpp)
 
   // Start-up: workers count down once they applied name, pinning and nice; the first failure is kept.
   std::atomic<unsigned> starting_{0};
@@ -419,7 +389,7 @@ class Engine {
   std::string startup_failure_;
 
   std::mutex shutdown_mutex_;
-  bool joined_ = false;
+  bool joined_ = false;  // under shutdown_mutex_: finish_shutdown ran
 
   // Outside threads' slots (scheduler/engine/slot_table.hpp): each an owner-only deque workers steal from.
   SlotTable slots_;
@@ -456,9 +426,8 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
   if (slot == nullptr) return ready();
   bool ran = false;
   while (!ready()) {
-    // acquire: pairs with the shutdown stores; once dropping, pending tasks are left for the shutdown to drop.
-    const State state = state_.load(std::memory_order_acquire);
-    if (stops_tasks(state)) break;
+    // Once dropping, pending tasks are left for the shutdown to drop.
+    if (stops_tasks()) break;
     auto task = slot->deque.pop();
     if (!task) break;
     const weft::detail::InlineTag tag = (*task)->inline_tag;
@@ -502,7 +471,7 @@ inline Worker& Engine::execute_awaited(Worker& self, Task* task, weft::detail::F
   // The null test first: g++'s LTO otherwise follows a path where both are null into run_exclusive and warns
   // (-Wstringop-overflow), though a found task is never null.
   if (exclusive == nullptr || task != exclusive || has_hooks()) return execute(self, task);
-  if (options_.max_queued != 0) release_queued_slot();
+  if (bound_.bounded()) release_queued_slot();
   const std::uint64_t mark = switch_mark(self);
   exclusive->run_exclusive();
   Worker& after = worker_after(self, mark);  // as in run_and_release: the task may have moved (fibers)
@@ -547,8 +516,7 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
   unsigned fruitless = 0;
   while (!ready()) {
     Task* task = nullptr;
-    const State state = state_.load(std::memory_order_acquire);
-    if (stops_tasks(state)) {
+    if (stops_tasks()) {
       // Dropping: start nothing more. The awaited task is either running elsewhere or dropped by the
       // shutting-down thread, which makes it ready (dropped) either way. A task this worker pushed just as the
       // shutdown's drop pass went by would stay in its own deque (or mailbox), where the shutdown looks again
@@ -587,8 +555,8 @@ std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& slee
 #if WEFT_FIBERS
   const bool timed = deadline != std::chrono::steady_clock::time_point::max();
   while (!ready()) {
-    // acquire: pairs with the shutdown stores; a dropping pool runs nothing more (the classic wait drops).
-    if (stops_tasks(state_.load(std::memory_order_acquire))) return std::nullopt;
+    // A dropping pool runs nothing more (the classic wait drops).
+    if (stops_tasks()) return std::nullopt;
     // The awaited task is most often the newest of this worker's own deque (a spawn, then its get): run it here,
     // as a pool without fibers does, while the fiber's stack has twice its reserve left (suspending needs no stack;
     // stack_guard.hpp) and no High task waits (the loop takes that first once this task suspends). Not in a timed

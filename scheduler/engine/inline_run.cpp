@@ -1,7 +1,9 @@
 // Tasks a pool's worker loop does not run: a waiter running the future's task it waits for, an outside thread
 // running its own slot's tasks, a front-end running work in place for the pool (Engine::run_here). Each is marked
-// with a RunningFrame, so the pool's own waits refuse from inside it, and runs inside the task hooks.
+// with a RunningFrame, so the pool's own waits refuse from inside it (refuse_on_own_worker, here), and runs inside
+// the task hooks.
 #include <exception>
+#include <string>
 
 #include "scheduler/engine/engine.hpp"
 #include "scheduler/engine/engine_internal.hpp"
@@ -43,6 +45,20 @@ bool Engine::may_suspend(const Worker& self) noexcept {
   return self.no_suspend == 0 && tls_running == nullptr && std::uncaught_exceptions() == 0 && !std::current_exception();
 }
 
+void Engine::refuse_on_own_worker(const char* what) const {
+  if (const auto worker = current_worker()) {
+    throw would_deadlock(std::string("weft::Pool::") + what + ": called from a task on worker " +
+                         std::to_string(*worker) + " of the same pool, it would wait for itself");
+  }
+  if (RunningFrame::inside(*this)) {
+    throw would_deadlock(std::string("weft::Pool::") + what +
+                         ": called from a task of the same pool that this thread runs itself (while waiting for "
+                         "it, or for a graph run), it would wait for itself");
+  }
+}
+
+bool Engine::inside_own_task() const noexcept { return current_worker() || RunningFrame::inside(*this); }
+
 std::optional<unsigned> Engine::current_thread_index() const noexcept {
   if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
   return RunningFrame::thread_index_in(*this);
@@ -79,17 +95,17 @@ bool Engine::run_inline(weft::detail::FutureStateBase& state) noexcept {
 #endif
   const std::optional<unsigned> thread_index = thread_index_for_running();
   if (!thread_index) return false;
-  inline_runs_.started.fetch_add(1, std::memory_order_seq_cst);
+  inline_runs().started.fetch_add(1, std::memory_order_seq_cst);
   const bool won = state.try_claim();
   if (won) run_as(*thread_index, state.priority, [&] { state.run_claimed(); });
   // release: idle() acquires it; everything the task did happens-before an idle() that sees it finished.
-  inline_runs_.finished.fetch_add(1, std::memory_order_release);
+  inline_runs().finished.fetch_add(1, std::memory_order_release);
   inline_run_finished();
   return won;
 }
 
 void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
-  if (options_.max_queued != 0) release_queued_slot();
+  if (bound_.bounded()) release_queued_slot();
   {
     const RunningFrame frame(*this, size() + slot.index);
     if (has_hooks()) [[unlikely]] {
@@ -106,7 +122,7 @@ void Engine::run_outside(OutsideSlot& slot, Task* task) noexcept {
 }
 
 void Engine::run_outside_exclusive(OutsideSlot& slot, weft::detail::FutureStateBase& state) noexcept {
-  if (options_.max_queued != 0) release_queued_slot();
+  if (bound_.bounded()) release_queued_slot();
   {
     const RunningFrame frame(*this, size() + slot.index);
     state.run_exclusive();

@@ -39,7 +39,7 @@ namespace engine_internal {
 
 inline Worker* Engine::spawning_worker(const TaskOptions& options) const noexcept {
   Worker* const self = engine_internal::tls_worker;
-  const bool plain = !options.affinity && options.priority == Priority::Normal && options_.max_queued == 0;
+  const bool plain = !options.affinity && options.priority == Priority::Normal && !bound_.bounded();
   return self != nullptr && &self->engine == this && plain ? self : nullptr;
 }
 
@@ -61,9 +61,8 @@ inline SubmitStatus Engine::enqueue(Task* task, const TaskOptions& options, weft
 
 template <class Source>
 SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source, weft::detail::InlineTag inline_tag) {
-  // acquire: as in enqueue_general; once dropping, a worker's new task would only be dropped again.
-  const State state = state_.load(std::memory_order_acquire);
-  if (stops_tasks(state)) return SubmitStatus::Closed;
+  // As Lifecycle::enter for a worker: once dropping, a worker's new task would only be dropped again.
+  if (stops_tasks()) return SubmitStatus::Closed;
   const TaskDomain::ThreadRef ref = self.ref();
   Task* task = engine_internal::to_task(ref, std::forward<Source>(source), Priority::Normal, Task::kNoAffinity,
                                         inline_tag);

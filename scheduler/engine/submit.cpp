@@ -1,5 +1,6 @@
 // Submission: where a task goes (the spawning worker's deque, an outside thread's slot, a mailbox, a shared
-// priority queue), the gate shutdown closes, and admission under PoolOptions::max_queued.
+// priority queue), through the gate shutdown closes (lifecycle.hpp), and admission under PoolOptions::max_queued
+// (who waits for room and how; the count is queue_bound.hpp's).
 #include <exception>
 #include <string>
 #include <type_traits>
@@ -18,22 +19,6 @@ namespace {
 [[nodiscard]] constexpr bool is_empty(const Task*) noexcept { return false; }
 }  // namespace
 
-// External submitters pass a gate that shutdown closes and then waits to drain: the shared count gate_ for
-// those without a slot, the slot's own `entering` flag for the others (one store instead of two RMWs). Leaving
-// the pass's scope lets go of whichever it holds.
-struct Engine::GatePass {
-  std::atomic<std::uint64_t>* gate = nullptr;
-  std::atomic<bool>* entering = nullptr;
-  GatePass() noexcept = default;
-  GatePass(const GatePass&) = delete;
-  GatePass& operator=(const GatePass&) = delete;
-  ~GatePass() {
-    if (gate != nullptr) gate->fetch_sub(2, std::memory_order_release);  // release: shutdown acquires
-    // release: begin_shutdown acquires it, so our push happens-before its final drop pass.
-    if (entering != nullptr) entering->store(false, std::memory_order_release);
-  }
-};
-
 [[gnu::always_inline]] inline void Engine::check_task_options(const TaskOptions& options, bool empty) const {
   if (options.affinity && *options.affinity >= size())
     throw invalid_option("weft::TaskOptions::affinity = " + std::to_string(*options.affinity) + ": the pool has " +
@@ -45,41 +30,12 @@ struct Engine::GatePass {
                          ": not a weft::Priority (High, Normal or Low)");
 }
 
-[[gnu::always_inline]] inline bool Engine::enter_gate(const Worker* self, OutsideSlot* slot, GatePass& pass) noexcept {
-  if (self != nullptr) {
-    const State state = state_.load(std::memory_order_acquire);
-    return !stops_tasks(state);
-  }
-  if (slot != nullptr) {
-    // Dekker with begin_shutdown: we raise our flag then look at the closed bit; shutdown sets the bit then
-    // looks at every flag. One of us sees the other: either we see the bit and refuse, or shutdown sees our
-    // flag and waits until we are out. Asymmetric (asymmetric_gate_): a compiler barrier here, and shutdown's
-    // heavy barrier (src/process_barrier.hpp) acts as the fence on our side too; else all four seq_cst.
-    if (asymmetric_gate_) {
-      slot->entering.store(true, std::memory_order_relaxed);
-      atomics::StdMemoryModel::light_barrier();
-    } else {
-      slot->entering.store(true, std::memory_order_seq_cst);
-    }
-    pass.entering = &slot->entering;
-    return (gate_.load(std::memory_order_seq_cst) & 1) == 0 || admits_own_work_while_closed();
-  }
-  // seq_cst: pairs with the fetch_or in begin_shutdown (seeing the closed bit means shutdown has begun), and
-  // is the submitter's half of the Dekker pairing with await_submitters when the closed gate admits it.
-  if ((gate_.fetch_add(2, std::memory_order_seq_cst) & 1) != 0 && !admits_own_work_while_closed()) {
-    gate_.fetch_sub(2, std::memory_order_release);
-    return false;
-  }
-  pass.gate = &gate_;
-  return true;
-}
-
 [[gnu::always_inline]] inline SubmitStatus Engine::queue_counted(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   // Counted as submitted before it can run, so that idle() never sees it finished but not submitted.
   if (self != nullptr) {
     self->counters.spawned.bump();
   } else {
-    external_submitted_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
+    idle_.outside_submitted();
   }
   try {
     route(self, ref, task);
@@ -103,10 +59,10 @@ SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options
                                 ? slots_.claim()
                                 : nullptr;
 
-  GatePass pass;
-  if (!enter_gate(self, slot, pass)) return SubmitStatus::Closed;
+  Lifecycle::Pass pass;  // held until the task is queued
+  if (!lifecycle_.enter(self != nullptr, slot, pass)) return SubmitStatus::Closed;
 
-  if (options_.max_queued != 0) {
+  if (bound_.bounded()) {
     const SubmitStatus admitted = admit(self, admission, deadline);
     if (admitted != SubmitStatus::Accepted) return admitted;
   }
@@ -139,7 +95,7 @@ SubmitStatus Engine::enqueue_general(Source&& source, const TaskOptions& options
   try {
     task = to_task(ref, std::forward<Source>(source), options.priority, affinity, inline_tag);
   } catch (...) {
-    if (options_.max_queued != 0) release_queued_slot();
+    if (bound_.bounded()) release_queued_slot();
     throw;
   }
   if (slot != nullptr) return push_to_slot(task, [this, ref](Task* t) noexcept { abandon_unqueued(ref, t); });
@@ -163,9 +119,9 @@ void Engine::abandon_unqueued(TaskDomain::ThreadRef ref, Task* task) noexcept {
 }
 
 void Engine::abandon_counted() noexcept {
-  abandoned_.fetch_add(1, std::memory_order_release);  // release: idle() reads with acquire
-  idle_changed_.notify_all();
-  if (options_.max_queued != 0) release_queued_slot();
+  idle_.abandoned();
+  idle_.notify();
+  if (bound_.bounded()) release_queued_slot();
 }
 
 void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
@@ -203,35 +159,12 @@ void Engine::route(Worker* self, TaskDomain::ThreadRef ref, Task* task) {
   signal_work();
 }
 
-bool Engine::closed_to(const Worker* self) const noexcept {
-  if (self != nullptr) {
-    const State state = state_.load(std::memory_order_acquire);
-    return stops_tasks(state);
-  }
-  return (gate_.load(std::memory_order_acquire) & 1) != 0 && !admits_own_work_while_closed();
-}
-
-bool Engine::admits_own_work_while_closed() const noexcept {
-  // Work an outside thread runs in place for the pool (RunningFrame) is counted unfinished while it runs (an
-  // inline run, or a task of the thread's slot), so a Drain's wait_idle cannot end before it, and the tasks it
-  // posts are part of runs the pool accepted: admitted as a worker's are, until the pool stops tasks. seq_cst:
-  // the caller's flag store (or gate RMW) came first; await_submitters, after the raise of the state, reads
-  // the flags (Dekker): either this load sees the raised state and refuses, or the raise waits for the push.
-  // Under the asymmetric gate the caller's side has a compiler barrier and await_submitters the heavy one.
-  return !stops_tasks(state_.load(std::memory_order_seq_cst)) && RunningFrame::inside(*this);
-}
-
 SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,
                            std::chrono::steady_clock::time_point deadline) {
-  const std::size_t limit = options_.max_queued;
   const bool timed = admission == weft::detail::Admission::until;
   for (;;) {
-    std::size_t queued = queued_.load(std::memory_order_relaxed);
-    while (queued < limit) {
-      // relaxed: the count only bounds memory; the task itself is ordered by the queue it goes into.
-      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_relaxed)) return SubmitStatus::Accepted;
-    }
-    if (closed_to(self)) return SubmitStatus::Closed;
+    if (bound_.try_take()) return SubmitStatus::Accepted;
+    if (lifecycle_.closed_to(self != nullptr)) return SubmitStatus::Closed;
     if (admission == weft::detail::Admission::try_once) return SubmitStatus::Full;
     if (timed && std::chrono::steady_clock::now() >= deadline) return SubmitStatus::Full;
     if (self != nullptr && !timed &&
@@ -241,42 +174,20 @@ SubmitStatus Engine::admit(Worker*& self, weft::detail::Admission admission,
       // once every worker is here no task starts again (outside submitters take each freed slot first). Seen
       // with fibers under ASan: two workers short of fiber stack in nested admissions, both waiting for ever.
       // The stack is judged here with a margin, since the wait looks at it a few frames further down. Admit over
-      // the limit rather than deadlock; the overshoot lasts until the task starts. relaxed: as above.
-      queued_.fetch_add(1, std::memory_order_relaxed);
-      admitted_over_limit_.fetch_add(1, std::memory_order_relaxed);
+      // the limit rather than deadlock; the overshoot lasts until the task starts.
+      bound_.take_over_limit();
       return SubmitStatus::Accepted;
     }
-    const auto room = [&] { return queued_.load(std::memory_order_relaxed) < limit || closed_to(self); };
+    const auto room = [&] { return bound_.has_room() || lifecycle_.closed_to(self != nullptr); };
     if (self != nullptr) {
       // A worker must not simply block: the room it waits for is made by workers running tasks.
       wait_on_worker(*self, room, timed ? deadline : std::chrono::steady_clock::time_point::max(),
-                     [&](std::chrono::nanoseconds slice) {
-                       const auto key = room_available_.prepare_wait();
-                       if (room()) {
-                         room_available_.cancel_wait();
-                         return;
-                       }
-                       (void)room_available_.wait_once(key, slice);  // on a fiber: parks it once
-                     });
+                     [&](std::chrono::nanoseconds slice) { bound_.sleep_for_room(room, slice); });
       self = this_thread_worker();  // with fibers the task may have moved to another worker while it waited
       continue;
     }
-    const auto key = room_available_.prepare_wait();
-    if (room()) {
-      room_available_.cancel_wait();
-      continue;
-    }
-    if (timed) {
-      (void)room_available_.wait_for(key, deadline - std::chrono::steady_clock::now());
-    } else {
-      room_available_.wait(key);
-    }
+    bound_.wait_for_room(room, timed ? deadline : std::chrono::steady_clock::time_point::max());
   }
-}
-
-void Engine::release_queued_slot() noexcept {
-  queued_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see admit()
-  room_available_.notify_one();
 }
 
 }  // namespace weft::engine

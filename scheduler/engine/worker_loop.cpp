@@ -32,9 +32,7 @@ void Engine::worker_main(Worker& start) {
     // Checked before every task, not only when dry: once a DropPending shutdown (or shutdown_for's deadline)
     // has begun, a worker starts nothing more, so the pending tasks are left for finish_shutdown to drop.
     // (A task already running finishes; a Future::get inside it still runs the tasks it needs meanwhile.)
-    // acquire: pairs with the shutdown stores.
-    const State now = state_.load(std::memory_order_acquire);
-    if (stops_tasks(now)) {
+    if (stops_tasks()) {
       // A task this worker pushed (or was sent) just as a DropPending shutdown's drop pass went by stays here
       // until after this worker is joined; a worker elsewhere may be waiting for it (a subflow's join, a
       // pipeline's tasks), and the join would wait for that worker. Dropped on the way out instead.
@@ -70,7 +68,7 @@ void Engine::worker_main(Worker& start) {
       if (ran_since_dry) {
         // This worker just ran dry: whoever waits for the pool to go idle should look again.
         ran_since_dry = false;
-        idle_changed_.notify_all();
+        idle_.notify();
       }
     }
     // Search as a counted searcher (scheduler/engine/parking.hpp), so that producers can skip the wake-up syscall.
@@ -260,7 +258,7 @@ Task* Engine::steal_from_mailboxes(Worker& self) {
 }
 
 Worker& Engine::execute(Worker& self, Task* task) noexcept {
-  if (options_.max_queued != 0) release_queued_slot();
+  if (bound_.bounded()) release_queued_slot();
   Worker* after;
   if (has_hooks()) [[unlikely]] {
     after = run_hooked(&self, self.registration->ref(), task, self.index);
@@ -366,10 +364,7 @@ bool Engine::mailbox_waiting_elsewhere(const Worker& self) const noexcept {
 void Engine::park(Worker& self) {
   // The checks run after the announcement (scheduler/engine/parking.hpp): a producer either sees this worker as a
   // sleeper and wakes it, or published before the checks, which then see its work.
-  const auto key = parking_.prepare_park([&] {
-    const State state = state_.load(std::memory_order_acquire);
-    return has_visible_work(self) || stops_tasks(state);
-  });
+  const auto key = parking_.prepare_park([&] { return has_visible_work(self) || stops_tasks(); });
   if (!key) return;
   self.counters.parks.bump();
   // Another worker holds a mailbox task: wake up in time to take it over if that worker stays busy. A timed wait

@@ -387,7 +387,7 @@ DrainFigures drain_with_outside_waiter(Shape shape, unsigned workers) {
 
 // An outside waiter that took a run's roots over runs chains in place, and posts the rest (a fan-out successor,
 // the next pass of run_n) while Drain has closed the pool's gate: the gate admits it, since that is work of a run
-// the pool accepted (Engine::admits_own_work_while_closed), and the run completes. Before, the post was refused and
+// the pool accepted (Lifecycle::admits_own_work_while_closed), and the run completes. Before, the post was refused and
 // the run failed with task_dropped in every fan-out round.
 TEST_CASE("shutdown(Drain) with an outside waiter running a fan-out or run_n graph: the run completes") {
   for (const Shape shape : {Shape::fan_out, Shape::run_n}) {
