@@ -60,6 +60,8 @@ class RunningFrame {
   [[nodiscard]] static std::optional<unsigned> thread_index_in(const Engine& engine) noexcept;
 
  private:
+  friend class Engine;  // current_pool reads the innermost frame's engine
+
   const Engine& engine_;
   RunningFrame* const outer_;
   const unsigned thread_index_;
@@ -107,6 +109,16 @@ class Engine {
 
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
+  // The Pool this engine serves (set once by Pool's constructor, before any task can run).
+  void set_pool(Pool& pool) noexcept { pool_ = &pool; }
+  // The pool of the innermost task the calling thread runs: the engine of its innermost RunningFrame (a task it
+  // runs itself while it waits, or as an outside thread), else the engine it is a worker of; null if neither.
+  // (A worker of one pool that runs a task of another inside a frame, and in it waits on its own pool, nests
+  // both; the frame's pool is the answer there.)
+  [[nodiscard]] static Pool* current_pool() noexcept;
+  // An exception no task or waiter can take: to PoolOptions::on_error, else kept for Pool::take_errors (at most
+  // 64, all counted in PoolStats::errors).
+  void report_error(std::exception_ptr error) noexcept;
   // PoolOptions::trace's recorder, or null if the pool does not trace.
   [[nodiscard]] weft::tracing::TraceImpl* tracer() const noexcept { return hooks_.tracer(); }
   [[nodiscard]] const std::shared_ptr<Trace>& trace() const noexcept { return options_.trace; }
@@ -357,10 +369,10 @@ class Engine {
   std::uint64_t finish_shutdown();
   std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
   std::uint64_t drop_slots(TaskDomain::ThreadRef ref) noexcept;
-  void report_error(std::exception_ptr error) noexcept;
   void refuse_on_own_worker(const char* what) const;
 
   PoolOptions options_;
+  Pool* pool_ = nullptr;  // set_pool
   // The task hooks and the trace's recorder, fixed at construction (scheduler/engine/task_hooks.hpp).
   const TaskHooks hooks_;
   TaskDomain domain_;

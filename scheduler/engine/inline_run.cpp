@@ -43,6 +43,11 @@ bool Engine::may_suspend(const Worker& self) noexcept {
   return self.no_suspend == 0 && tls_running == nullptr && std::uncaught_exceptions() == 0 && !std::current_exception();
 }
 
+Pool* Engine::current_pool() noexcept {
+  if (tls_running != nullptr) return tls_running->engine_.pool_;
+  return tls_worker != nullptr ? tls_worker->engine.pool_ : nullptr;
+}
+
 std::optional<unsigned> Engine::current_thread_index() const noexcept {
   if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
   return RunningFrame::thread_index_in(*this);
