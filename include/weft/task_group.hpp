@@ -29,8 +29,9 @@ enum class TaskGroupStatus : std::uint8_t {
 };
 
 // A group of child tasks on a pool, waited for together (oneTBB's task_group, Taskflow's per-call task group).
-// Open one in any function, on any thread or inside any task, nested as deep as the recursion goes:
+// Open one in any function, on any thread or inside any task, nested as deep as the recursion goes.
 //
+// Example (recursive fib):
 //   long fib(weft::Pool& pool, int n) {
 //     if (n < 2) return n;
 //     long a = 0, b = 0;
@@ -43,13 +44,15 @@ enum class TaskGroupStatus : std::uint8_t {
 // Contract:
 // - run(f) queues f() on the pool as a child of this group; from the group's own code, from its children (a child
 //   may add siblings) or from any other thread. The children are counted in the group alone: wait() waits for
-//   them and for nothing else (not for the children of an enclosing group, nor for the pool's other work).
+//   them and for nothing else (not for the children of an enclosing group, nor for the pool's other work). A
+//   thread that is neither the owner nor a child must not run() while a wait may be returning (as with oneTBB):
+//   a child it adds then may be counted in no wait; add from outside before the wait, or from a child.
 // - wait() returns once every child run so far has finished. Inside a task of a pool it waits as every weft wait
-//   does: with fibers (PoolOptions::fibers) it first runs the group's newest children itself, then suspends the
-//   task; without them its worker runs other tasks meanwhile, the group's own first (they are the newest in its
-//   deque). On another thread it runs the group's children that still sit in its own queue of the pool, then
-//   sleeps. Everything it waits for is queued on the pool (or ran already), so a wait can always finish, even
-//   on a pool of one worker.
+//   does: with fibers (PoolOptions::fibers) it first runs the newest tasks of its worker's own deque (the group's
+//   children, most often) while the stack allows, then suspends the task; without them its worker runs other
+//   tasks meanwhile, its own deque's newest first. On another thread it runs the group's children that still sit
+//   in its own queue of the pool, then sleeps. Everything it waits for is queued on the pool (or ran already), so
+//   a wait can always finish, even on a pool of one worker.
 // - wait(), run_and_wait() and the destructor belong to the code that made the group: the same thread, or the
 //   same task (which may move between workers with fibers). Called elsewhere, wait() throws std::logic_error;
 //   called from one of the group's own children (or their descendants), which the wait would wait for, it throws

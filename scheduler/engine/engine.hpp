@@ -479,7 +479,9 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
       slot->deque.push(*task);
       break;
     }
-    if (*task == exclusive && !has_hooks()) {
+    // The null test first, as in execute_awaited: a caller with no `exclusive` (a group's or a run's wait) otherwise
+    // gives g++'s LTO a constant-null path into run_outside_exclusive, on which it warns (-Wstringop-overflow).
+    if (exclusive != nullptr && *task == exclusive && !has_hooks()) {
       run_outside_exclusive(*slot, *exclusive);
     } else {
       run_outside(*slot, *task);
