@@ -1,7 +1,9 @@
 // weft's parallel algorithms against oneTBB's counterparts, each weft case next to its oneTBB case:
 // reduce (a sum of int64), transform_reduce (a sum of square roots), inclusive scan (int64 prefix sums), sort
-// (random int32, and random strings) and invoke (a recursive sum that splits with parallel_invoke down to 4096
-// elements, so it measures the cost of nested invokes).
+// (random int32, and random strings), invoke (a recursive sum that splits with parallel_invoke down to 4096
+// elements, so it measures the cost of nested invokes), and the fork-join recursions: fib(30) through task groups
+// (weft::TaskGroup against tbb::task_group, one half run, the other run_and_wait) and fib(25) through
+// parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke).
 //
 // Both libraries get 2 threads (WEFT_BENCH_THREADS to change): a weft Pool of 2 workers, and a oneTBB
 // task_arena of 2 slots, one of which is the calling thread's (so oneTBB runs on the caller and one worker; weft
@@ -19,6 +21,7 @@
 #include <oneapi/tbb/parallel_scan.h>
 #include <oneapi/tbb/parallel_sort.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 #include <oneapi/tbb/version.h>
 
 #include <algorithm>
@@ -30,11 +33,13 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/algorithms.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/pool.hpp"
+#include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
 
 namespace {
@@ -175,6 +180,70 @@ std::int64_t tbb_tree(const std::int64_t* p, std::size_t n) {
   return r;
 }
 
+// --- fork-join recursion: fib(30) by task groups (run one half, run_and_wait the other), fib(25) by
+// parallel_invoke. The root is posted so that the whole recursion runs on weft's workers (the caller waits in
+// wait_idle), as oneTBB's runs in its arena (the caller and one worker). ---
+constexpr int kGroupFibN = 30;
+constexpr int kInvokeFibN = 25;
+
+std::uint64_t fib_value(int n) {
+  std::uint64_t a = 0, b = 1;
+  for (int i = 0; i < n; ++i) b = std::exchange(a, b) + b;
+  return a;
+}
+template <class Recursion>
+std::uint64_t weft_root(Recursion recursion, int n) {
+  std::uint64_t r = 0;
+  env->pool.post([&r, recursion, n] { r = recursion(n); });
+  env->pool.wait_idle();
+  return r;
+}
+std::uint64_t weft_group_fib(int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0, b = 0;
+  weft::TaskGroup g{env->pool};
+  g.run([&a, n] { a = weft_group_fib(n - 1); });
+  g.run_and_wait([&b, n] { b = weft_group_fib(n - 2); });
+  return a + b;
+}
+std::uint64_t tbb_group_fib(int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0, b = 0;
+  tbb::task_group g;
+  g.run([&a, n] { a = tbb_group_fib(n - 1); });
+  g.run_and_wait([&b, n] { b = tbb_group_fib(n - 2); });
+  return a + b;
+}
+std::uint64_t weft_invoke_fib(int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0, b = 0;
+  weft::parallel_invoke(
+      env->pool, [&a, n] { a = weft_invoke_fib(n - 1); }, [&b, n] { b = weft_invoke_fib(n - 2); });
+  return a + b;
+}
+std::uint64_t tbb_invoke_fib(int n) {
+  if (n < 2) return static_cast<std::uint64_t>(n);
+  std::uint64_t a = 0, b = 0;
+  tbb::parallel_invoke([&a, n] { a = tbb_invoke_fib(n - 1); }, [&b, n] { b = tbb_invoke_fib(n - 2); });
+  return a + b;
+}
+
+void bm_fib(benchmark::State& state, bool weft, int n, std::uint64_t (*weft_fib)(int), std::uint64_t (*tbb_fib)(int)) {
+  bool ok = true;
+  for (auto _ : state) {
+    std::uint64_t r = 0;
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        r = weft_root(weft_fib, n);
+      } else {
+        env->arena.execute([&] { r = tbb_fib(n); });
+      }
+    }));
+    ok = ok && r == fib_value(n);
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
 void bm_reduce(benchmark::State& state, bool weft) {
   const auto& v = env->data.ints;
   const std::int64_t want = std::accumulate(v.begin(), v.end(), std::int64_t{0});
@@ -289,6 +358,10 @@ int main(int argc, char** argv) {
       {"sort_int32_4M", [](benchmark::State& s, bool w) { bm_sort(s, env->data.unsorted, w); }},
       {"sort_string_512K", [](benchmark::State& s, bool w) { bm_sort(s, env->data.words, w); }},
       {"invoke_tree_4M_leaf4096", bm_invoke},
+      {"fib30_task_group",
+       [](benchmark::State& s, bool w) { bm_fib(s, w, kGroupFibN, weft_group_fib, tbb_group_fib); }},
+      {"fib25_parallel_invoke",
+       [](benchmark::State& s, bool w) { bm_fib(s, w, kInvokeFibN, weft_invoke_fib, tbb_invoke_fib); }},
   };
   for (const Case& c : cases) {
     for (const bool weft : {true, false}) {

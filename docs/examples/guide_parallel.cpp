@@ -54,6 +54,35 @@ void algorithms(weft::Pool& pool) {
   check(sum == prefix.back() && letters == 6 && std::is_sorted(v.begin(), v.end()) && left + right == 3, "algorithms");
 }
 
+// A group per call: fork-join in any function, on any thread or inside a task.
+long fib(weft::Pool& pool, int n) {
+  if (n < 25) return n < 2 ? n : fib(pool, n - 1) + fib(pool, n - 2);  // small: plain recursion
+  long left = 0;
+  long right = 0;
+  weft::TaskGroup group{pool};
+  group.run([&] { left = fib(pool, n - 1); });            // a child on the pool
+  group.run_and_wait([&] { right = fib(pool, n - 2); });  // on this thread, then waits for the child
+  return left + right;
+}
+
+void task_groups(weft::Pool& pool) {
+  check(fib(pool, 30) == 832040, "fib by task groups");
+  std::atomic<int> done{0};
+  weft::TaskGroup group{pool, weft::Priority::High};  // children at High; nested groups inherit it
+  for (int i = 0; i < 8; ++i) {
+    group.run([&done] {
+      weft::TaskGroup inner;  // inside a task: the pool of the task
+      inner.run([&done] { done.fetch_add(1); });
+      inner.wait();
+    });
+  }
+  weft::TaskGroupStatus status = group.wait();  // rethrows the first exception of a child
+  group.run([&] { group.cancel(); });           // cancel(): from any thread, a child included
+  weft::TaskGroupStatus cancelled = group.wait();
+  check(status == weft::TaskGroupStatus::complete && done == 8 && cancelled == weft::TaskGroupStatus::cancelled,
+        "task group status");
+}
+
 void scope_loops(weft::Pool& pool) {
   std::vector<float> samples(4096, 2.0f);
   weft::TaskScope scope{pool};
@@ -90,6 +119,7 @@ int main() {
   weft::Pool pool;
   loops(pool);
   algorithms(pool);
+  task_groups(pool);
   scope_loops(pool);
   tuning();
   if (failures != 0) return 1;

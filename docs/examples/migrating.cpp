@@ -43,6 +43,27 @@ long count_primes(long lo, long hi) {
 void tbb_task_group(weft::Pool& pool) {
   long left = 0;
   long right = 0;
+  weft::TaskGroup tg{pool};
+  tg.run([&] { left = count_primes(0, 5000); });
+  tg.run([&] { right = count_primes(5000, 10000); });
+  tg.wait();  // rethrows a child's exception
+  check(left + right == 1229, "task_group: two children, waited for");
+}
+
+// The recursive task_group pattern: one half run, the other run_and_wait, a group per call.
+long tbb_fib(weft::Pool& pool, int n) {
+  if (n < 2) return n;
+  long x = 0;
+  long y = 0;
+  weft::TaskGroup g{pool};
+  g.run([&] { x = tbb_fib(pool, n - 1); });
+  g.run_and_wait([&] { y = tbb_fib(pool, n - 2); });
+  return x + y;
+}
+
+void tbb_task_group_in_a_graph(weft::Pool& pool) {
+  long left = 0;
+  long right = 0;
   long total = 0;
   weft::TaskScope scope{pool};
   scope.submit([&](weft::Subflow& sf) {
@@ -53,6 +74,7 @@ void tbb_task_group(weft::Pool& pool) {
   });
   scope.run_and_wait();  // rethrows a child's exception, as tg.wait() does
   check(total == 1229, "task_group: two children, joined");
+  check(tbb_fib(pool, 20) == 6765, "task_group: recursive fib");
 }
 
 void tbb_flow_graph(weft::Pool& pool) {
@@ -269,6 +291,7 @@ void dagflow_scope(weft::Pool& pool) {
 int main() {
   weft::Pool pool;
   tbb_task_group(pool);
+  tbb_task_group_in_a_graph(pool);
   tbb_flow_graph(pool);
   tbb_function_node(pool);
   tbb_parallel_for(pool);

@@ -31,6 +31,7 @@
 #include "weft/detail/for_range.hpp"
 #include "weft/detail/require_callable.hpp"
 #include "weft/pool.hpp"
+#include "weft/task_group.hpp"
 
 namespace weft {
 
@@ -54,6 +55,18 @@ template <class Comp, class It>
 concept SortComparator = std::sortable<It, Comp>;
 
 namespace detail {
+// parallel_invoke's body: children of `group` for all but the last callable, which runs here, then the wait.
+// Each child holds a reference to its callable (one pointer): the callables are called in place.
+template <class F>
+void invoke_in_group(TaskGroup& group, F& last) {
+  static_cast<void>(group.run_and_wait([&last] { std::invoke(last); }));
+}
+template <class F, class... Rest>
+void invoke_in_group(TaskGroup& group, F& first, Rest&... rest) {
+  group.run([&first] { std::invoke(first); });
+  detail::invoke_in_group(group, rest...);
+}
+
 template <class T, class E, class Op>
 constexpr bool check_reduce_op() {
   static_assert(ReduceOperation<Op, T, E>,
@@ -206,7 +219,11 @@ void parallel_sort(Pool& pool, It first, It last, Comp comp = {}) {
 }
 
 // Calls every one of fs... (each callable with no arguments) on `pool`, possibly at once, and returns when all
-// have returned. The callables are called in place (never copied); their results are discarded.
+// have returned. The callables are called in place (never copied); their results are discarded. Built on a
+// weft::TaskGroup (task_group.hpp): every callable but the last is a child of a group on `pool`, and the last is
+// called on the calling thread, which then waits for the others (a wait inside a task runs or suspends as
+// TaskGroup::wait does). No graph, and no allocation beyond one small block per child (a reference to its
+// callable), from the thread's block cache: cheap enough to recurse with (a recursive fib, a quicksort).
 //
 // Example:
 //   weft::parallel_invoke(pool, [&] { left = build(l); }, [&] { right = build(r); }, [&] { log("building"); });
@@ -220,10 +237,8 @@ void parallel_invoke(Pool& pool, Fs&&... fs) {
     if constexpr (sizeof...(Fs) == 1) {
       (std::invoke(fs), ...);
     } else {
-      auto refs = std::forward_as_tuple(fs...);
-      static_cast<void>(detail::run_algorithm<detail::Unit>(pool, "weft::parallel_invoke", [&](Subflow& sf) {
-        return detail::invoke_core(sf, refs);
-      }));
+      TaskGroup group{pool};
+      detail::invoke_in_group(group, fs...);
     }
   }
 }

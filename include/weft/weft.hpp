@@ -23,6 +23,7 @@
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"
 #include "weft/task_graph.hpp"
+#include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
 #include "weft/trace.hpp"
 #include "weft/version.hpp"

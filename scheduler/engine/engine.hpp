@@ -56,6 +56,8 @@ class RunningFrame {
   [[nodiscard]] static std::optional<unsigned> thread_index_in(const Engine& engine) noexcept;
 
  private:
+  friend class Engine;  // current_pool reads the innermost frame's engine
+
   const Engine& engine_;
   RunningFrame* const outer_;
   const unsigned thread_index_;
@@ -103,6 +105,16 @@ class Engine {
 
   // The worker the calling thread is, in whatever engine, or null.
   [[nodiscard]] static Worker* this_thread_worker() noexcept;
+  // The Pool this engine serves (set once by Pool's constructor, before any task can run).
+  void set_pool(Pool& pool) noexcept { pool_ = &pool; }
+  // The pool of the innermost task the calling thread runs: the engine of its innermost RunningFrame (a task it
+  // runs itself while it waits, or as an outside thread), else the engine it is a worker of; null if neither.
+  // (A worker of one pool that runs a task of another inside a frame, and in it waits on its own pool, nests
+  // both; the frame's pool is the answer there.)
+  [[nodiscard]] static Pool* current_pool() noexcept;
+  // An exception no task or waiter can take: to PoolOptions::on_error, else kept for Pool::take_errors (at most
+  // 64, all counted in PoolStats::errors).
+  void report_error(std::exception_ptr error) noexcept { errors_.report(std::move(error)); }
   // PoolOptions::trace's recorder, or null if the pool does not trace.
   [[nodiscard]] weft::tracing::TraceImpl* tracer() const noexcept { return hooks_.tracer(); }
   [[nodiscard]] const std::shared_ptr<Trace>& trace() const noexcept { return options_.trace; }
@@ -336,7 +348,6 @@ class Engine {
   std::uint64_t finish_shutdown();
   std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
   std::uint64_t drop_slots(TaskDomain::ThreadRef ref) noexcept;
-  void report_error(std::exception_ptr error) noexcept { errors_.report(std::move(error)); }
   void refuse_on_own_worker(const char* what) const;
 
   // Running, draining, dropping or stopped, and the gate outside submitters pass (scheduler/engine/lifecycle.hpp).
@@ -345,6 +356,7 @@ class Engine {
   // post, callgrind). It only refers to slots_, which it uses after construction.
   Lifecycle lifecycle_{*this, slots_};
   PoolOptions options_;
+  Pool* pool_ = nullptr;  // set_pool
   // The task hooks and the trace's recorder, fixed at construction (scheduler/engine/task_hooks.hpp).
   const TaskHooks hooks_;
   TaskDomain domain_;
@@ -436,7 +448,9 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
       slot->deque.push(*task);
       break;
     }
-    if (*task == exclusive && !has_hooks()) {
+    // The null test first, as in execute_awaited: a caller with no `exclusive` (a group's or a run's wait) otherwise
+    // gives g++'s LTO a constant-null path into run_outside_exclusive, on which it warns (-Wstringop-overflow).
+    if (exclusive != nullptr && *task == exclusive && !has_hooks()) {
       run_outside_exclusive(*slot, *exclusive);
     } else {
       run_outside(*slot, *task);

@@ -59,6 +59,11 @@ void Engine::refuse_on_own_worker(const char* what) const {
 
 bool Engine::inside_own_task() const noexcept { return current_worker() || RunningFrame::inside(*this); }
 
+Pool* Engine::current_pool() noexcept {
+  if (tls_running != nullptr) return tls_running->engine_.pool_;
+  return tls_worker != nullptr ? tls_worker->engine.pool_ : nullptr;
+}
+
 std::optional<unsigned> Engine::current_thread_index() const noexcept {
   if (tls_worker != nullptr && &tls_worker->engine == this) return tls_worker->index;
   return RunningFrame::thread_index_in(*this);

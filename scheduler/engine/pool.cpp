@@ -14,7 +14,9 @@ bool fibers_available() noexcept { return WEFT_FIBERS != 0; }
 Pool::Pool() : Pool(PoolOptions{}) {}
 
 Pool::Pool(PoolOptions options)
-    : engine_(std::make_unique<engine::Engine>(std::move(options))), inline_runs_(&engine_->inline_runs()) {}
+    : engine_(std::make_unique<engine::Engine>(std::move(options))), inline_runs_(&engine_->inline_runs()) {
+  engine_->set_pool(*this);  // before any task runs: the workers are idle, nothing was submitted yet
+}
 
 Pool::~Pool() {
   if (engine_->inside_own_task()) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <utility>
 
 #include "scheduler/engine/engine.hpp"
@@ -33,6 +34,14 @@ struct PoolAccess {
   static void admit_or_throw(SubmitStatus status, const char* what) { Pool::admit_or_throw(status, what); }
 
   [[nodiscard]] static engine::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
+
+  // The pool of the innermost task the calling thread runs, or null (engine::Engine::current_pool).
+  [[nodiscard]] static Pool* current() noexcept { return engine::Engine::current_pool(); }
+
+  // An exception nobody will rethrow: to the pool's PoolOptions::on_error, else kept for take_errors.
+  static void report_error(Pool& pool, std::exception_ptr error) noexcept {
+    pool.engine_->report_error(std::move(error));
+  }
 
   // Queues a future's state as itself (Pool::enqueue_state): an accepted state becomes the pool's.
   static SubmitStatus enqueue_state(Pool& pool, TaskHeader* state, const TaskOptions& options, InlineTag inline_tag) {

@@ -13,8 +13,9 @@
 
 namespace weft::engine {
 
-// Slots a front-end may use; the scheduler gives them no meaning.
-inline constexpr unsigned kTaskLocalSlots = 2;
+// Slots a front-end may use; the scheduler gives them no meaning. graph/ uses 0 and 1 (graph/run_state.hpp),
+// weft::TaskGroup 2 (scheduler/sync/task_group.cpp).
+inline constexpr unsigned kTaskLocalSlots = 3;
 
 // One task's values, as the switcher saves them while the task is suspended.
 struct TaskLocals {

@@ -35,6 +35,7 @@
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"
 #include "weft/task_graph.hpp"
+#include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
 #include "weft/trace.hpp"
 #include "weft/wait_group.hpp"
@@ -419,6 +420,15 @@ void event_hpp(weft::Pool& pool) {
     use_config();
   });  // suspends until the first task signals
   pool.wait_idle();
+}
+
+long fib(weft::Pool& pool, int n) {
+  if (n < 2) return n;
+  long a = 0, b = 0;
+  weft::TaskGroup g{pool};
+  g.run([&] { a = fib(pool, n - 1); });
+  g.run_and_wait([&] { b = fib(pool, n - 2); });  // b on this thread, then waits for a
+  return a + b;
 }
 
 void wait_group_hpp(weft::Pool& pool, std::vector<int>& items) {
