@@ -27,7 +27,7 @@
 
 namespace weft::engine {
 class Engine;
-struct Worker;
+class Worker;
 }  // namespace weft::engine
 
 namespace weft::detail {
