@@ -1,7 +1,7 @@
 // The engine's start-up and bookkeeping: options checked, workers started with their names, pinning and nice
 // value, and stopped again. The worker loop, submission, shutdown, idle detection, tasks run off the loop and the
-// statistics live in worker_loop.cpp, submit.cpp, shutdown.cpp, idle.cpp, inline_run.cpp and stats.cpp; the parts
-// with their own state in the types engine.hpp lists.
+// statistics live in worker_loop.cpp, steal.cpp, submit.cpp, shutdown.cpp, idle.cpp, inline_run.cpp and stats.cpp; the
+// parts with their own state in the types engine.hpp lists.
 #include "scheduler/engine/engine.hpp"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-// What the engine's own files share (engine.cpp, worker_loop.cpp, submit.cpp, shutdown.cpp, inline_run.cpp, and
-// spawn_path.hpp, which pool.cpp includes for the spawn path). Internal to the engine.
+// What the engine's own files share (engine.cpp, worker_loop.cpp, steal.cpp, submit.cpp, shutdown.cpp, inline_run.cpp,
+// and spawn_path.hpp, which pool.cpp includes for the spawn path). Internal to the engine.
 #pragma once
 
 #include <cstddef>
