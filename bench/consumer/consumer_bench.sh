@@ -9,7 +9,7 @@
 # alternating rounds, and compare.py prints each row's medians: weft's own, the consumer's, and oneTBB's in each.
 #
 # usage: consumer_bench.sh OWN_BUILD_DIR OUT_DIR [ROUNDS]
-#   OWN_BUILD_DIR: a configured weft build with benchmarks (.ci/demo's build/release); its pool_bench and
+#   OWN_BUILD_DIR: a configured weft build with benchmarks (.ci/demo's build/demo); its pool_bench and
 #                  graph_bench are built here if needed.
 #   OUT_DIR:       where the consumer project, its build, the JSON of every run and the table go.
 #   ROUNDS:        alternating rounds of the two builds (default 3); each run takes medians of 5 repetitions.
