@@ -66,7 +66,8 @@ struct StageOptions {
   Priority priority = Priority::Normal;
   // The source only: at most this many items alive in the pipeline at once, any number >= 1 (oneTBB's
   // max_number_of_live_tokens: `parallel_pipeline(8, ...)` is `.live_tokens = 8`). An item holds its token from
-  // the source's call that makes it until it leaves the sink, is filtered out or dropped (every Overflow); an
+  // the source's call that makes it until it leaves the sink, is filtered out or dropped (every Overflow; the
+  // token of one filtered or dropped comes back once its place has passed the Order::Input stages after it); an
   // exception or a cancel stops the pipeline and destroys the items alive, tokens and all. The stages' own bound
   // (see Memory above) still holds: the pipeline's is the smaller of the two. A fan_out stage's elements are new
   // items with tokens of their own: the source's items are at most live_tokens, and so are each fan_out stage's.
