@@ -442,9 +442,10 @@ class TaskGraph {
   // It takes edges, options and a name as any node does; the graph may not run (nor compile) until every
   // placeholder has its body: run(), run_n, run_until and compile() throw weft::invalid_graph naming the first
   // one left without (and how many are), and start nothing. Throws invalid_option for an option out of range,
-  // graph_busy while a run is in flight.
+  // graph_busy while a run is in flight. Below, a wavefront: every node first, edges right and down, bodies
+  // afterwards.
   //
-  // Example (a wavefront: every node first, edges right and down, bodies afterwards):
+  // Example:
   //   std::vector<weft::Node> cell(n * n);
   //   for (weft::Node& c : cell) c = g.placeholder();
   //   for (std::size_t i = 0; i < n; ++i)
@@ -452,7 +453,8 @@ class TaskGraph {
   //       if (j + 1 < n) g.add_edge(cell[i * n + j], cell[i * n + j + 1]);
   //       if (i + 1 < n) g.add_edge(cell[i * n + j], cell[(i + 1) * n + j]);
   //     }
-  //   for (std::size_t k = 0; k < n * n; ++k) g.set_work(cell[k], [k, &grid] { grid.compute(k); });
+  //   for (std::size_t k = 0; k < n * n; ++k) g.set_work(cell[k], [k, &value] { value[k] = k; });
+  //   g.run(pool).wait();
   Node placeholder(NodeOptions options = {});
   // Gives the placeholder `node` its body f (see NodeCallable; as add_node's f). A body is given once: a node
   // that has one (from add_node, add_condition, add_graph, or an earlier set_work) is refused, so a node that
