@@ -57,8 +57,11 @@ void GraphImpl::dump(std::ostream& out) const {
     }
     // A condition node (add_condition): a diamond, its weak out-edges dashed.
     const bool is_condition = std::binary_search(conditions_.begin(), conditions_.end(), i);
+    // A placeholder still without a body (TaskGraph::placeholder, before set_work): dashed, and said so.
+    const bool is_empty = !bodies_[i];
+    if (is_empty) label += "\\nplaceholder: no body yet";
     out << "  n" << i << " [label=\"" << label << "\"" << (is_module ? ", shape=box3d" : "")
-        << (is_condition ? ", shape=diamond" : "") << "];\n";
+        << (is_condition ? ", shape=diamond" : "") << (is_empty ? ", style=dashed" : "") << "];\n";
   }
   for (const auto& [from, to] : edges_) {
     const bool weak = std::binary_search(conditions_.begin(), conditions_.end(), from);

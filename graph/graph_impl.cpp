@@ -228,6 +228,56 @@ void GraphImpl::validate(const NodeOptions& options, std::uint32_t index, const 
 Node GraphImpl::add_node(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller) {
   require_idle("add_node");
   if (!body) throw std::invalid_argument(std::string(caller.call) + ": the callable is empty (a null function)");
+  return append(std::move(body), std::move(options), caller);
+}
+
+Node GraphImpl::add_placeholder(NodeOptions&& options) {
+  require_idle("placeholder");
+  const Node node = append(detail::NodeBody(), std::move(options), detail::Caller{"weft::TaskGraph::placeholder"});
+  ++placeholders_left_;
+  return node;
+}
+
+void GraphImpl::set_work(Node node, detail::NodeBody&& body) {
+  require_idle("set_work");
+  if (!owns(node)) [[unlikely]]
+    throw invalid_graph("weft::TaskGraph::set_work(node, f): `node` is " + describe_foreign(node) +
+                        ", not a node of this graph");
+  detail::NodeBody& slot = bodies_[node.index()];
+  if (slot) [[unlikely]] {
+    throw invalid_graph("weft::TaskGraph::set_work(node, f): node '" + name(node.index()) +
+                        "' has a body already (from add_node, add_condition, add_graph or an earlier set_work): "
+                        "only a placeholder takes one, once");
+  }
+  if (!body) throw std::invalid_argument("weft::TaskGraph::set_work: the callable is empty (a null function)");
+  slot = std::move(body);
+  --placeholders_left_;
+}
+
+bool GraphImpl::has_work(Node node) const {
+  if (!owns(node)) [[unlikely]]
+    throw invalid_graph("weft::TaskGraph::has_work(node): `node` is " + describe_foreign(node) +
+                        ", not a node of this graph");
+  return static_cast<bool>(bodies_[node.index()]);
+}
+
+void GraphImpl::throw_missing_body(const char* call) const {
+  std::uint32_t first = 0;
+  while (first < size() && bodies_[first]) ++first;
+  std::string message = call;
+  message += ": placeholder '";
+  message += name(first);
+  message += "' has no body: give it one with weft::TaskGraph::set_work before the graph runs";
+  if (placeholders_left_ > 1) {
+    message += " (";
+    message += std::to_string(placeholders_left_ - 1);
+    message += placeholders_left_ == 2 ? " other placeholder has none either)"
+                                       : " other placeholders have none either)";
+  }
+  throw invalid_graph(message);
+}
+
+Node GraphImpl::append(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller) {
   if (bodies_.size() >= kMaxNodes) [[unlikely]]
     throw_too_many(caller.call, bodies_.size() + 1, "nodes", kMaxNodes);
   const auto index = static_cast<std::uint32_t>(bodies_.size());
@@ -327,6 +377,7 @@ std::size_t GraphImpl::edge_count() {
 
 void GraphImpl::compile() {
   require_idle("compile");
+  require_bodies("weft::TaskGraph::compile");
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
@@ -340,6 +391,7 @@ Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>*
     throw graph_busy(std::string(caller.call) + ": a run of this graph is in flight; wait for it to end first");
   std::shared_ptr<RunState> state;
   try {
+    require_bodies(caller.call);
     if (!compiled_valid()) lay_out(caller.call);
     if (max_affinity_plus_one_ > pool.size()) {
       for (std::uint32_t i = 0; i < size(); ++i) {

@@ -88,6 +88,12 @@ class GraphImpl {
 
   // `caller` names the public call in errors (TaskGraph's own, or TaskScope's, parallel_for's).
   Node add_node(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
+  // A node without a body (TaskGraph::placeholder); set_work gives it one. A run or compile refuses the graph
+  // while one is left without (require_bodies).
+  Node add_placeholder(NodeOptions&& options);
+  void set_work(Node node, detail::NodeBody&& body);
+  [[nodiscard]] bool has_work(Node node) const;
+  [[nodiscard]] std::size_t placeholders_left() const noexcept { return placeholders_left_; }
   // A condition node (TaskGraph::add_condition): its out-edges are weak (see CompiledNode::condition).
   Node add_condition(detail::NodeBody&& body, NodeOptions&& options);
   // A node kind that runs once per activation: tokens > 1 throws invalid_option naming the node and `rule`.
@@ -192,6 +198,14 @@ class GraphImpl {
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_too_many(const std::string& call, std::size_t count,
                                                                     const char* items, std::size_t limit);
   void validate(const NodeOptions& options, std::uint32_t index, const detail::Caller& caller) const;
+  // Appends a node (its body possibly empty: a placeholder), its options checked.
+  Node append(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
+  // Throws invalid_graph naming `call` and the first placeholder still without a body, if any is.
+  void require_bodies(const char* call) const {
+    if (placeholders_left_ != 0) [[unlikely]]
+      throw_missing_body(call);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_missing_body(const char* call) const;
   // Compiles; errors (a cycle, out of memory) name `call`: compile() or the run() that compiles first.
   void lay_out(const char* call);
   void lay_out_unchecked(const char* call);
@@ -215,6 +229,8 @@ class GraphImpl {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   // Condition nodes (add_condition), in increasing order.
   std::vector<std::uint32_t> conditions_;
+  // Placeholders (add_placeholder) not yet given a body by set_work: their bodies_ entries are empty.
+  std::size_t placeholders_left_ = 0;
   // Module nodes (add_graph), by node index in increasing order: {node, the graph it runs}. For dump().
   std::vector<std::pair<std::uint32_t, const GraphImpl*>> modules_;
   // The node and edge counts the layout below was made for (none yet: no count matches).

@@ -35,6 +35,23 @@ Node TaskGraph::add_node_body(detail::NodeBody&& body, NodeOptions&& options, co
   return impl_->add_node(std::move(body), std::move(options), caller);
 }
 
+Node TaskGraph::placeholder(NodeOptions options) {
+  if (!impl_) throw_moved_from("placeholder");
+  return impl_->add_placeholder(std::move(options));
+}
+
+void TaskGraph::set_work_body(Node node, detail::NodeBody&& body) {
+  if (!impl_) throw_moved_from("set_work");
+  impl_->set_work(node, std::move(body));
+}
+
+bool TaskGraph::has_work(Node node) const {
+  if (!impl_) throw_moved_from("has_work");
+  return impl_->has_work(node);
+}
+
+std::size_t TaskGraph::placeholders_left() const noexcept { return impl_ ? impl_->placeholders_left() : 0; }
+
 Node TaskGraph::add_condition_body(detail::NodeBody&& body, NodeOptions&& options) {
   if (!impl_) throw_moved_from("add_condition");
   return impl_->add_condition(std::move(body), std::move(options));

@@ -36,6 +36,7 @@ namespace weft::bench {
 struct WeftPipelinePlan {
   std::vector<StageOptions> stages;  // the stages after the source, in order; the sink last
   std::size_t bound = 0;             // the pipeline's bound on items alive
+  std::size_t tokens = kUnbounded;   // the source's StageOptions::live_tokens
 };
 
 [[nodiscard]] inline WeftPipelinePlan weft_pipeline_plan(const PipelineCase& c, unsigned workers) {
@@ -61,17 +62,42 @@ struct WeftPipelinePlan {
   return plan;
 }
 
+// The same case written as a oneTBB user ports parallel_pipeline(ntokens, ...): the token limit given as it is,
+// StageOptions::live_tokens = c.tokens on the source, the parallel stages kUnlimited (filter_mode::parallel), the
+// serial ones concurrency 1 and Order::Input (serial_in_order). Each capacity is c.tokens, so the stages' own
+// bound is above the token limit and the limit alone holds the pipeline: its bound is exactly c.tokens.
+[[nodiscard]] inline WeftPipelinePlan weft_token_plan(const PipelineCase& c) {
+  WeftPipelinePlan plan;
+  const std::size_t stages = work_stages(c.shape) + 1;
+  for (std::size_t k = 0; k < stages; ++k) {
+    StageOptions options;
+    const bool serial = c.shape == PipelineShape::linear8 || k + 1 == stages;
+    options.concurrency = serial ? 1U : kUnlimited;
+    options.order = serial ? Order::Input : Order::Any;
+    options.capacity = std::max<std::size_t>(1, c.tokens);
+    plan.stages.push_back(std::move(options));
+  }
+  plan.tokens = c.tokens;
+  plan.bound = c.tokens;
+  return plan;
+}
+
 // One case on weft: a fresh TaskScope per run (a scope is one-shot), built and run inside the timed region,
 // as a user would (oneTBB's parallel_pipeline likewise builds its filter chain per call).
 class WeftPipeline {
  public:
   WeftPipeline(WeftGraphSide& side, const PipelineCase& c, std::uint64_t steps)
       : pool_(side.pool()), plan_(weft_pipeline_plan(c, side.pool().size())), data_(c, steps) {}
+  // With a plan of its own (weft_token_plan).
+  WeftPipeline(WeftGraphSide& side, const PipelineCase& c, std::uint64_t steps, WeftPipelinePlan plan)
+      : pool_(side.pool()), plan_(std::move(plan)), data_(c, steps) {}
 
   void run() {
     TaskScope scope(pool_);
     PipelineData& data = data_;
-    Stream<PipelineItem> stream = scope.source([&data] { return data.next_input(); });
+    StageOptions source;
+    source.live_tokens = plan_.tokens;
+    Stream<PipelineItem> stream = scope.source([&data] { return data.next_input(); }, std::move(source));
     const std::size_t last = plan_.stages.size() - 1;
     for (std::size_t k = 0; k < last; ++k)
       stream = scope.stage(

@@ -1,11 +1,14 @@
 // weft::TaskScope pipelines against oneTBB's parallel_pipeline on the pipeline workloads
 // (bench/common/pipeline_workloads*.hpp), side by side in one binary. For each case, in this order:
-//   <case>/time/weft, <case>/time/oneTBB      one whole pipeline run per iteration (weft: build the TaskScope,
+//   <case>/time/weft, <case>/time/weft_tokens, <case>/time/oneTBB
+//                                            one whole pipeline run per iteration (weft: build the TaskScope,
 //                                            run, wait; oneTBB: one parallel_pipeline call), manual time, the
 //                                            check outside it; items_per_second is Google Benchmark's
 //                                            items_processed counter; "bound": the most items the run may
 //                                            hold (oneTBB's tokens; weft's bound, see
-//                                            pipeline_workloads_weft.hpp for how its options are chosen)
+//                                            pipeline_workloads_weft.hpp for how its options are chosen;
+//                                            weft_tokens: the oneTBB port as written, the token count given as
+//                                            StageOptions::live_tokens, parallel stages kUnlimited)
 //   <case>/memory/weft, <case>/memory/oneTBB  one fresh child process per iteration (see
 //                                            pipeline_workloads_memory.hpp): max_alive, the most items alive at
 //                                            once, and peak_MiB / over_baseline_MiB, its RSS high-water mark
@@ -37,9 +40,9 @@ using namespace weft::bench;
 
 bool failed = false;  // some workload computed a wrong result, or a child process failed
 
-template <class Pipeline, class Side>
-void time_case(benchmark::State& state, Side& side, const PipelineCase& c, std::uint64_t steps) {
-  Pipeline pipeline(side, c, steps);
+template <class Pipeline, class Side, class... Plan>
+void time_case(benchmark::State& state, Side& side, const PipelineCase& c, std::uint64_t steps, Plan... plan) {
+  Pipeline pipeline(side, c, steps, std::move(plan)...);
   bool ok = true;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
@@ -99,6 +102,12 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((id + "/time/weft").c_str(),
                                  [&weft_side, &c, steps](benchmark::State& state) {
                                    time_case<WeftPipeline>(state, weft_side, c, steps);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime();
+    benchmark::RegisterBenchmark((id + "/time/weft_tokens").c_str(),
+                                 [&weft_side, &c, steps](benchmark::State& state) {
+                                   time_case<WeftPipeline>(state, weft_side, c, steps, weft_token_plan(c));
                                  })
         ->Unit(benchmark::kMillisecond)
         ->UseManualTime();

@@ -144,13 +144,14 @@ void tbb_pipeline(weft::Pool& pool) {
   std::vector<std::size_t> out;
   weft::TaskScope scope{pool};
   std::size_t next = 0;
-  weft::Stream<std::string> lines = scope.source([&]() -> std::optional<std::string> {  // serial_in_order
-    if (next == input.size()) return std::nullopt;                                      // fc.stop()
-    return input[next++];
-  });
+  weft::Stream<std::string> lines = scope.source(
+      [&]() -> std::optional<std::string> {             // serial_in_order
+        if (next == input.size()) return std::nullopt;  // fc.stop()
+        return input[next++];
+      },
+      {.live_tokens = 8});  // parallel_pipeline(8, ...)
   weft::Stream<std::size_t> lengths = scope.stage(lines, [](const std::string& s) { return s.size(); },
-                                                  {.concurrency = weft::kUnlimited,
-                                                   .capacity = 8});  // filter_mode::parallel
+                                                  {.concurrency = weft::kUnlimited});  // filter_mode::parallel
   scope.sink(lengths, [&out](std::size_t n) { out.push_back(n); }, {.order = weft::Order::Input});  // serial_in_order
   scope.run_and_wait();  // parallel_pipeline(...) returns here
   check(out == std::vector<std::size_t>{5, 2, 5, 5, 2}, "parallel_pipeline: in order");

@@ -2,6 +2,7 @@
 // checks what it did; main() exits with 1 if any check fails. docs/pipelines.md quotes these lines verbatim
 // (check_quotes.py, run by the suite, fails when a quoted block is no longer here).
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdio>
 #include <exception>
@@ -131,6 +132,35 @@ void drop(weft::Pool& pool) {
         "drop: counted for its stage");
 }
 
+// StageOptions::live_tokens: one number for the whole pipeline, as oneTBB's parallel_pipeline(8, ...).
+void tokens(weft::Pool& pool) {
+  weft::TaskScope scope{pool};
+  std::atomic<int> alive{0};
+  std::atomic<int> most{0};
+  int next = 0;
+  // At most 8 items alive at once, from the source's return to the sink's end, whatever the stages allow.
+  auto requests = scope.source(
+      [&]() -> std::optional<int> {
+        if (next == 1000) return std::nullopt;
+        const int now = alive.fetch_add(1) + 1;  // counted from here to the sink
+        if (now > most.load()) most.store(now);
+        return next++;
+      },
+      {.name = "requests", .live_tokens = 8});
+  auto replies = scope.stage(requests, [](int request) { return 2 * request; },
+                             {.concurrency = weft::kUnlimited, .capacity = 64});
+  long long total = 0;
+  scope.sink(replies, [&](int reply) {
+    total += reply;
+    alive.fetch_sub(1);
+  });
+  scope.run_and_wait();
+  // most <= 8, though the stages alone would allow 1 + (64 + workers + 1) + (16 + 1) items
+
+  check(most.load() <= 8, "tokens: at most 8 items alive");
+  check(total == 999'000, "tokens: every item through");
+}
+
 // A pipeline among other jobs: its source waits for a job, and a job waits for its sink.
 void composition(weft::Pool& pool) {
   weft::TaskScope scope{pool};
@@ -167,6 +197,7 @@ int main() {
     fan_out_and_filter(pool);
     errors(pool);
     drop(pool);
+    tokens(pool);
     composition(pool);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "pipeline_snippets: unexpected exception: %s\n", error.what());

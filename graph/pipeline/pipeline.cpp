@@ -46,6 +46,15 @@ std::uint32_t Pipeline::add(const char* who, std::uint32_t from, StageKind kind,
     refuse_option(who, name, name_, "concurrency", std::to_string(options.concurrency),
                   "1 .. 1048576, or weft::kUnlimited");
   }
+  if (kind == StageKind::source && options.live_tokens == 0) {
+    refuse_option(who, name, name_, "live_tokens", "0",
+                  "at least 1, or weft::kUnbounded for no limit but the stages': a pipeline without a token could "
+                  "never make an item");
+  }
+  if (kind != StageKind::source && options.live_tokens != kUnbounded) {
+    refuse_option(who, name, name_, "live_tokens", std::to_string(options.live_tokens),
+                  "only the source's is used, as the whole pipeline's: leave a stage's at weft::kUnbounded");
+  }
   if (options.capacity == 0 || options.capacity > kMaxStageBound) {
     refuse_option(who, name, name_, "capacity",
                   options.capacity == kUnbounded ? std::string("weft::kUnbounded") : std::to_string(options.capacity),

@@ -143,6 +143,12 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
       segment_of_[k] = segment_in[k];
     }
   }
+  // StageOptions::live_tokens: each segment's slots (an item alive holds one from its making to its end) are at
+  // most that many, whatever the stages' options allow. Any budget >= 1 keeps the run going: a slot freed goes
+  // to the source or to a fan state waiting for one, and the rings below are sized by the capped budget, which
+  // still exceeds the span of numbers an Order::Input stage can wait on (all of them alive, each in a slot).
+  const std::size_t tokens = stages_[0].options.live_tokens;
+  for (Segment& segment : segments_) segment.budget = std::min(segment.budget, tokens);
   tracer_ = run_state_.tracer();
   if (tracer_ != nullptr) {
     trace_names_.reserve(n);

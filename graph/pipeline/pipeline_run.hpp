@@ -5,7 +5,10 @@
 // - An item lives in a slot (a Slot header followed by storage for any of the pipeline's types). The slots
 //   alive in a segment (the stages between the source, or a fan-out stage, and the next fan-out stage or the
 //   sink) never exceed that segment's budget: the sum of capacity + concurrency of the stages consuming its
-//   items (plus 1, the source, in the first). A producer that finds the budget spent registers itself and
+//   items (plus 1, the source, in the first), capped at the source's StageOptions::live_tokens (so a slot is an
+//   item's token: taken before the source's call or a fan-out's next element, given back when the slot is
+//   freed: by the sink, or for an item filtered out or dropped once its marker has passed the Order::Input
+//   stages after it). A producer that finds the budget spent registers itself and
 //   returns; the next slot freed in the segment is handed to it (no thread waits).
 // - A stage runs at most `concurrency` bodies at once: `running` counts its taken slots. An item arriving at a
 //   stage with a free slot (and, for Order::Input, being the next in order) takes one and its carrier goes on

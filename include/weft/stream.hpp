@@ -45,7 +45,7 @@ inline constexpr std::size_t kMaxStageBound = std::size_t{1} << 20;
 // holding a thread) when that many are alive. Under Overflow::Block an item that finds an Order::Any stage's
 // inbox full parks holding back its producer (the source, or the stage before) until it enters the inbox; one
 // bound for an Order::Input stage, or a fan_out stage's element, waits beyond the inbox instead, within the
-// sum.
+// sum. StageOptions::live_tokens, on the source, caps it further with one number for the whole pipeline.
 struct StageOptions {
   // Shown in errors and statistics; default "stage <index>" (the source: "source"). The source's name, or
   // "pipeline <job index>", also names the pipeline and its job.
@@ -64,6 +64,16 @@ struct StageOptions {
   // The priority of the pool tasks that start at this stage (see weft::Priority); the source's is also the
   // pipeline job's.
   Priority priority = Priority::Normal;
+  // The source only: at most this many items alive in the pipeline at once, any number >= 1 (oneTBB's
+  // max_number_of_live_tokens: `parallel_pipeline(8, ...)` is `.live_tokens = 8`). An item holds its token from
+  // the source's call that makes it until it leaves the sink, is filtered out or dropped (every Overflow; the
+  // token of one filtered or dropped comes back once its place has passed the Order::Input stages after it); an
+  // exception or a cancel stops the pipeline and destroys the items alive, tokens and all. The stages' own bound
+  // (see Memory above) still holds: the pipeline's is the smaller of the two. A fan_out stage's elements are new
+  // items with tokens of their own: the source's items are at most live_tokens, and so are each fan_out stage's.
+  // kUnbounded (the default): no limit but the stages'. 0, or a value on a stage other than the source, throws
+  // weft::invalid_option naming the option and the value.
+  std::size_t live_tokens = kUnbounded;
 };
 
 // A typed stream of items of type T flowing out of one pipeline stage, to be consumed by exactly one later

@@ -207,7 +207,8 @@ class Node {
   // The node's position in its graph, 0 .. size()-1 in the order nodes were added: the index of RunStats::
   // dropped_by_node and Run::outcomes(), and the <index> of the default name "node <index>".
   [[nodiscard]] std::uint32_t index() const noexcept { return index_; }
-  // True if the handle was returned by a graph (add_node, add_graph, add_condition); false if default-made.
+  // True if the handle was returned by a graph (add_node, add_graph, add_condition, placeholder); false if
+  // default-made.
   [[nodiscard]] bool valid() const noexcept { return graph_ != 0; }
   // Equal if both name the same node of the same graph (or both are empty): index and graph identity compared.
   friend bool operator==(const Node&, const Node&) noexcept = default;
@@ -389,6 +390,8 @@ class [[nodiscard]] Run {
 // Contract:
 // - add_node/add_edge build it; compile() checks it (a cycle throws weft::cycle_error naming its nodes) and
 //   lays it out for speed; the first run compiles it if needed, and changes after a compile recompile lazily.
+// - placeholder() adds a node whose body set_work gives later, once; a graph with a placeholder still without
+//   one does not run or compile (weft::invalid_graph naming it).
 // - A node runs after all its predecessors finished (their tokens and subflows), `tokens` times per run, with
 //   the limits of its NodeOptions. Nodes without predecessors start when the run starts.
 // - One run at a time: run() while a run is in flight, or add_node/add_edge/compile then, throw weft::graph_busy.
@@ -435,6 +438,45 @@ class TaskGraph {
     return add_node_body(detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))),
                          std::move(options), detail::Caller{"weft::TaskGraph::add_node"});
   }
+  // Adds a placeholder (Taskflow's placeholder()): a node without a body yet, given one later by set_work.
+  // It takes edges, options and a name as any node does; the graph may not run (nor compile) until every
+  // placeholder has its body: run(), run_n, run_until and compile() throw weft::invalid_graph naming the first
+  // one left without (and how many are), and start nothing. Throws invalid_option for an option out of range,
+  // graph_busy while a run is in flight. Below, a wavefront: every node first, edges right and down, bodies
+  // afterwards.
+  //
+  // Example:
+  //   std::vector<weft::Node> cell(n * n);
+  //   for (weft::Node& c : cell) c = g.placeholder();
+  //   for (std::size_t i = 0; i < n; ++i)
+  //     for (std::size_t j = 0; j < n; ++j) {
+  //       if (j + 1 < n) g.add_edge(cell[i * n + j], cell[i * n + j + 1]);
+  //       if (i + 1 < n) g.add_edge(cell[i * n + j], cell[(i + 1) * n + j]);
+  //     }
+  //   for (std::size_t k = 0; k < n * n; ++k) g.set_work(cell[k], [k, &value] { value[k] = k; });
+  //   g.run(pool).wait();
+  Node placeholder(NodeOptions options = {});
+  // Gives the placeholder `node` its body f (see NodeCallable; as add_node's f). A body is given once: a node
+  // that has one (from add_node, add_condition, add_graph, or an earlier set_work) is refused, so a node that
+  // took part in a run (which it could only with a body) keeps the body it ran. A placeholder added between
+  // runs (the graph may grow then) takes its body before the next run. Throws invalid_graph for a node of
+  // another graph or no graph, or a node that has a body, naming it; std::invalid_argument for an empty
+  // callable; graph_busy while a run is in flight. A refused call changes nothing.
+  template <class F>
+    requires NodeCallable<F>
+  void set_work(Node node, F&& f) {
+    static_assert(detail::takes_token_as_size_t<F>(),
+                  "weft::TaskGraph::set_work: a body that takes the token index must take it as std::size_t: "
+                  "write [](std::size_t token) { ... } (or (weft::Subflow&, std::size_t)), not int or another "
+                  "type the token would convert to");
+    detail::require_callable(f, "weft::TaskGraph::set_work");
+    set_work_body(node, detail::NodeBody(detail::NodeBodyAdapter<std::decay_t<F>>(std::forward<F>(f))));
+  }
+  // True if `node` has a body: every node but a placeholder not yet given one by set_work. Throws
+  // invalid_graph for a node of another graph or no graph.
+  [[nodiscard]] bool has_work(Node node) const;
+  // How many placeholders are still without a body (0: the graph may run).
+  [[nodiscard]] std::size_t placeholders_left() const noexcept;
   // Adds a module node (Taskflow's composed_of): each execution runs `inner` on the same pool as one run of it,
   // and ends when that run has ended. `inner` keeps its own compiled layout (compiled by its first run, reused
   // by every later one), is shared, not copied: it must outlive every run of this graph, and may be changed
@@ -552,6 +594,7 @@ class TaskGraph {
  private:
   friend struct detail::GraphAccess;
   Node add_node_body(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
+  void set_work_body(Node node, detail::NodeBody&& body);
   Run run_until_erased(Pool& pool, detail::RunPredicate&& predicate);
   Node add_condition_body(detail::NodeBody&& body, NodeOptions&& options);
 

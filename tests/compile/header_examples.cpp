@@ -256,6 +256,18 @@ void task_graph_hpp_add_condition(weft::Pool& pool, weft::TaskGraph& g) {
   g.run(pool).wait();                // body ran 10 times
 }
 
+void task_graph_hpp_placeholder(weft::Pool& pool, weft::TaskGraph& g, std::size_t n, std::vector<std::size_t>& value) {
+  std::vector<weft::Node> cell(n * n);
+  for (weft::Node& c : cell) c = g.placeholder();
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (j + 1 < n) g.add_edge(cell[i * n + j], cell[i * n + j + 1]);
+      if (i + 1 < n) g.add_edge(cell[i * n + j], cell[(i + 1) * n + j]);
+    }
+  for (std::size_t k = 0; k < n * n; ++k) g.set_work(cell[k], [k, &value] { value[k] = k; });
+  g.run(pool).wait();
+}
+
 void task_scope_hpp(std::vector<int>& v, std::vector<int>& out) {
   weft::Pool pool;
   weft::TaskScope scope{pool};
