@@ -5,8 +5,10 @@
 
 #include "weft/detail/require_cpp20.hpp"
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <iterator>
@@ -133,21 +135,20 @@ class PerWorker {
 
   // The same, and `exists` says whether the value was there already (false: it was just made).
   [[nodiscard]] T& local(bool& exists) {
-    if (const std::optional<unsigned> index = pool_->current_thread_index()) [[likely]] {
-      Slot& slot = slots_[*index];
-      exists = slot.value.has_value();
-      if (!exists) [[unlikely]]
-        slot.value.emplace(init_());
-      return *slot.value;
+    const Cache& cache = cache_;
+    if (cache.owner == id_) [[likely]] {
+      exists = true;
+      return *cache.value;
     }
-    return outside_local(exists);
+    return slot_local(exists);
   }
 
   // op(op(v0, v1), v2)... over every value made (in iteration order); op(T, const T&) gives something a T is made
   // from (it must be associative; with values from threads in no particular order, commutative too). No value:
   // a fresh one from the initializer (T{} by default).
   template <class Op>
-    requires std::invocable<const Op&, T, const T&> && std::constructible_from<T, std::invoke_result_t<const Op&, T, const T&>>
+    requires std::invocable<const Op&, T, const T&> &&
+             std::constructible_from<T, std::invoke_result_t<const Op&, T, const T&>>
   [[nodiscard]] T combine(Op op) const {
     std::optional<T> acc;
     for (const T& value : *this) {
@@ -180,6 +181,7 @@ class PerWorker {
   void clear() noexcept {
     for (std::size_t i = 0; i < slot_count_; ++i) slots_[i].value.reset();
     outside_.clear();
+    id_ = next_id();  // every thread's cached value is gone
   }
 
   [[nodiscard]] iterator begin() noexcept { return iterator(this, 0); }
@@ -188,6 +190,37 @@ class PerWorker {
   [[nodiscard]] const_iterator end() const noexcept { return const_iterator(this, slot_count()); }
 
  private:
+  // A worker's last value, per thread and per T: local() on a worker of the pool, again and again (once per
+  // element of a loop), is a thread-local load and a compare, where Pool::current_thread_index() is two calls
+  // into the library and a lookup of its own thread-local (a histogram through local() per element took about
+  // 1.8x tbb::combinable's time without it; docs/perf-log.md). Only a worker's slot is cached: a worker's index
+  // is its own for the pool's life, while another thread's answer depends on whether it runs a task right now.
+  // `owner` is the PerWorker's id, unique for the process's life and renewed by clear(), so a stale entry (of a
+  // destroyed or cleared PerWorker) never matches.
+  struct Cache {
+    std::uint64_t owner = 0;
+    T* value = nullptr;
+  };
+  static inline thread_local Cache cache_{};
+
+  [[nodiscard]] static std::uint64_t next_id() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    // relaxed: only uniqueness matters, which the read-modify-write gives.
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+
+  // The value of the calling thread's index, or its outside value; a worker's is cached.
+  T& slot_local(bool& exists) {
+    if (const std::optional<unsigned> index = pool_->current_thread_index()) [[likely]] {
+      Slot& slot = slots_[*index];
+      exists = slot.value.has_value();
+      if (!exists) slot.value.emplace(init_());
+      if (*index < pool_->size()) cache_ = Cache{id_, &*slot.value};
+      return *slot.value;
+    }
+    return outside_local(exists);
+  }
+
   // An outside thread's value: found (or appended) under the mutex. A std::deque never moves its elements when
   // one is appended, so a reference handed out stays valid.
   T& outside_local(bool& exists) {
@@ -213,12 +246,15 @@ class PerWorker {
   }
 
   [[nodiscard]] std::size_t slot_count() const noexcept { return slot_count_ + outside_.size(); }
-  [[nodiscard]] Slot& slot_at(std::size_t i) noexcept { return i < slot_count_ ? slots_[i] : outside_[i - slot_count_].slot; }
+  [[nodiscard]] Slot& slot_at(std::size_t i) noexcept {
+    return i < slot_count_ ? slots_[i] : outside_[i - slot_count_].slot;
+  }
   [[nodiscard]] const Slot& slot_at(std::size_t i) const noexcept {
     return i < slot_count_ ? slots_[i] : outside_[i - slot_count_].slot;
   }
 
   Pool* pool_;
+  std::uint64_t id_ = next_id();
   std::size_t slot_count_;
   std::unique_ptr<Slot[]> slots_;
   // Not on the hot path: called once per slot filled.

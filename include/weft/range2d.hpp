@@ -48,7 +48,8 @@ class Range2d {
     // Number of indices (computed in the unsigned type: no overflow on [min, max)).
     [[nodiscard]] constexpr std::size_t size() const noexcept {
       using U = std::make_unsigned_t<I>;
-      return end_ <= begin_ ? 0 : static_cast<std::size_t>(static_cast<U>(static_cast<U>(end_) - static_cast<U>(begin_)));
+      return end_ <= begin_ ? 0
+                            : static_cast<std::size_t>(static_cast<U>(static_cast<U>(end_) - static_cast<U>(begin_)));
     }
     // No index.
     [[nodiscard]] constexpr bool empty() const noexcept { return !(begin_ < end_); }

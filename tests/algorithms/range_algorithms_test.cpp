@@ -151,9 +151,10 @@ TEST_CASE("parallel_for with a step: up, down, unsigned, mixed types, step 0 ref
     CHECK(std::count(v.begin(), v.end(), 1) == 10);
     CHECK_THROWS_WITH_AS(weft::parallel_for(pool, 0, 10, 0, [](int) {}),
                          doctest::Contains("weft::parallel_for: step = 0"), weft::invalid_option);
-    CHECK_THROWS_AS(weft::parallel_for(pool, 0, 100000, 3, [](int i) {
-      if (i == 3 * 20000) throw Thrown("at 60000");
-    }),
+    CHECK_THROWS_AS(weft::parallel_for(pool, 0, 100000, 3,
+                                       [](int i) {
+                                         if (i == 3 * 20000) throw Thrown("at 60000");
+                                       }),
                     Thrown);
   });
 }
@@ -163,8 +164,9 @@ TEST_CASE("Range2d: parallel_for and parallel_reduce cover the rectangle once, t
   const std::uint64_t seed = seed_for("range2d");
   std::mt19937_64 random(seed);
   const std::size_t big = kThreadSanitizer ? 150 : 500;
-  const std::vector<std::pair<std::size_t, std::size_t>> shapes = {
-      {0, 0}, {0, 5}, {5, 0}, {1, 1}, {1, 1000}, {1000, 1}, {2, 3}, {17, 129}, {128, 128}, {129, 65}, {big, big / 3}};
+  const std::vector<std::pair<std::size_t, std::size_t>> shapes = {{0, 0},     {0, 5},    {5, 0},        {1, 1},
+                                                                   {1, 1000},  {1000, 1}, {2, 3},        {17, 129},
+                                                                   {128, 128}, {129, 65}, {big, big / 3}};
   const std::vector<std::pair<std::size_t, std::size_t>> grains = {{0, 0}, {1, 1}, {3, 5}, {16, 0}, {0, 16}, {64, 64}};
   for_each_scope_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("range2d", workers), patience(60));
@@ -189,7 +191,8 @@ TEST_CASE("Range2d: parallel_for and parallel_reduce cover the rectangle once, t
           }
           for (long i = t.rows().begin(); i != t.rows().end(); ++i) {
             for (long j = t.cols().begin(); j != t.cols().end(); ++j) {
-              ++visits[static_cast<std::size_t>(i - 10) * cols + static_cast<std::size_t>(j + 3)];  // plain: TSan sees twice
+              ++visits[static_cast<std::size_t>(i - 10) * cols +
+                       static_cast<std::size_t>(j + 3)];  // plain: TSan sees twice
             }
           }
         });
@@ -220,8 +223,8 @@ TEST_CASE("Range2d: parallel_for and parallel_reduce cover the rectangle once, t
     });
     CHECK(full_height.load() == tiles.load());
     // Reversed sides are refused, naming the side and the values.
-    CHECK_THROWS_WITH_AS(weft::Range2d<int>(5, 3, 0, 1), doctest::Contains("weft::Range2d: the rows [5, 3) are reversed"),
-                         weft::invalid_option);
+    CHECK_THROWS_WITH_AS(weft::Range2d<int>(5, 3, 0, 1),
+                         doctest::Contains("weft::Range2d: the rows [5, 3) are reversed"), weft::invalid_option);
     CHECK_THROWS_WITH_AS(weft::Range2d<int>(0, 1, 2, 9, -1, 2),
                          doctest::Contains("weft::Range2d: the columns [9, -1) are reversed"), weft::invalid_option);
     // Exceptions from a tile body come out of both forms; the pool stays usable.
@@ -247,7 +250,8 @@ TEST_CASE("Range2d: parallel_for and parallel_reduce cover the rectangle once, t
                         })),
                     Thrown);
     CHECK(weft::parallel_reduce(
-              pool, grid, 0, [](const weft::Range2d<int>& t, int acc) { return acc + int(t.rows().size() * t.cols().size()); },
+              pool, grid, 0,
+              [](const weft::Range2d<int>& t, int acc) { return acc + int(t.rows().size() * t.cols().size()); },
               std::plus<>()) == 90'000);
   });
 }
@@ -306,6 +310,15 @@ TEST_CASE("PerWorker: one value per thread index and per outside thread, combine
     CHECK(failing.empty());
     CHECK_THROWS_WITH_AS(weft::PerWorker<int>(pool, std::function<int()>()),
                          doctest::Contains("weft::PerWorker: the callable is empty"), std::invalid_argument);
+    // A worker's value is cached per thread: clear() and a new PerWorker (maybe at the same address) start afresh.
+    for (int round = 0; round < 3; ++round) {
+      weft::PerWorker<int> counts(pool);
+      weft::parallel_for(pool, 0, 20'000, [&](int) { ++counts.local(); });
+      CHECK(counts.combine(std::plus<>()) == 20'000);
+      counts.clear();
+      weft::parallel_for(pool, 0, 3'000, [&](int) { ++counts.local(); });
+      CHECK(counts.combine(std::plus<>()) == 3'000);
+    }
     // Inside a range reduce's body and nested loops: the thread's value, whichever task runs there.
     weft::PerWorker<int> calls(pool);
     const int chunks = weft::parallel_reduce(
