@@ -5,9 +5,11 @@
 //
 // What they share:
 // - Ranges are random-access iterators [first, last); a reversed range (last before first) is refused with
-//   std::invalid_argument naming the call. Operations, transforms and comparators are taken by value, as std's
-//   algorithms take them, and called concurrently through const references (std::sort, under the cutoff, copies
-//   its comparator as usual); parallel_invoke calls its callables in place, never copying them.
+//   std::invalid_argument naming the call. The range form of parallel_reduce takes integer indices instead (as
+//   parallel_for does: last <= first is empty) or a weft::Range2d.
+// - Operations, transforms and comparators are taken by value, as std's algorithms take them, and called
+//   concurrently through const references (std::sort, under the cutoff, copies its comparator as usual);
+//   parallel_invoke calls its callables in place, never copying them.
 // - Partitioning is parallel_for's: grain 0 (the default) cuts the range into about 64 blocks per worker, run by
 //   parallel_for's automatic partitioner; grain g > 0 makes blocks of g elements. A range of one block runs
 //   inline in the calling thread.
