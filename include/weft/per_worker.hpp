@@ -42,6 +42,8 @@ namespace weft {
 //   other local() calls only.
 // - The initializer is called concurrently (one call per slot filled); an exception from it leaves the slot
 //   empty and comes out of local().
+// - A reference from local() is the calling thread's: a task that waits (a nested loop, Future::get,
+//   TaskGroup::wait) may resume on another thread, so call local() again after a wait rather than keep it.
 // - The pool must outlive every local() call. Neither copyable nor movable (values are referenced by threads).
 //
 // Example:

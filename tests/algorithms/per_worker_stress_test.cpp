@@ -18,9 +18,11 @@ namespace {
 using namespace weft::test;
 
 TEST_CASE("PerWorker: no lost update from workers, waiting outside threads and plain outside threads") {
-  const std::size_t per_thread = stress_count(kThreadSanitizer ? 3'000 : 40'000);
+  const std::size_t per_thread = stress_count(kThreadSanitizer ? 10'000 : kAddressSanitizer ? 50'000 : 200'000);
   constexpr unsigned kOutside = 4;
   constexpr int kRounds = 3;
+  // What an outside thread adds outside any task: more than all the loops' increments together.
+  constexpr std::uint64_t kOutsideMark = std::uint64_t{1} << 40;
   for (const unsigned workers : {1u, 2u, 4u}) {
     INFO("workers = " << workers);
     const Watchdog watchdog(named("per worker stress", workers), patience(120));
@@ -39,7 +41,7 @@ TEST_CASE("PerWorker: no lost update from workers, waiting outside threads and p
             sums.local() += 1;
             if (round == 0) runs.ran(base + i);
           });
-          sums.local() += 1'000'000;  // outside any task: this thread's own value
+          sums.local() += kOutsideMark;  // outside any task: this thread's own value
           // A task that runs a nested loop on the workers.
           pool.post([&, base] {
             weft::parallel_for(
@@ -56,9 +58,9 @@ TEST_CASE("PerWorker: no lost update from workers, waiting outside threads and p
       for (std::thread& t : threads) t.join();
       pool.wait_idle();
       CHECK(posted_done.load() == kOutside);
-      CHECK(sums.combine(std::plus<>()) == kOutside * (2 * per_thread + 1'000'000));
+      CHECK(sums.combine(std::plus<>()) == kOutside * (2 * per_thread + kOutsideMark));
       std::uint64_t outside_values = 0;
-      sums.combine_each([&](std::uint64_t v) { outside_values += v >= 1'000'000 ? 1 : 0; });
+      sums.combine_each([&](std::uint64_t v) { outside_values += v >= kOutsideMark ? 1 : 0; });
       CHECK(outside_values == kOutside);  // one value per outside thread, never merged with a slot's
     }
     check_exactly_once(runs);
