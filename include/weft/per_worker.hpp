@@ -30,10 +30,11 @@ namespace weft {
 // Contract:
 // - local() returns the calling thread's value, making it first (from the initializer, or T{}) if this thread's
 //   slot has none. Inside a task of the pool the slot is the thread index's: an array of max_thread_index()
-//   slots, one cache line or more each (no two threads' values share a line), found without a lock or an
-//   atomic. Two threads never hold one index at once, so no two threads ever touch one value at once. A slot
-//   belongs to an index, not a thread: after a thread that was not a worker exits, another may get its index and
-//   then finds its value (for a reduction, the sum is the same).
+//   slots, 128 bytes apart (no two threads' values share a cache line), found without a lock or an atomic; a
+//   worker's slot is also remembered in a thread-local cache, so its local() is a load and a compare. Two
+//   threads never hold one index at once, so no two threads ever touch one value at once. A slot belongs to an
+//   index, not a thread: after a thread that was not a worker exits, another may get its index and then finds
+//   its value (for a reduction, the sum is the same).
 // - A thread that runs no task of the pool (the thread that calls parallel_for, before or after it; a thread of
 //   another pool) gets its own value from a short list of outside threads, found by std::thread::id under a
 //   mutex: correct from any number of threads, slower (hoist the reference out of a loop).
@@ -115,8 +116,9 @@ class PerWorker {
     requires std::default_initializable<T>
       : PerWorker(pool, [] { return T{}; }) {}
 
-  // Values start as init() (called once per slot, concurrently; see above). Throws std::invalid_argument if
-  // init is an empty std::function or null pointer.
+  // Values start as init() (called once per slot, concurrently; see above). init is kept in a std::function (it
+  // runs once per slot, not per call), so it must be copyable. Throws std::invalid_argument if init is an empty
+  // std::function or a null pointer.
   template <class Init>
     requires std::invocable<Init&> && std::constructible_from<T, std::invoke_result_t<Init&>>
   PerWorker(Pool& pool, Init init)
