@@ -3,7 +3,11 @@
 // (random int32, and random strings), invoke (a recursive sum that splits with parallel_invoke down to 4096
 // elements, so it measures the cost of nested invokes), and the fork-join recursions: fib(30) through task groups
 // (weft::TaskGroup against tbb::task_group, one half run, the other run_and_wait) and fib(25) through
-// parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke).
+// parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke). The range forms:
+// the range-body reduce (a sum of 10^6 and 10^7 doubles, body over a chunk, join) against tbb::parallel_reduce's
+// functional form, a 2048 x 2048 transpose over weft::Range2d against tbb::blocked_range2d, and a 256-bin
+// histogram of 2^24 values through weft::PerWorker against tbb::combinable (local() once per element, the
+// lookup measured).
 //
 // Both libraries get 2 threads (WEFT_BENCH_THREADS to change): a weft Pool of 2 workers, and a oneTBB
 // task_arena of 2 slots, one of which is the calling thread's (so oneTBB runs on the caller and one worker; weft
@@ -14,6 +18,8 @@
 // median by the oneTBB median of the same case.
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/blocked_range2d.h>
+#include <oneapi/tbb/combinable.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_invoke.h>
@@ -25,6 +31,7 @@
 #include <oneapi/tbb/version.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -38,7 +45,9 @@
 
 #include "weft/algorithms.hpp"
 #include "weft/parallel_for.hpp"
+#include "weft/per_worker.hpp"
 #include "weft/pool.hpp"
+#include "weft/range2d.hpp"
 #include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
 
@@ -308,6 +317,111 @@ void bm_invoke(benchmark::State& state, bool weft) {
   if (!ok) state.SkipWithError("wrong result");
 }
 
+// --- range forms ---
+double weft_range_sum(const std::vector<double>& v, std::size_t n) {
+  return weft::parallel_reduce(
+      env->pool, std::size_t{0}, n, 0.0,
+      [&v](std::size_t lo, std::size_t hi, double acc) {
+        for (std::size_t i = lo; i != hi; ++i) acc += v[i];
+        return acc;
+      },
+      std::plus<>());
+}
+double tbb_range_sum(const std::vector<double>& v, std::size_t n) {
+  double r = 0;
+  env->arena.execute([&] {
+    r = tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, n), 0.0,
+        [&v](const tbb::blocked_range<std::size_t>& range, double acc) {
+          for (std::size_t i = range.begin(); i != range.end(); ++i) acc += v[i];
+          return acc;
+        },
+        std::plus<>());
+  });
+  return r;
+}
+
+void bm_range_reduce(benchmark::State& state, bool weft, std::size_t n) {
+  const auto& v = env->data.doubles;
+  double want = 0;
+  for (std::size_t i = 0; i < n; ++i) want += v[i];
+  bool ok = true;
+  for (auto _ : state) {
+    double r = 0;
+    state.SetIterationTime(seconds([&] { r = weft ? weft_range_sum(v, n) : tbb_range_sum(v, n); }));
+    ok = ok && std::abs(r - want) <= 1e-9 * want;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+constexpr std::size_t kSide = 2048;
+
+void bm_transpose(benchmark::State& state, bool weft) {
+  const auto& in = env->data.doubles;  // the first kSide * kSide
+  std::vector<double> out(kSide * kSide);
+  const auto tile = [&](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1) {
+    for (std::size_t i = r0; i != r1; ++i) {
+      for (std::size_t j = c0; j != c1; ++j) out[j * kSide + i] = in[i * kSide + j];
+    }
+  };
+  for (auto _ : state) {
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        weft::parallel_for(env->pool, weft::Range2d<std::size_t>(0, kSide, 0, kSide),
+                           [&](const weft::Range2d<std::size_t>& t) {
+                             tile(t.rows().begin(), t.rows().end(), t.cols().begin(), t.cols().end());
+                           });
+      } else {
+        env->arena.execute([&] {
+          tbb::parallel_for(tbb::blocked_range2d<std::size_t>(0, kSide, 0, kSide),
+                            [&](const tbb::blocked_range2d<std::size_t>& t) {
+                              tile(t.rows().begin(), t.rows().end(), t.cols().begin(), t.cols().end());
+                            });
+        });
+      }
+    }));
+  }
+  bool ok = true;
+  for (std::size_t i = 0; i < kSide; i += 7) {
+    for (std::size_t j = 0; j < kSide; j += 5) ok = ok && out[j * kSide + i] == in[i * kSide + j];
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+constexpr std::size_t kBins = 256;
+using Bins = std::array<std::uint64_t, kBins>;
+
+void bm_histogram(benchmark::State& state, bool weft) {
+  const auto& v = env->data.ints;
+  Bins want{};
+  for (const std::int64_t x : v) ++want[static_cast<std::size_t>(x) % kBins];
+  bool ok = true;
+  for (auto _ : state) {
+    Bins total{};
+    state.SetIterationTime(seconds([&] {
+      const auto add = [](Bins a, const Bins& b) {
+        for (std::size_t k = 0; k < kBins; ++k) a[k] += b[k];
+        return a;
+      };
+      if (weft) {
+        weft::PerWorker<Bins> bins(env->pool, [] { return Bins{}; });
+        weft::parallel_for(env->pool, std::size_t{0}, v.size(),
+                           [&](std::size_t i) { ++bins.local()[static_cast<std::size_t>(v[i]) % kBins]; });
+        total = bins.combine(add);
+      } else {
+        tbb::combinable<Bins> bins([] { return Bins{}; });
+        env->arena.execute([&] {
+          tbb::parallel_for(std::size_t{0}, v.size(),
+                            [&](std::size_t i) { ++bins.local()[static_cast<std::size_t>(v[i]) % kBins]; });
+        });
+        total = bins.combine(add);
+      }
+    }));
+    ok = ok && total == want;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
 // --- small loops: what a parallel_for of tiny items costs per call (weft's calling thread starts the range and
 // keeps a loop too small to be worth waking the workers for; oneTBB's caller works in its arena) ---
 enum class Front : std::uint8_t { weft_pool, weft_scope, tbb };
@@ -362,6 +476,10 @@ int main(int argc, char** argv) {
        [](benchmark::State& s, bool w) { bm_fib(s, w, kGroupFibN, weft_group_fib, tbb_group_fib); }},
       {"fib25_parallel_invoke",
        [](benchmark::State& s, bool w) { bm_fib(s, w, kInvokeFibN, weft_invoke_fib, tbb_invoke_fib); }},
+      {"range_reduce_double_1M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 1'000'000); }},
+      {"range_reduce_double_10M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 10'000'000); }},
+      {"transpose_2048_range2d", bm_transpose},
+      {"histogram_256_per_worker_16M", bm_histogram},
   };
   for (const Case& c : cases) {
     for (const bool weft : {true, false}) {

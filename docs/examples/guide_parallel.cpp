@@ -2,6 +2,7 @@
 // priorities, affinity, grain), compiled and run: each function shows one thing and checks what it did; main()
 // exits with 1 if any check fails. docs/guide.md quotes these lines verbatim (check_quotes.py).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -52,6 +53,39 @@ void algorithms(weft::Pool& pool) {
   weft::parallel_invoke(
       pool, [&] { left = 1; }, [&] { right = 2; });
   check(sum == prefix.back() && letters == 6 && std::is_sorted(v.begin(), v.end()) && left + right == 3, "algorithms");
+}
+
+void range_forms(weft::Pool& pool) {
+  std::vector<double> data(100000, 0.5);
+  double squares = weft::parallel_reduce(
+      pool, std::size_t{0}, data.size(), 0.0,
+      [&](std::size_t lo, std::size_t hi, double acc) {  // folds a chunk into the running value
+        for (std::size_t i = lo; i != hi; ++i) acc += data[i] * data[i];
+        return acc;
+      },
+      std::plus<>());  // joins two chunks' values
+  std::vector<int> tens(10), countdown(10);
+  weft::parallel_for(pool, 0, 100, 10, [&](int i) { tens[i / 10] = i; });     // 0, 10, ..., 90
+  weft::parallel_for(pool, 9, -1, -1, [&](int i) { countdown[9 - i] = i; });  // 9, 8, ..., 0
+  check(squares == 25000.0 && tens[9] == 90 && countdown[0] == 9, "range reduce and stepped loops");
+
+  const std::size_t side = 512;
+  std::vector<float> matrix(side * side, 1.0f), transposed(side * side);
+  weft::parallel_for(pool, weft::Range2d<std::size_t>(0, side, 0, side), [&](const weft::Range2d<std::size_t>& t) {
+    for (std::size_t i = t.rows().begin(); i != t.rows().end(); ++i) {
+      for (std::size_t j = t.cols().begin(); j != t.cols().end(); ++j) transposed[j * side + i] = matrix[i * side + j];
+    }
+  });
+  check(transposed == matrix, "a tiled transpose");
+
+  using Bins = std::array<long, 16>;
+  weft::PerWorker<Bins> bins(pool);  // one Bins per thread that runs the loop, each on its own cache lines
+  weft::parallel_for(pool, std::size_t{0}, data.size(), [&](std::size_t i) { ++bins.local()[i % 16]; });
+  Bins histogram = bins.combine([](Bins a, const Bins& b) {
+    for (std::size_t k = 0; k < a.size(); ++k) a[k] += b[k];
+    return a;
+  });
+  check(histogram[3] == 6250, "a histogram in per-worker bins");
 }
 
 // A group per call: fork-join in any function, on any thread or inside a task.
@@ -119,6 +153,7 @@ int main() {
   weft::Pool pool;
   loops(pool);
   algorithms(pool);
+  range_forms(pool);
   task_groups(pool);
   scope_loops(pool);
   tuning();

@@ -139,6 +139,35 @@ void tbb_algorithms(weft::Pool& pool) {
   check(a == 25 && b == 21, "parallel_invoke");
 }
 
+void tbb_range_forms(weft::Pool& pool) {
+  const int n = 3000;
+  const int rows = 40;
+  const int cols = 50;
+  std::vector<int> hits(n, 0);
+  std::vector<double> v(1000, 0.25);
+  std::vector<std::vector<int>> grid(rows, std::vector<int>(cols, 0));
+  weft::parallel_for(pool, 0, n, 3, [&](int i) { hits[i] = 1; });
+  double sum = weft::parallel_reduce(
+      pool, std::size_t{0}, v.size(), 0.0,
+      [&](std::size_t lo, std::size_t hi, double acc) {
+        for (std::size_t i = lo; i != hi; ++i) acc += v[i];
+        return acc;
+      },
+      std::plus<>());
+  weft::parallel_for(pool, weft::Range2d<int>(0, rows, 0, cols), [&](const weft::Range2d<int>& t) {
+    for (int i = t.rows().begin(); i != t.rows().end(); ++i) {
+      for (int j = t.cols().begin(); j != t.cols().end(); ++j) grid[i][j] = i * j;
+    }
+  });
+  weft::PerWorker<long> count(pool);
+  weft::parallel_for(pool, 0, n, [&](int i) { count.local() += i % 2; });
+  long odd = count.combine(std::plus<>());
+  check(std::count(hits.begin(), hits.end(), 1) == n / 3 && hits[3] == 1 && hits[4] == 0, "parallel_for with a step");
+  check(sum == 250.0, "the range form of parallel_reduce");
+  check(grid[39][49] == 39 * 49 && grid[7][0] == 0, "a Range2d loop");
+  check(odd == n / 2, "PerWorker as combinable");
+}
+
 void tbb_pipeline(weft::Pool& pool) {
   const std::vector<std::string> input = {"alpha", "be", "gamma", "delta", "pi"};
   std::vector<std::size_t> out;
@@ -297,6 +326,7 @@ int main() {
   tbb_function_node(pool);
   tbb_parallel_for(pool);
   tbb_algorithms(pool);
+  tbb_range_forms(pool);
   tbb_pipeline(pool);
   tbb_arena();
   tf_graph(pool);

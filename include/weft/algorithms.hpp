@@ -1,12 +1,15 @@
-// weft's parallel algorithms on a pool, blocking like weft::parallel_for: parallel_reduce,
+// weft's parallel algorithms on a pool, blocking like weft::parallel_for: parallel_reduce (over elements, or in
+// the range form over indices or a weft::Range2d with a body that folds a chunk and a join),
 // parallel_transform_reduce, parallel_inclusive_scan, parallel_exclusive_scan, parallel_sort, parallel_invoke.
 // (Inside a TaskScope, scope.parallel_reduce(...) and the others make the same algorithm a job of the graph.)
 //
 // What they share:
 // - Ranges are random-access iterators [first, last); a reversed range (last before first) is refused with
-//   std::invalid_argument naming the call. Operations, transforms and comparators are taken by value, as std's
-//   algorithms take them, and called concurrently through const references (std::sort, under the cutoff, copies
-//   its comparator as usual); parallel_invoke calls its callables in place, never copying them.
+//   std::invalid_argument naming the call. The range form of parallel_reduce takes integer indices instead (as
+//   parallel_for does: last <= first is empty) or a weft::Range2d.
+// - Operations, transforms and comparators are taken by value, as std's algorithms take them, and called
+//   concurrently through const references (std::sort, under the cutoff, copies its comparator as usual);
+//   parallel_invoke calls its callables in place, never copying them.
 // - Partitioning is parallel_for's: grain 0 (the default) cuts the range into about 64 blocks per worker, run by
 //   parallel_for's automatic partitioner; grain g > 0 makes blocks of g elements. A range of one block runs
 //   inline in the calling thread.
@@ -30,7 +33,9 @@
 #include "weft/detail/algorithm_core.hpp"
 #include "weft/detail/for_range.hpp"
 #include "weft/detail/require_callable.hpp"
+#include "weft/detail/tiles.hpp"
 #include "weft/pool.hpp"
+#include "weft/range2d.hpp"
 #include "weft/task_group.hpp"
 
 namespace weft {
@@ -134,6 +139,130 @@ template <std::random_access_iterator It, class T, class Op, class Tr>
     }
   }
   return init;
+}
+
+// What the range form of parallel_reduce needs of its join: join(T, T) gives something a T can be made from.
+template <class Join, class T>
+concept ReduceJoin = std::invocable<const Join&, T, T> &&
+                     std::constructible_from<T, std::invoke_result_t<const Join&, T, T>>;
+
+// What it needs of its body over [lo, hi) of an index type I: body(lo, hi, running value) gives a T.
+template <class Body, class T, class I>
+concept IndexReduceBody = std::invocable<const Body&, I, I, T> &&
+                          std::constructible_from<T, std::invoke_result_t<const Body&, I, I, T>>;
+
+// Over a weft::Range2d<I>: body(tile, running value) gives a T.
+template <class Body, class T, class I>
+concept TileReduceBody = std::invocable<const Body&, const Range2d<I>&, T> &&
+                         std::constructible_from<T, std::invoke_result_t<const Body&, const Range2d<I>&, T>>;
+
+namespace detail {
+template <class T, class Join>
+constexpr bool check_reduce_join() {
+  static_assert(ReduceJoin<Join, T>,
+                "weft::parallel_reduce (range form): join must be callable as join(T, T), T being the type of "
+                "identity, returning a value a T can be made from; e.g. [](T a, const T& b) { return a + b; }");
+  return ReduceJoin<Join, T>;
+}
+
+// Runs range_reduce_core over [0, n) of `fold`'s units, inline when it is one block.
+template <class T, class Fold, class Join>
+T blocking_range_reduce(Pool& pool, std::size_t n, const T& identity, const Fold& fold, const Join& join,
+                        std::size_t grain) {
+  if (make_blocks(n, grain, pool.size()).count <= 1) return n == 0 ? identity : T(fold(0, n, T(identity)));
+  return run_algorithm<T>(pool, "weft::parallel_reduce", [&](Subflow& sf) {
+    return range_reduce_core(sf, n, identity, fold, join, grain, kUnlimited);
+  });
+}
+}  // namespace detail
+
+// The range form of parallel_reduce, as tbb::parallel_reduce(range, identity, body, join) in its functional form:
+// [first, last) is cut into chunks that cover it in order; each chunk [lo, hi) is folded by one call
+// body(lo, hi, running value) starting from a copy of identity; the chunks' results are combined by join in
+// range order. For a loop whose body is cheaper over a whole chunk than per element (a vectorizable sum, a
+// running maximum with its index), or whose value is costly to combine per element.
+//
+// Contract:
+// - body(lo, hi, T acc) -> T (something a T is made from) with first <= lo < hi <= last, called concurrently
+//   through a const reference; join(T, T) -> T, associative, with identity as its identity (it need not be
+//   commutative). The result: join(...join(p0, p1)..., pk) of the chunks' results pi in range order; a range
+//   of one chunk gives body(first, last, identity), an empty one (last <= first) identity.
+// - Chunks are parallel_reduce's blocks: grain 0 about 64 per worker, run by parallel_for's automatic
+//   partitioner, and one call of body may fold several consecutive blocks (fewer partials to join); grain g > 0,
+//   chunks of at most g indices. first and last as parallel_for's (their common type, both checked to fit).
+// - Nesting, exceptions (the first thrown by body or join is rethrown), pool_closed: as parallel_reduce.
+//
+// Example:
+//   std::vector<double> v(n, 0.5);
+//   double sum = weft::parallel_reduce(
+//       pool, std::size_t{0}, v.size(), 0.0,
+//       [&](std::size_t lo, std::size_t hi, double acc) { return std::accumulate(&v[lo], &v[0] + hi, acc); },
+//       std::plus<>());
+template <std::integral I, std::integral J, class T, class Body, class Join>
+[[nodiscard]] T parallel_reduce(Pool& pool, I first, J last, T identity, Body body, Join join, std::size_t grain = 0) {
+  using C = std::common_type_t<I, J>;
+  static_assert(IndexReduceBody<Body, T, C>,
+                "weft::parallel_reduce (range form): body must be callable as body(lo, hi, T acc), lo and hi indices "
+                "of the range's type, acc the running value (T: the type of identity), and return the value "
+                "folded over [lo, hi); e.g. [&](std::size_t lo, std::size_t hi, double acc) { ...; return acc; }");
+  if constexpr (IndexReduceBody<Body, T, C> && detail::check_reduce_join<T, Join>()) {
+    detail::require_callable(body, "weft::parallel_reduce");
+    detail::require_callable(join, "weft::parallel_reduce");
+    const C lo = detail::common_index<I, J>(first, "first", "weft::parallel_reduce");
+    const C hi = detail::common_index<J, I>(last, "last", "weft::parallel_reduce");
+    using U = std::make_unsigned_t<C>;
+    const auto at = [lo](std::size_t k) {
+      return static_cast<C>(static_cast<U>(static_cast<U>(lo) + static_cast<U>(k)));
+    };
+    const auto fold = [&](std::size_t b, std::size_t e, T acc) {
+      return T(std::invoke(body, at(b), at(e), std::move(acc)));
+    };
+    return detail::blocking_range_reduce(pool, detail::index_count(lo, hi), identity, fold, join, grain);
+  } else {
+    return identity;
+  }
+}
+
+// The range form over a rectangle (weft::Range2d, range2d.hpp), as tbb::parallel_reduce over a
+// tbb::blocked_range2d: body(tile, running value) -> T once per tile of parallel_for's tiling of `range`
+// (about 64 per worker, or tiles of at most the grains); tiles that one piece of the loop runs are folded one
+// after another through the running value, from a copy of identity; the pieces' results are joined in tile
+// order (the order of the halvings, not row-major: give a join that is commutative, or one whose order does not
+// matter to you). An empty rectangle gives identity. Otherwise as the form over indices.
+//
+// Example:
+//   const weft::Range2d<std::size_t> image(0, height, 0, width);
+//   std::size_t lit = weft::parallel_reduce(
+//       pool, image, std::size_t{0},
+//       [&](const weft::Range2d<std::size_t>& t, std::size_t acc) {
+//         for (std::size_t y = t.rows().begin(); y != t.rows().end(); ++y)
+//           for (std::size_t x = t.cols().begin(); x != t.cols().end(); ++x) acc += pixels[y * width + x] > 128;
+//         return acc;
+//       },
+//       std::plus<>());
+template <std::integral I, class T, class Body, class Join>
+[[nodiscard]] T parallel_reduce(Pool& pool, const Range2d<I>& range, T identity, Body body, Join join) {
+  static_assert(TileReduceBody<Body, T, I>,
+                "weft::parallel_reduce (range form over a weft::Range2d<I>): body must be callable as "
+                "body(const weft::Range2d<I>& tile, T acc), acc the running value (T: the type of identity), and "
+                "return the value folded over the tile");
+  if constexpr (TileReduceBody<Body, T, I> && detail::check_reduce_join<T, Join>()) {
+    detail::require_callable(body, "weft::parallel_reduce");
+    detail::require_callable(join, "weft::parallel_reduce");
+    const detail::Tiles2d<I> tiles(range, detail::ForSplitter<void (*)(std::size_t, std::size_t)>::kBlocksPerWorker *
+                                              pool.size());
+    const auto fold = [&](std::size_t b, std::size_t e, T acc) {
+      for (std::size_t k = b; k < e; ++k) {
+        const Range2d<I> tile = tiles.tile(k);
+        if (!tile.empty()) acc = T(std::invoke(body, tile, std::move(acc)));
+      }
+      return acc;
+    };
+    // Tiles from grains: each one block (grain 1 over tile numbers); automatic tiles: automatic blocks of them.
+    return detail::blocking_range_reduce(pool, tiles.count(), identity, fold, join, tiles.explicit_grain() ? 1 : 0);
+  } else {
+    return identity;
+  }
 }
 
 namespace detail {

@@ -1,4 +1,5 @@
-// weft::parallel_for(pool, first, last, f): a blocking parallel loop, like tbb::parallel_for.
+// weft::parallel_for(pool, first, last, f): a blocking parallel loop, like tbb::parallel_for; with a step
+// (first, last, step, f), and over a rectangle (weft::Range2d, like tbb::blocked_range2d).
 // (Inside a TaskScope, scope.parallel_for(...) makes the same loop a job of the graph instead.)
 #pragma once
 
@@ -14,8 +15,10 @@
 #include "weft/detail/for_range.hpp"
 #include "weft/detail/for_splitter.hpp"
 #include "weft/detail/require_callable.hpp"
+#include "weft/detail/tiles.hpp"
 #include "weft/node_options.hpp"
 #include "weft/pool.hpp"
+#include "weft/range2d.hpp"
 #include "weft/subflow.hpp"
 #include "weft/task_graph.hpp"
 
@@ -120,6 +123,55 @@ void parallel_for(Pool& pool, It first, It last, F&& f, std::size_t grain = 0) {
   const std::size_t n = detail::element_count(first, last, "weft::parallel_for");
   const detail::ElementRange<It, const std::remove_reference_t<F>&> body(std::move(first), f);
   detail::run_blocking_for(pool, body, n, grain);
+}
+
+// Runs f(i) for i = first, first + step, first + 2 step, ... while i is before last (step > 0), or, for a
+// negative step, first, first + step, ... while i is after last (counting down: parallel_for(pool, 9, -1, -1, f)
+// visits 9 .. 0). Like tbb::parallel_for(first, last, step, f), which takes positive steps only.
+//
+// Contract:
+// - As the form without a step (exactly once per index, concurrently, through a const reference, the same
+//   partitioning, nesting and exceptions), with f taking one index (no chunk body). A range with last not in the
+//   step's direction from first is empty. `grain` counts the indices visited, not the distance they span.
+// - step 0 is refused with weft::invalid_option: "weft::parallel_for: step = 0: ...". The step may have any
+//   integer type, and any value but 0: no index is computed past last, so nothing overflows.
+//
+// Example:
+//   weft::parallel_for(pool, 0, n, 2, [&](int i) { even[i / 2] = i; });  // 0, 2, 4, ... below n
+template <std::integral I, std::integral J, std::integral S, class F>
+  requires std::invocable<const std::decay_t<F>&, std::common_type_t<I, J>>
+void parallel_for(Pool& pool, I first, J last, S step, F&& f, std::size_t grain = 0) {
+  detail::require_callable(f, "weft::parallel_for");
+  using C = std::common_type_t<I, J>;
+  const C lo = detail::common_index<I, J>(first, "first", "weft::parallel_for");
+  const C hi = detail::common_index<J, I>(last, "last", "weft::parallel_for");
+  const detail::Stride stride = detail::make_stride(lo, hi, step, "weft::parallel_for");
+  const detail::StridedRange<C, const std::remove_reference_t<F>&> body(lo, stride.magnitude, stride.down, f);
+  detail::run_blocking_for(pool, body, stride.count, grain);
+}
+
+// Runs f(tile) over tiles of `range` (weft::Range2d, range2d.hpp) that cover it exactly, each once and none
+// empty, concurrently, through a const reference to f; returns when all have run. A tile is itself a Range2d
+// (its rows() and cols()). Tiles are halvings of the rectangle along its longer side: with both grains 0,
+// about 64 per worker, run by the automatic partitioning of the one-dimensional form (the calling thread keeps a
+// loop too small to share); with grains, tiles of at most the grains, each one piece of the loop. An empty
+// rectangle runs nothing. Otherwise as the one-dimensional form (nesting, exceptions, pool_closed).
+//
+// Example:
+//   const weft::Range2d<int> grid(1, n - 1, 1, n - 1);  // the interior of an n x n grid
+//   weft::parallel_for(pool, grid, [&](const weft::Range2d<int>& t) {
+//     for (int i = t.rows().begin(); i != t.rows().end(); ++i)
+//       for (int j = t.cols().begin(); j != t.cols().end(); ++j) next[i][j] = (cur[i - 1][j] + cur[i + 1][j]) / 2;
+//   });
+template <std::integral I, class F>
+  requires std::invocable<const std::decay_t<F>&, const Range2d<I>&>
+void parallel_for(Pool& pool, const Range2d<I>& range, F&& f) {
+  detail::require_callable(f, "weft::parallel_for");
+  const detail::Tiles2d<I> tiles(range, detail::ForSplitter<void (*)(std::size_t, std::size_t)>::kBlocksPerWorker *
+                                            pool.size());
+  const detail::TileRange<I, const std::remove_reference_t<F>&> body(tiles, f);
+  // Tiles from grains: one a piece (grain 1 over tile numbers); automatic tiles: automatic over them.
+  detail::run_blocking_for(pool, body, tiles.count(), tiles.explicit_grain() ? 1 : 0);
 }
 
 }  // namespace weft

@@ -27,8 +27,10 @@
 #include "weft/future.hpp"
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
+#include "weft/per_worker.hpp"
 #include "weft/pool.hpp"
 #include "weft/pool_options.hpp"
+#include "weft/range2d.hpp"
 #include "weft/semaphore.hpp"
 #include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
@@ -106,6 +108,39 @@ void parallel_for_hpp_indices(std::size_t n) {
 void parallel_for_hpp_elements(weft::Pool& pool) {
   std::vector<int> v(1000, 1);
   weft::parallel_for(pool, v.begin(), v.end(), [](int& x) { x *= 2; });
+}
+
+void parallel_for_hpp_step(weft::Pool& pool, int n) {
+  std::vector<int> even(static_cast<std::size_t>(n));
+  weft::parallel_for(pool, 0, n, 2, [&](int i) { even[i / 2] = i; });  // 0, 2, 4, ... below n
+}
+
+void parallel_for_hpp_grid(weft::Pool& pool, int n, std::vector<std::vector<double>>& next,
+                           const std::vector<std::vector<double>>& cur) {
+  const weft::Range2d<int> grid(1, n - 1, 1, n - 1);  // the interior of an n x n grid
+  weft::parallel_for(pool, grid, [&](const weft::Range2d<int>& t) {
+    for (int i = t.rows().begin(); i != t.rows().end(); ++i)
+      for (int j = t.cols().begin(); j != t.cols().end(); ++j) next[i][j] = (cur[i - 1][j] + cur[i + 1][j]) / 2;
+  });
+}
+
+void range2d_hpp(weft::Pool& pool, std::size_t rows, std::size_t cols, const std::vector<double>& in,
+                 std::vector<double>& out) {
+  weft::parallel_for(pool, weft::Range2d<std::size_t>(0, rows, 0, cols), [&](const weft::Range2d<std::size_t>& t) {
+    for (std::size_t i = t.rows().begin(); i != t.rows().end(); ++i)
+      for (std::size_t j = t.cols().begin(); j != t.cols().end(); ++j) out[j * rows + i] = in[i * cols + j];
+  });
+}
+
+std::size_t key(std::size_t i) { return i * 7; }
+
+void per_worker_hpp(weft::Pool& pool, std::size_t n) {
+  weft::PerWorker<std::vector<long>> bins(pool, [] { return std::vector<long>(16, 0); });
+  weft::parallel_for(pool, std::size_t{0}, n, [&](std::size_t i) { ++bins.local()[key(i) % 16]; });
+  std::vector<long> total(16, 0);
+  bins.combine_each([&](const std::vector<long>& b) {
+    for (int k = 0; k < 16; ++k) total[k] += b[k];
+  });
 }
 
 void small_function_hpp() {
@@ -371,6 +406,29 @@ void algorithms_hpp_reduce(weft::Pool& pool, std::size_t n, const std::vector<st
   double sum = weft::parallel_reduce(pool, v.begin(), v.end(), 0.0);
   std::string s = weft::parallel_reduce(pool, words.begin(), words.end(), std::string(), std::plus<>());
   (void)sum;
+}
+
+void algorithms_hpp_range_reduce(weft::Pool& pool, std::size_t n) {
+  std::vector<double> v(n, 0.5);
+  double sum = weft::parallel_reduce(
+      pool, std::size_t{0}, v.size(), 0.0,
+      [&](std::size_t lo, std::size_t hi, double acc) { return std::accumulate(&v[lo], &v[0] + hi, acc); },
+      std::plus<>());
+  (void)sum;
+}
+
+void algorithms_hpp_range_reduce_2d(weft::Pool& pool, std::size_t height, std::size_t width,
+                                    const std::vector<unsigned char>& pixels) {
+  const weft::Range2d<std::size_t> image(0, height, 0, width);
+  std::size_t lit = weft::parallel_reduce(
+      pool, image, std::size_t{0},
+      [&](const weft::Range2d<std::size_t>& t, std::size_t acc) {
+        for (std::size_t y = t.rows().begin(); y != t.rows().end(); ++y)
+          for (std::size_t x = t.cols().begin(); x != t.cols().end(); ++x) acc += pixels[y * width + x] > 128;
+        return acc;
+      },
+      std::plus<>());
+  (void)lit;
 }
 
 void algorithms_hpp_transform_reduce(weft::Pool& pool) {

@@ -124,6 +124,18 @@ void build(weft::Pool& pool) {
   scope.stage(numbers, [](const std::string& x) { return x; });  // takes another type than the stream's items
 #elif WEFT_CASE == 22
   scope.parallel_for({a}, v.begin(), v.end(), [](int& x) { x = 1; });  // dependencies are spelled weft::after(a)
+#elif WEFT_CASE == 23
+  // The range form of reduce: a body without the running value.
+  static_cast<void>(weft::parallel_reduce(
+      pool, 0, 10, 0, [](int lo, int hi) { return lo + hi; }, std::plus<>()));
+#elif WEFT_CASE == 24
+  // The range form of reduce: a join that takes one value.
+  static_cast<void>(weft::parallel_reduce(
+      pool, 0, 10, 0, [](int, int, int acc) { return acc; }, [](int x) { return x; }));
+#elif WEFT_CASE == 25
+  // Over a Range2d: a body written for indices.
+  static_cast<void>(weft::parallel_reduce(
+      pool, weft::Range2d<int>(0, 4, 0, 4), 0, [](int, int, int acc) { return acc; }, std::plus<>()));
 #else
 #error "no such WEFT_CASE"
 #endif

@@ -143,6 +143,39 @@ Outcome<T> reduce_core(Subflow& sf, It first, std::size_t n, T init, const Op& o
   return outcome;
 }
 
+// The range form of reduce: [0, n) (indices, or tile numbers) cut into blocks as reduce's are; a piece of the
+// loop, blocks [lo, hi), is folded in one call, fold(begin of lo, end of hi - 1, copy of identity), its partial
+// kept at slot lo; the partials are joined in slot order (so a join that is not commutative gets the pieces in
+// range order). No partial (n == 0) gives identity.
+template <class T, class Fold, class Join>
+Outcome<T> range_reduce_core(Subflow& sf, std::size_t n, const T& identity, const Fold& fold, const Join& join,
+                             std::size_t grain, unsigned concurrency) {
+  const Blocks blocks = make_blocks(n, grain, sf.pool().size());
+  Outcome<T> outcome;
+  if (blocks.count <= 1) {  // nothing to split: one fold
+    outcome.value.emplace(n == 0 ? identity : T(fold(0, n, T(identity))));
+    return outcome;
+  }
+  std::vector<std::optional<T>> partials(blocks.count);
+  const auto body = [&](std::size_t lo, std::size_t hi) {
+    partials[lo].emplace(fold(blocks.begin(lo), blocks.end(hi - 1), T(identity)));
+  };
+  bool complete = false;
+  outcome.error = run_split(body, sf, blocks.count, block_grain(grain), concurrency, complete);
+  if (outcome.error || !complete) return outcome;
+  std::optional<T> acc;
+  for (std::optional<T>& partial : partials) {
+    if (!partial) continue;  // a block folded by the call of an earlier one
+    if (acc) {
+      acc.emplace(std::invoke(join, std::move(*acc), std::move(*partial)));
+    } else {
+      acc = std::move(partial);
+    }
+  }
+  outcome.value.emplace(std::move(*acc));
+  return outcome;
+}
+
 // Scans one block of `size` >= 1 elements from `carry` (what precedes the block; empty: nothing does, in an
 // inclusive scan without init). Each element is read before its output is written, so `to` may be `in`.
 template <class T, class It, class Out, class Op>

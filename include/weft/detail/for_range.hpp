@@ -4,6 +4,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -67,6 +68,61 @@ class IndexRange {
   I first_;
   F f_;
 };
+
+// parallel_for(first, last, step, f): offset k of [0, count) is index first + k * step, f(index) per offset.
+// The step's magnitude and direction are kept apart, so a negative step counts down over unsigned indices too.
+template <std::integral I, class F>
+class StridedRange {
+ public:
+  StridedRange(I first, std::uintmax_t magnitude, bool down, F f)
+      : first_(first), magnitude_(magnitude), down_(down), f_(std::move(f)) {}
+
+  void operator()(std::size_t lo, std::size_t hi) const {
+    for (std::size_t k = lo; k < hi; ++k) f_(at(k));
+  }
+
+ private:
+  // first +- k * |step|, wrapping in the unsigned type: the offset never passes `last`, so the result is in range.
+  [[nodiscard]] I at(std::size_t k) const noexcept {
+    using U = std::make_unsigned_t<I>;
+    const auto offset = static_cast<U>(static_cast<std::uintmax_t>(k) * magnitude_);
+    return static_cast<I>(down_ ? static_cast<U>(static_cast<U>(first_) - offset)
+                                : static_cast<U>(static_cast<U>(first_) + offset));
+  }
+
+  I first_;
+  std::uintmax_t magnitude_;
+  bool down_;
+  F f_;
+};
+
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_zero_step(const char* call) {
+  std::string message = call;
+  message += ": step = 0: the step must not be zero (1 visits every index; a negative step counts down)";
+  throw invalid_option(message);
+}
+
+// The indices first, first + step, ... before last (step > 0), or after last (step < 0, counting down), as
+// offsets [0, count): count = ceil(|last - first| / |step|), 0 when last is not in the step's direction. A zero
+// step is refused with weft::invalid_option naming `call` and the value.
+struct Stride {
+  std::size_t count = 0;
+  std::uintmax_t magnitude = 1;
+  bool down = false;
+};
+template <std::integral I, std::integral S>
+[[nodiscard]] Stride make_stride(I first, I last, S step, const char* call) {
+  if (step == 0) [[unlikely]]
+    throw_zero_step(call);
+  using US = std::make_unsigned_t<S>;
+  Stride stride;
+  stride.down = step < 0;
+  // |step| in the unsigned type: 0 - step wraps to the magnitude, even for the type's minimum.
+  stride.magnitude = stride.down ? static_cast<US>(US{0} - static_cast<US>(step)) : static_cast<US>(step);
+  const std::size_t distance = stride.down ? index_count(last, first) : index_count(first, last);
+  stride.count = distance == 0 ? 0 : static_cast<std::size_t>((distance - 1) / stride.magnitude + 1);
+  return stride;
+}
 
 // The type of the one parameter of a callable with one fixed signature: a function (pointer), or a class with
 // exactly one operator() that is not a template (a lambda that is not generic, a std::function). no_parameter
