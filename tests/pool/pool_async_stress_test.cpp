@@ -39,9 +39,9 @@ struct Dag {
         finished(tasks, 0),
         preds(tasks) {}
   RunCounts runs;
-  std::vector<weft::AsyncTask> handles;                 // handles[i] written once, before published[i]
-  std::unique_ptr<std::atomic<bool>[]> published;       // release/acquire: handles[i] and preds[i] are written
-  std::vector<std::uint8_t> finished;                   // plain: the edges must order it before a successor reads
+  std::vector<weft::AsyncTask> handles;            // handles[i] written once, before published[i]
+  std::unique_ptr<std::atomic<bool>[]> published;  // release/acquire: handles[i] and preds[i] are written
+  std::vector<std::uint8_t> finished;              // plain: the edges must order it before a successor reads
   std::vector<std::array<std::size_t, kMostPredecessors>> preds;  // the task's predecessors (SIZE_MAX: none)
   std::atomic<std::size_t> out_of_order{0};
 };
@@ -87,7 +87,8 @@ TEST_CASE("submit_after stress: random DAGs built by four threads while they run
       weft::Pool pool{weft::PoolOptions{.threads = workers, .fibers = fibers}};
       Dag dag(tasks);
       std::vector<std::thread> builders;
-      for (unsigned b = 0; b < kBuilders; ++b) builders.emplace_back([&dag, &pool, b, seed] { build(dag, pool, b, seed); });
+      for (unsigned b = 0; b < kBuilders; ++b)
+        builders.emplace_back([&dag, &pool, b, seed] { build(dag, pool, b, seed); });
       for (std::thread& t : builders) t.join();
       for (const weft::AsyncTask& handle : dag.handles) handle.get();
       check_exactly_once(dag.runs);

@@ -127,7 +127,8 @@ TEST_CASE("submit_after: bad input is refused, naming what was wrong, and nothin
   void (*null_function)() = nullptr;
   CHECK_THROWS_WITH_AS((void)pool.submit_after({fine}, null_function), doctest::Contains("the callable is empty"),
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS((void)pool.submit_after({}, [&ran] { ran.fetch_add(1); }, weft::TaskOptions{.affinity = 2}),
+  CHECK_THROWS_WITH_AS((void)pool.submit_after(
+                           {}, [&ran] { ran.fetch_add(1); }, weft::TaskOptions{.affinity = 2}),
                        doctest::Contains("TaskOptions::affinity = 2"), weft::invalid_option);
   CHECK_THROWS_WITH_AS(empty.get(), doctest::Contains("weft::AsyncTask::get: the handle is empty"), std::logic_error);
   CHECK_THROWS_AS(empty.wait(), std::logic_error);
@@ -199,8 +200,8 @@ TEST_CASE("submit_after: a program that keeps submitting keeps no finished task 
     pool.wait_idle();
     // Every callable was destroyed as its task ran: only the handles in the ring keep states, without callables.
     CHECK(Tracked::alive.load() == 0);
-    MESSAGE("future-state blocks held: " << held_after_warm_up << " after 10^4 tasks, at most " << most_held
-                                         << " over " << tasks);
+    MESSAGE("future-state blocks held: " << held_after_warm_up << " after 10^4 tasks, at most " << most_held << " over "
+                                         << tasks);
     // A leak of one block a task would be hundreds of thousands more; the slack covers the per-thread caches.
     CHECK(most_held <= held_after_warm_up + 4096);
   }
