@@ -38,7 +38,8 @@ class DependentPlan {
  public:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
 
-  DependentPlan() : preds_(kDependentTasks), values_(kDependentTasks), submitted_(new std::atomic<bool>[kDependentTasks]) {}
+  DependentPlan()
+      : preds_(kDependentTasks), values_(kDependentTasks), submitted_(new std::atomic<bool>[kDependentTasks]) {}
 
   void reset() {
     for (std::size_t i = 0; i < kDependentTasks; ++i) {

@@ -227,7 +227,8 @@ class Pool {
   // - `options`: priority and affinity of f's task, as for submit_with.
   // - Throws std::invalid_argument for an empty handle in `after` (naming its index), for a handle of another
   //   pool's task that is not final yet, or for an empty f; weft::invalid_option for options the pool cannot
-  //   honour; pool_closed if the pool is shut down. In each case nothing was queued or linked.
+  //   honour; pool_closed if the pool is shut down and f would be queued at once. In each case nothing was queued
+  //   or linked. A task whose predecessors finish after a shutdown is not run: it is final with task_dropped.
   //
   // Example:
   //   weft::AsyncTask a = pool.submit_after({}, [] { std::puts("a"); });

@@ -138,9 +138,9 @@ void validate_options(const Pool& pool, const TaskOptions& options) {
                          ": the pool has " + std::to_string(pool.size()) + " workers (0.." +
                          std::to_string(pool.size() - 1) + ")");
   if (options.priority > Priority::Low)
-    throw invalid_option("weft::Pool::submit_after: TaskOptions::priority = " +
-                         std::to_string(static_cast<unsigned>(options.priority)) +
-                         ": not a weft::Priority (High, Normal or Low)");
+    throw invalid_option(
+        "weft::Pool::submit_after: TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
+        ": not a weft::Priority (High, Normal or Low)");
 }
 
 }  // namespace
@@ -215,17 +215,20 @@ AsyncTask submit_async(Pool& pool, AsyncState* state, std::span<const AsyncTask>
 }  // namespace detail
 
 bool AsyncTask::done() const {
-  if (state_ == nullptr) throw std::logic_error("weft::AsyncTask::done: the handle is empty (default-constructed or moved from)");
+  if (state_ == nullptr)
+    throw std::logic_error("weft::AsyncTask::done: the handle is empty (default-constructed or moved from)");
   return state_->done();
 }
 
 void AsyncTask::wait() const {
-  if (state_ == nullptr) throw std::logic_error("weft::AsyncTask::wait: the handle is empty (default-constructed or moved from)");
+  if (state_ == nullptr)
+    throw std::logic_error("weft::AsyncTask::wait: the handle is empty (default-constructed or moved from)");
   detail::AsyncAccess::wait(*state_);
 }
 
 void AsyncTask::get() const {
-  if (state_ == nullptr) throw std::logic_error("weft::AsyncTask::get: the handle is empty (default-constructed or moved from)");
+  if (state_ == nullptr)
+    throw std::logic_error("weft::AsyncTask::get: the handle is empty (default-constructed or moved from)");
   detail::AsyncAccess::wait(*state_);
   if (const std::exception_ptr& error = state_->error()) std::rethrow_exception(error);
 }
