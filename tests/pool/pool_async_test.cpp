@@ -148,6 +148,27 @@ TEST_CASE("submit_after: bad input is refused, naming what was wrong, and nothin
   CHECK(ran.load() == 10);
 }
 
+TEST_CASE("submit_after: a task dropped by a DropPending shutdown skips its successors, a long chain in a loop") {
+  for (const unsigned workers : {1U, 2U}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog(named("submit_after dropped", workers), patience(120));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::test::Probes probes;
+    weft::test::hold_workers_until_dropping(pool, probes);
+    std::atomic<int> called{0};
+    weft::AsyncTask first = pool.submit_after({}, [&called, t = Tracked{}] { called.fetch_add(1); });
+    // A chain on the dropped task: settled link by link when it is dropped, never by a recursion.
+    weft::AsyncTask last = first;
+    const int links = kThreadSanitizer ? 20'000 : 100'000;
+    for (int i = 0; i < links; ++i) last = pool.submit_after({last}, [&called, t = Tracked{}] { called.fetch_add(1); });
+    (void)pool.shutdown(weft::Shutdown::DropPending);
+    CHECK_THROWS_AS(first.get(), weft::task_dropped);
+    CHECK_THROWS_AS(last.get(), weft::task_dropped);
+    CHECK(called.load() == 0);
+    CHECK(Tracked::alive.load() == 0);  // every callable destroyed unrun
+  }
+}
+
 TEST_CASE("submit_after: a task waits for another inside the pool, with and without fibers") {
   for (const bool fibers : weft::fibers_available() ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
     for (const unsigned workers : {1U, 2U, 4U}) {
