@@ -16,6 +16,7 @@
 
 #include "bench/common/background_load.hpp"
 #include "bench/common/baseline_sides.hpp"
+#include "bench/common/dependent_workloads.hpp"
 #include "bench/common/peak_rss.hpp"
 #include "bench/common/pool_workloads.hpp"
 #include "bench/common/tbb_side.hpp"
@@ -126,6 +127,20 @@ void fresh_pool(benchmark::State& state, unsigned threads) {
   if (kTraced) state.counters["events"] = static_cast<double>(events) / static_cast<double>(state.iterations());
 }
 
+// Tasks with dependencies on the fly (dependent_workloads.hpp): weft's submit_after against a oneTBB flow graph
+// built on the fly. The result check is not timed.
+template <class Run>
+void dependent(benchmark::State& state, Run run) {
+  DependentPlan plan;
+  for (auto _ : state) {
+    run(plan);
+    state.PauseTiming();
+    if (!plan.check()) state.SkipWithError("a task ran before one of its predecessors");
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kDependentTasks));
+}
+
 // The rows every side runs as is: the submit-and-wait round trips and the wake-up latency.
 template <PoolSide S>
 void register_round_trips_and_wake(S& side, const std::string& name) {
@@ -202,6 +217,21 @@ int main(int argc, char** argv) {
        }) {
     benchmark::RegisterBenchmark(name, run, threads)->Unit(benchmark::kMillisecond)->UseRealTime();
   }
+  // Interleaved: the weft row, then its oneTBB twin.
+  benchmark::RegisterBenchmark("dependent_1e5_x2_from_2/weft_submit_after",
+                               [&weft_side](benchmark::State& state) {
+                                 dependent(state, [&weft_side](DependentPlan& plan) {
+                                   dependent_weft(weft_side.pool(), plan);
+                                 });
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("dependent_1e5_x2_from_2/oneTBB_flow_graph",
+                               [&tbb_side](benchmark::State& state) {
+                                 dependent(state, [&tbb_side](DependentPlan& plan) { dependent_tbb(tbb_side, plan); });
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   benchmark::RegisterBenchmark("fib28_subflow/weft", fib_subflow, std::ref(weft_side))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();

@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdio>
 #include <functional>
+#include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -117,6 +119,43 @@ void task_groups(weft::Pool& pool) {
         "task group status");
 }
 
+// Tasks with dependencies on the fly: submitted after tasks that may be running or finished.
+void on_the_fly(weft::Pool& pool) {
+  std::vector<int> rows;
+  long parsed = 0;
+  long indexed = 0;
+  std::string line;
+  weft::AsyncTask load = pool.submit_after({}, [&] { rows.assign(1000, 3); });
+  weft::AsyncTask parse = pool.submit_after({load}, [&] { parsed = std::accumulate(rows.begin(), rows.end(), 0L); });
+  weft::AsyncTask index = pool.submit_after({load}, [&] { indexed = static_cast<long>(rows.size()); });
+  weft::AsyncTask report = pool.submit_after({parse, index}, [&] { line = std::to_string(parsed / indexed); });
+  report.get();  // after parse and index; rethrows a failure of the chain
+  check(line == "3", "on-the-fly tasks: a diamond");
+
+  // Any number of predecessors, from a container (a std::span of handles); handles are copied freely.
+  std::vector<weft::AsyncTask> steps;
+  std::atomic<int> done{0};
+  for (int i = 0; i < 100; ++i) {
+    std::vector<weft::AsyncTask> after;
+    if (i > 0) after.push_back(steps[i - 1]);
+    if (i > 1) after.push_back(steps[i / 2]);
+    steps.push_back(pool.submit_after(after, [&done] { done.fetch_add(1); }));
+  }
+  steps.back().wait();
+  check(done.load() == 100, "on-the-fly tasks: a chain with extra edges");
+
+  bool ran = false;
+  weft::AsyncTask bad = pool.submit_after({}, [] { throw std::runtime_error("no input"); });
+  weft::AsyncTask skipped = pool.submit_after({bad, report}, [&ran] { ran = true; });  // never called
+  std::string message;
+  try {
+    skipped.get();
+  } catch (const std::runtime_error& e) {
+    message = e.what();  // "no input": the failed predecessor's exception
+  }
+  check(!ran && message == "no input", "on-the-fly tasks: a failed predecessor skips its successors");
+}
+
 void scope_loops(weft::Pool& pool) {
   std::vector<float> samples(4096, 2.0f);
   weft::TaskScope scope{pool};
@@ -155,6 +194,7 @@ int main() {
   algorithms(pool);
   range_forms(pool);
   task_groups(pool);
+  on_the_fly(pool);
   scope_loops(pool);
   tuning();
   if (failures != 0) return 1;

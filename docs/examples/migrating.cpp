@@ -96,6 +96,29 @@ void tbb_flow_graph(weft::Pool& pool) {
   check(line == "2000/2", "flow graph of continue_nodes");
 }
 
+// A flow graph grown while it runs: each step after earlier steps, finished or not.
+struct Step {
+  int id;
+  std::vector<int> preds;
+};
+
+void tbb_flow_graph_on_the_fly(weft::Pool& pool) {
+  std::vector<Step> arriving;
+  for (int i = 0; i < 50; ++i)
+    arriving.push_back(Step{i, i == 0 ? std::vector<int>{} : std::vector<int>{i - 1, i / 2}});
+  std::vector<int> results(arriving.size(), -1);
+  std::vector<weft::AsyncTask> steps;  // one handle per task, in arrival order
+  for (const Step& s : arriving) {     // e.g. read from a file while the first steps run
+    std::vector<weft::AsyncTask> after;
+    for (int p : s.preds) after.push_back(steps[p]);  // finished or not: a finished one costs one load
+    steps.push_back(pool.submit_after(after, [&results, s] { results[s.id] = s.id; }));
+  }
+  for (const weft::AsyncTask& t : steps) t.get();  // g.wait_for_all(); rethrows a task's exception
+  bool all = true;
+  for (std::size_t i = 0; i < results.size(); ++i) all = all && results[i] == static_cast<int>(i);
+  check(all, "a flow graph grown while it runs: every step ran");
+}
+
 void tbb_function_node(weft::Pool& pool) {
   std::vector<int> inputs(100);
   std::iota(inputs.begin(), inputs.end(), 0);
@@ -323,6 +346,7 @@ int main() {
   tbb_task_group(pool);
   tbb_task_group_in_a_graph(pool);
   tbb_flow_graph(pool);
+  tbb_flow_graph_on_the_fly(pool);
   tbb_function_node(pool);
   tbb_parallel_for(pool);
   tbb_algorithms(pool);

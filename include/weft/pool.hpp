@@ -8,13 +8,16 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <ranges>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "weft/async_task.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/inline_tag.hpp"
 #include "weft/detail/require_callable.hpp"
@@ -201,6 +204,49 @@ class Pool {
     auto result = submit_impl(options, Admission::block, {}, std::forward<F>(f), std::forward<Args>(args)...);
     admit_or_throw(result.status, "submit");
     return std::move(result.future);
+  }
+
+  // Runs f() on a worker once every task of `after` is final: a task with dependencies on the fly, which later
+  // submit_after calls may depend on in turn through the returned handle (Taskflow's dependent_async, a node added
+  // to a running oneTBB flow graph).
+  //
+  // Contract:
+  // - Any thread may call it, concurrently with other submitters and while the tasks of `after` run, have finished
+  //   or have not started. A task of `after` that is already final costs one load: it is not linked. A cycle
+  //   cannot be written: a task depends only on handles that exist before it.
+  // - Released without a thread waiting: the predecessor that finishes last queues f (on its worker's own deque,
+  //   as a continuation); with no predecessor left unfinished at the call, f is queued at once.
+  // - Failures (as ErrorPolicy::KeepGoing in a graph): if a predecessor failed (its callable threw, it was skipped
+  //   in turn, or a shutdown dropped it), f is not called and the task is final at once with that predecessor's
+  //   exception (the first failure to reach it, if several did): get() rethrows it, and the task's own successors
+  //   are skipped alike. Tasks that do not depend on the failed one run. If f throws, the task fails with it.
+  // - f's result is discarded; f is destroyed (what it captured released) as soon as it ran or will not run.
+  // - Memory: the returned handle keeps only its own task's state; an unfinished task keeps one edge per
+  //   unfinished predecessor in its own block (beyond two, one allocation), and a predecessor lets go of the edge
+  //   as it finishes. Finished tasks are freed with their last handle, whatever the program submits later.
+  // - `options`: priority and affinity of f's task, as for submit_with.
+  // - Throws std::invalid_argument for an empty handle in `after` (naming its index), for a handle of another
+  //   pool's task that is not final yet, or for an empty f; weft::invalid_option for options the pool cannot
+  //   honour; pool_closed if the pool is shut down and f would be queued at once. In each case nothing was queued
+  //   or linked. A task whose predecessors finish after a shutdown is not run: it is final with task_dropped.
+  //
+  // Example:
+  //   weft::AsyncTask a = pool.submit_after({}, [] { std::puts("a"); });
+  //   weft::AsyncTask b = pool.submit_after({}, [] { std::puts("b"); });
+  //   weft::AsyncTask c = pool.submit_after({a, b}, [] { std::puts("c, after a and b"); });
+  //   c.get();
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  AsyncTask submit_after(std::span<const AsyncTask> after, F&& f, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::submit_after");
+    using State = detail::AsyncTaskState<std::decay_t<F>>;
+    return detail::submit_async(*this, new State(std::forward<F>(f)), after, options);
+  }
+  // The same with the predecessors written in braces: pool.submit_after({a, b}, f).
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  AsyncTask submit_after(std::initializer_list<AsyncTask> after, F&& f, TaskOptions options = {}) {
+    return submit_after(std::span<const AsyncTask>(after.begin(), after.size()), std::forward<F>(f), options);
   }
 
   // Runs f(subflow) as a task whose future is ready only once f returned and every child it spawned (with all

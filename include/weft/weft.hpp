@@ -7,6 +7,7 @@
 #include "weft/detail/require_cpp20.hpp"
 
 #include "weft/algorithms.hpp"
+#include "weft/async_task.hpp"
 #include "weft/condition_variable.hpp"
 #include "weft/errors.hpp"
 #include "weft/event.hpp"

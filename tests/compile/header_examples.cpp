@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "weft/algorithms.hpp"
+#include "weft/async_task.hpp"
 #include "weft/condition_variable.hpp"
 #include "weft/event.hpp"
 #include "weft/future.hpp"
@@ -45,6 +46,24 @@
 namespace examples {
 
 void log(const char* what) { (void)what; }
+
+void load() {}
+void parse() {}
+void report() {}
+
+void async_task_hpp(weft::Pool& pool) {
+  weft::AsyncTask a = pool.submit_after({}, [] { load(); });
+  weft::AsyncTask b = pool.submit_after({a}, [] { parse(); });
+  weft::AsyncTask c = pool.submit_after({a, b}, [] { report(); });
+  c.get();  // after a and b; rethrows the first failure of the chain
+}
+
+void pool_hpp_submit_after(weft::Pool& pool) {
+  weft::AsyncTask a = pool.submit_after({}, [] { std::puts("a"); });
+  weft::AsyncTask b = pool.submit_after({}, [] { std::puts("b"); });
+  weft::AsyncTask c = pool.submit_after({a, b}, [] { std::puts("c, after a and b"); });
+  c.get();
+}
 
 void future_hpp() {
   weft::Pool pool;

@@ -85,6 +85,10 @@ inline constexpr PlantInfo plants[] = {
     {"child_count.relaxed_finish", "the child publishes nothing"},
     {"child_count.fold_forgotten", "the fold sets the bit and keeps the plain count"},
     {"child_count.plain_while_announced", "a child counts plainly after the fold"},
+    // include/weft/detail/successor_list.hpp, through its plant policy (tests/pool/successor_list_model.cpp)
+    {"successor_list.relaxed_close", "the finisher closes its list relaxed: neither publishes nor acquires"},
+    {"successor_list.relaxed_link", "a submitter pushes its link relaxed: the finisher reads it unpublished"},
+    {"successor_list.relaxed_arrive", "a predecessor counts itself done relaxed: its outcome is not published"},
 };
 
 namespace plant_detail {
