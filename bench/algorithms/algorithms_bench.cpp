@@ -3,7 +3,9 @@
 // (random int32, and random strings), invoke (a recursive sum that splits with parallel_invoke down to 4096
 // elements, so it measures the cost of nested invokes), and the fork-join recursions: fib(30) through task groups
 // (weft::TaskGroup against tbb::task_group, one half run, the other run_and_wait) and fib(25) through
-// parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke). The range forms:
+// parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke), skynet (10 children a
+// node, 10^6 and 10^7 leaves, a group per node) and nqueens(12) (a group per row, a child per safe placement),
+// each by weft::TaskGroup against tbb::task_group written the same way. The range forms:
 // the range-body reduce (a sum of 10^6 and 10^7 doubles, body over a chunk, join) against tbb::parallel_reduce's
 // functional form, a 2048 x 2048 transpose over weft::Range2d against tbb::blocked_range2d, and a 256-bin
 // histogram of 2^24 values through weft::PerWorker against tbb::combinable (local() once per element, the
@@ -15,7 +17,8 @@
 // restoring the unsorted input and checking the result stay out). Every result is checked against the
 // sequential one once per benchmark.
 // Ratios: run with --benchmark_repetitions=5 --benchmark_report_aggregates_only=true and divide the weft
-// median by the oneTBB median of the same case.
+// median by the oneTBB median of the same case. `algorithms_bench --fib30-peak-rss [runs]` measures instead the
+// peak RSS of fib(30) by task groups, each side in a process of its own (see fib_peak_rss below).
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/blocked_range2d.h>
@@ -35,14 +38,18 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "bench/common/peak_rss.hpp"
 #include "weft/algorithms.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/per_worker.hpp"
@@ -200,17 +207,19 @@ std::uint64_t fib_value(int n) {
   for (int i = 0; i < n; ++i) b = std::exchange(a, b) + b;
   return a;
 }
-template <class Recursion>
-std::uint64_t weft_root(Recursion recursion, int n) {
-  std::uint64_t r = 0;
-  env->pool.post([&r, recursion, n] { r = recursion(n); });
-  env->pool.wait_idle();
+// The pool of the task-group recursions: env->pool, or the peak-RSS child's own pool (which has no Env).
+weft::Pool* group_pool = nullptr;
+template <class Recursion, class... Args>
+auto weft_root(weft::Pool& pool, Recursion recursion, Args... args) {
+  decltype(recursion(args...)) r{};
+  pool.post([&r, recursion, args...] { r = recursion(args...); });
+  pool.wait_idle();
   return r;
 }
 std::uint64_t weft_group_fib(int n) {
   if (n < 2) return static_cast<std::uint64_t>(n);
   std::uint64_t a = 0, b = 0;
-  weft::TaskGroup g{env->pool};
+  weft::TaskGroup g{*group_pool};
   g.run([&a, n] { a = weft_group_fib(n - 1); });
   g.run_and_wait([&b, n] { b = weft_group_fib(n - 2); });
   return a + b;
@@ -243,12 +252,110 @@ void bm_fib(benchmark::State& state, bool weft, int n, std::uint64_t (*weft_fib)
     std::uint64_t r = 0;
     state.SetIterationTime(seconds([&] {
       if (weft) {
-        r = weft_root(weft_fib, n);
+        r = weft_root(env->pool, weft_fib, n);
       } else {
         env->arena.execute([&] { r = tbb_fib(n); });
       }
     }));
     ok = ok && r == fib_value(n);
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+// --- skynet: a tree with 10 children a node down to `leaves` leaves (a power of 10), each leaf returning its
+// index, each inner node summing its children's sums; a group per node, 9 children run, the 10th run_and_wait. ---
+constexpr std::uint64_t kSkynetFanout = 10;
+std::uint64_t weft_skynet(std::uint64_t first, std::uint64_t leaves) {
+  if (leaves == 1) return first;
+  const std::uint64_t step = leaves / kSkynetFanout;
+  std::array<std::uint64_t, kSkynetFanout> sums{};
+  weft::TaskGroup g{*group_pool};
+  for (std::uint64_t i = 0; i + 1 < kSkynetFanout; ++i) {
+    g.run([&sums, i, first, step] { sums[i] = weft_skynet(first + i * step, step); });
+  }
+  g.run_and_wait(
+      [&sums, first, step] { sums[kSkynetFanout - 1] = weft_skynet(first + (kSkynetFanout - 1) * step, step); });
+  return std::accumulate(sums.begin(), sums.end(), std::uint64_t{0});
+}
+std::uint64_t tbb_skynet(std::uint64_t first, std::uint64_t leaves) {
+  if (leaves == 1) return first;
+  const std::uint64_t step = leaves / kSkynetFanout;
+  std::array<std::uint64_t, kSkynetFanout> sums{};
+  tbb::task_group g;
+  for (std::uint64_t i = 0; i + 1 < kSkynetFanout; ++i) {
+    g.run([&sums, i, first, step] { sums[i] = tbb_skynet(first + i * step, step); });
+  }
+  g.run_and_wait(
+      [&sums, first, step] { sums[kSkynetFanout - 1] = tbb_skynet(first + (kSkynetFanout - 1) * step, step); });
+  return std::accumulate(sums.begin(), sums.end(), std::uint64_t{0});
+}
+
+void bm_skynet(benchmark::State& state, bool weft, std::uint64_t leaves) {
+  const std::uint64_t want = leaves * (leaves - 1) / 2;  // the sum of 0 .. leaves - 1
+  bool ok = true;
+  for (auto _ : state) {
+    std::uint64_t r = 0;
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        r = weft_root(env->pool, weft_skynet, std::uint64_t{0}, leaves);
+      } else {
+        env->arena.execute([&] { r = tbb_skynet(0, leaves); });
+      }
+    }));
+    ok = ok && r == want;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+// --- nqueens(12): the solutions counted by a recursion over rows with a group per row: every queen placement
+// that is safe so far is a child, which copies the board; a row's count is the sum of its children's. ---
+constexpr int kQueens = 12;
+constexpr std::uint64_t kQueensSolutions = 14200;
+using Board = std::array<std::int8_t, kQueens>;  // board[r]: the column of the queen on row r
+bool queen_safe(const Board& board, int row, int column) {
+  for (int r = 0; r < row; ++r) {
+    const int c = board[static_cast<std::size_t>(r)];
+    if (c == column || c - column == row - r || column - c == row - r) return false;
+  }
+  return true;
+}
+std::uint64_t weft_queens(Board board, int row) {
+  if (row == kQueens) return 1;
+  std::array<std::uint64_t, kQueens> counts{};
+  weft::TaskGroup g{*group_pool};
+  for (int column = 0; column < kQueens; ++column) {
+    if (!queen_safe(board, row, column)) continue;
+    board[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(column);
+    g.run([&counts, board, row, column] { counts[static_cast<std::size_t>(column)] = weft_queens(board, row + 1); });
+  }
+  g.wait();
+  return std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
+}
+std::uint64_t tbb_queens(Board board, int row) {
+  if (row == kQueens) return 1;
+  std::array<std::uint64_t, kQueens> counts{};
+  tbb::task_group g;
+  for (int column = 0; column < kQueens; ++column) {
+    if (!queen_safe(board, row, column)) continue;
+    board[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(column);
+    g.run([&counts, board, row, column] { counts[static_cast<std::size_t>(column)] = tbb_queens(board, row + 1); });
+  }
+  g.wait();
+  return std::accumulate(counts.begin(), counts.end(), std::uint64_t{0});
+}
+
+void bm_queens(benchmark::State& state, bool weft) {
+  bool ok = true;
+  for (auto _ : state) {
+    std::uint64_t r = 0;
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        r = weft_root(env->pool, weft_queens, Board{}, 0);
+      } else {
+        env->arena.execute([&] { r = tbb_queens(Board{}, 0); });
+      }
+    }));
+    ok = ok && r == kQueensSolutions;
   }
   if (!ok) state.SkipWithError("wrong result");
 }
@@ -454,12 +561,88 @@ void bm_small_for(benchmark::State& state, std::size_t n, Front front) {
   if (!ok) state.SkipWithError("an index ran a wrong number of times");
 }
 
+// --- peak RSS of fib(30) by task groups. Each measurement is a fresh process (this executable again, with
+// --fib30-peak-rss-child=<weft|oneTBB> <threads>) that creates only its side's pool or arena, runs the recursion
+// once and prints its VmRSS before the pool and its VmHWM after: neither the other library nor the Env's input
+// data count towards the high-water mark. --fib30-peak-rss [runs] runs the children, the sides alternating, and
+// prints each and the medians. ---
+constexpr std::string_view kPeakRssChildFlag = "--fib30-peak-rss-child=";
+
+int fib_peak_rss_child(std::string_view side, unsigned threads) {
+  const long baseline = weft::bench::status_kib("VmRSS");
+  std::uint64_t r = 0;
+  if (side == "weft") {
+    weft::Pool pool(weft::PoolOptions{.threads = threads});
+    group_pool = &pool;
+    r = weft_root(pool, weft_group_fib, kGroupFibN);
+  } else if (side == "oneTBB") {
+    tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
+    tbb::task_arena arena(static_cast<int>(threads));
+    arena.execute([&] { r = tbb_group_fib(kGroupFibN); });
+  } else {
+    std::fprintf(stderr, "%.*s: unknown side '%.*s' (weft or oneTBB)\n", static_cast<int>(kPeakRssChildFlag.size()),
+                 kPeakRssChildFlag.data(), static_cast<int>(side.size()), side.data());
+    return 2;
+  }
+  if (r != fib_value(kGroupFibN)) {
+    std::fprintf(stderr, "fib(%d): wrong result %llu\n", kGroupFibN, static_cast<unsigned long long>(r));
+    return 1;
+  }
+  std::printf("%ld %ld\n", baseline, weft::bench::status_kib("VmHWM"));
+  return baseline > 0 ? 0 : 1;
+}
+
+int fib_peak_rss(unsigned threads, int runs) {
+  std::vector<weft::bench::PeakRss> samples[2];
+  const char* const sides[2] = {"weft", "oneTBB"};
+  std::printf("fib(%d) by task groups, peak RSS, %u threads a side, one process a sample\n", kGroupFibN, threads);
+  for (int run = 0; run < runs; ++run) {
+    for (int side = 0; side < 2; ++side) {
+      const auto output = weft::bench::run_self(std::string(kPeakRssChildFlag) + sides[side] + " " +
+                                                std::to_string(threads));
+      weft::bench::PeakRss sample;
+      if (!output || std::sscanf(output->c_str(), "%ld %ld", &sample.baseline_kib, &sample.peak_kib) != 2) {
+        std::fprintf(stderr, "the %s child failed\n", sides[side]);
+        return 1;
+      }
+      std::printf("  %-6s baseline %6ld KiB  peak %6ld KiB  over baseline %6ld KiB\n", sides[side], sample.baseline_kib,
+                  sample.peak_kib, sample.workload_kib());
+      samples[side].push_back(sample);
+    }
+  }
+  const auto median = [](std::vector<long> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  long peak[2], over[2];
+  for (int side = 0; side < 2; ++side) {
+    std::vector<long> peaks, overs;
+    for (const auto& sample : samples[side]) peaks.push_back(sample.peak_kib), overs.push_back(sample.workload_kib());
+    peak[side] = median(peaks);
+    over[side] = median(overs);
+  }
+  std::printf("medians: weft peak %ld KiB, over baseline %ld KiB; oneTBB peak %ld KiB, over baseline %ld KiB\n",
+              peak[0], over[0], peak[1], over[1]);
+  std::printf("weft / oneTBB: peak %.2f, over baseline %.2f\n", static_cast<double>(peak[0]) / peak[1],
+              static_cast<double>(over[0]) / static_cast<double>(over[1]));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const unsigned threads = bench_threads();
+  if (argc >= 3 && std::string_view(argv[1]).substr(0, kPeakRssChildFlag.size()) == kPeakRssChildFlag) {
+    return fib_peak_rss_child(std::string_view(argv[1]).substr(kPeakRssChildFlag.size()),
+                              static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)));
+  }
+  if (argc >= 2 && std::string_view(argv[1]) == "--fib30-peak-rss") {
+    const int runs = argc >= 3 ? static_cast<int>(std::strtol(argv[2], nullptr, 10)) : 5;
+    return fib_peak_rss(threads, std::max(runs, 1));
+  }
   Env environment(threads);
   env = &environment;
+  group_pool = &environment.pool;
   static_assert(kScanSize <= kReduceSize);
   struct Case {
     const char* name;
@@ -476,6 +659,9 @@ int main(int argc, char** argv) {
        [](benchmark::State& s, bool w) { bm_fib(s, w, kGroupFibN, weft_group_fib, tbb_group_fib); }},
       {"fib25_parallel_invoke",
        [](benchmark::State& s, bool w) { bm_fib(s, w, kInvokeFibN, weft_invoke_fib, tbb_invoke_fib); }},
+      {"skynet_1M_task_group", [](benchmark::State& s, bool w) { bm_skynet(s, w, 1'000'000); }},
+      {"skynet_10M_task_group", [](benchmark::State& s, bool w) { bm_skynet(s, w, 10'000'000); }},
+      {"nqueens12_task_group", bm_queens},
       {"range_reduce_double_1M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 1'000'000); }},
       {"range_reduce_double_10M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 10'000'000); }},
       {"transpose_2048_range2d", bm_transpose},
