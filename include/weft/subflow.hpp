@@ -120,6 +120,8 @@ concept SubflowCallable = std::invocable<std::decay_t<F>&> || std::invocable<std
 // Contract:
 // - spawn() is thread-safe: the body and any of its running children may spawn into the same Subflow. A child
 //   that takes `Subflow&` gets its own Subflow, joined implicitly when the child returns.
+// - spawn_after() spawns a child that starts only once given earlier children of the same Subflow finished
+//   (edges between children); join() waits for those too.
 // - join() waits until every child spawned so far finished; on a worker it runs other tasks meanwhile (the
 //   scheduler's one wait point). The end of the body joins implicitly.
 // - A child's exception goes to the run like a node's: the first one cancels the run and Run::wait() rethrows

@@ -72,10 +72,8 @@ TEST_CASE("spawn_after: a random DAG of children, each after its predecessors, e
             if (i % 7 == 0) busy_work(100);
             finished[i].store(1, std::memory_order_release);
           };
-          if (i % 3 == 0) {  // some spawned from a child, which spawns into its parent's Subflow
-            handles[i] = sf.spawn_after(after, [body](weft::Subflow& child) {
-              child.spawn([body] { body(); });  // finished only with its own children: body runs in one
-            });
+          if (i % 3 == 0) {  // some take their own Subflow: finished only once their grandchild (the body) ran
+            handles[i] = sf.spawn_after(after, [body](weft::Subflow& child) { child.spawn([body] { body(); }); });
           } else {
             handles[i] = sf.spawn_after(after, body);
           }
