@@ -4,7 +4,9 @@
 #include <chrono>
 #include <exception>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
@@ -139,6 +141,101 @@ void Subflow::join_children() noexcept {
   // No child is left to touch the count (the last one's decrement was its final access): clear the announcement,
   // whose unit that child owns now.
   children_.reset();
+}
+
+void Subflow::check_after(std::span<const SubflowChild> after) const {
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const detail::SubflowChildState* state = after[i].state_;
+    if (state == nullptr)
+      throw std::invalid_argument("weft::Subflow::spawn_after: after[" + std::to_string(i) +
+                                  "] is an empty SubflowChild handle (default-constructed or moved from)");
+    if (state->owner_ != this)
+      throw std::invalid_argument("weft::Subflow::spawn_after: after[" + std::to_string(i) +
+                                  "] is a child of another Subflow; a child may depend only on children of its own "
+                                  "Subflow");
+  }
+}
+
+void Subflow::link_and_start(detail::SubflowChildState& state, std::span<const SubflowChild> after) {
+  try {
+    for (const SubflowChild& handle : after) {
+      detail::SubflowChildState& predecessor = *handle.state_;
+      const std::lock_guard lock(predecessor.mutex_);
+      if (!predecessor.done_) {
+        predecessor.successors_.push_back(&state);  // may throw: nothing linked for this predecessor
+        state.retain();
+        // relaxed: the spawner's hold keeps pending_ above zero; the predecessor's decrement (acq_rel) follows
+        // this increment through the lock.
+        state.pending_.fetch_add(1, std::memory_order_relaxed);
+      } else if (predecessor.failed_) {
+        state.predecessor_failed_.store(true, std::memory_order_relaxed);  // read by this thread, or after the hold
+      }
+    }
+  } catch (...) {
+    // Out of memory while linking: the child will not run (its successors are skipped alike), and the spawner
+    // hears of it. The predecessors linked already still release it; the last hold skips it.
+    state.predecessor_failed_.store(true, std::memory_order_relaxed);
+    if (state.pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) start_ready(&state, false);
+    throw;
+  }
+  // acq_rel: the last predecessor's work (and its failed flag) is seen by whoever starts the child.
+  if (state.pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) start_ready(&state, true);
+}
+
+namespace {
+// Children skipped in a cascade (a failed predecessor skips its successors, theirs in turn): one loop per thread
+// works them off, so that a long chain does not nest one destructor per link on the stack.
+thread_local std::vector<detail::SubflowChildState*>* skip_list = nullptr;
+}  // namespace
+
+void Subflow::start_ready(detail::SubflowChildState* state, bool rethrow) {
+  if (!state->predecessor_failed_.load(std::memory_order_relaxed)) {  // the acq_rel decrement ordered it
+    detail::SelfTask* const task = std::exchange(state->task_, nullptr);
+    Subflow* const owner = state->owner_;  // alive: a predecessor (or the spawner) of this child still runs
+    if (rethrow) {
+      owner->spawn_child(task, state->destroy_);
+      return;
+    }
+    try {
+      owner->spawn_child(task, state->destroy_);
+    } catch (...) {
+      // Refused by a closed pool (the run is failed with task_dropped already) or a stack too short: the child
+      // was freed, and its successors skipped. The run hears of it.
+      owner->record_exception(std::current_exception());
+    }
+    return;
+  }
+  if (skip_list != nullptr) {
+    skip_list->push_back(state);
+    return;
+  }
+  std::vector<detail::SubflowChildState*> list{state};
+  skip_list = &list;
+  while (!list.empty()) {
+    detail::SubflowChildState* const next = list.back();
+    list.pop_back();
+    next->owner_->record_skipped();
+    // Frees the child unrun: its Tracked tells its state, which adds the successors it releases to the list.
+    next->destroy_(std::exchange(next->task_, nullptr));
+  }
+  skip_list = nullptr;
+}
+
+void Subflow::child_completed(detail::SubflowChildState* state, bool ran) noexcept {
+  std::vector<detail::SubflowChildState*> successors;
+  {
+    const std::lock_guard lock(state->mutex_);
+    state->done_ = true;
+    state->failed_ = !ran;
+    successors.swap(state->successors_);
+  }
+  for (detail::SubflowChildState* successor : successors) {
+    if (!ran) successor->predecessor_failed_.store(true, std::memory_order_relaxed);  // before the decrement
+    // acq_rel: publishes this child's work to the successor's start (and through it to the successor).
+    if (successor->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) start_ready(successor, false);
+    successor->release();  // the edge's reference
+  }
+  state->release();  // the child's reference
 }
 
 void detail::SubflowAccess::add_dropped(Subflow& subflow, std::string name, std::uint64_t count) noexcept {

@@ -156,6 +156,20 @@ void subflows() {
   check(result == 196418, "fib(27) by subflows");
 }
 
+void subflow_edges() {
+  weft::Pool pool;
+  weft::TaskGraph graph;
+  int x = 0, y = 0, z = 0;
+  graph.add_node([&](weft::Subflow& sf) {
+    weft::SubflowChild b1 = sf.spawn_after({}, [&] { x = 1; });
+    weft::SubflowChild b2 = sf.spawn_after({}, [&] { y = 2; });
+    weft::SubflowChild b3 = sf.spawn_after({b1, b2}, [&] { z = x + y; });  // after b1 and b2
+    sf.join();                                                             // waits for b3 too
+  });
+  graph.run(pool).wait();
+  check(z == 3, "edges between a subflow's children");
+}
+
 }  // namespace
 
 int main() {
@@ -167,6 +181,7 @@ int main() {
   scope_errors();
   cancelling_a_run();
   subflows();
+  subflow_edges();
   if (failures != 0) return 1;
   std::printf("guide_basics: ok\n");
   return 0;

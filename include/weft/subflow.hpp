@@ -8,8 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
+#include <mutex>
+#include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "weft/detail/block_cache.hpp"
 #include "weft/detail/child_count.hpp"
@@ -21,13 +25,89 @@ namespace weft {
 
 class Pool;
 class Subflow;
+class SubflowChild;
 
 namespace graph {  // graph/: the TaskGraph executor behind the public classes
 class RunState;    // graph/run_state.hpp: one run of a TaskGraph
 }  // namespace graph
 namespace detail {
 struct SubflowAccess;  // graph/subflow_access.hpp: the executor's access to Subflow
+
+// The state a SubflowChild handle shares with its child (Subflow::spawn_after). Public only because spawn_after is
+// a template; users name SubflowChild. Freed with the last of: the handles, the child, the successor edges.
+class SubflowChildState {
+ public:
+  explicit SubflowChildState(Subflow* owner) noexcept : owner_(owner) {}
+  SubflowChildState(const SubflowChildState&) = delete;
+  SubflowChildState& operator=(const SubflowChildState&) = delete;
+
+  // relaxed: a new reference is made from one the caller holds.
+  void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // acq_rel: the last release sees every other holder's writes before it frees the state.
+  void release() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+ private:
+  friend class weft::Subflow;
+  friend class weft::SubflowChild;
+  ~SubflowChildState() = default;
+
+  Subflow* owner_;  // the Subflow the child belongs to: compared, and spawned into only while a predecessor runs
+  std::atomic<std::uint32_t> refs_{1};
+  // Unfinished predecessors, plus one the spawner holds while it links the edges: the child is queued (or skipped)
+  // by whoever takes it to zero.
+  std::atomic<std::uint32_t> pending_{1};
+  // A predecessor failed (threw, was skipped, or was dropped): the child is skipped. Written before the decrement
+  // of pending_ (acq_rel) that the releaser's read follows.
+  std::atomic<bool> predecessor_failed_{false};
+  // The child until it is queued or skipped (then null), and how to free it unrun.
+  detail::SelfTask* task_ = nullptr;
+  void (*destroy_)(detail::SelfTask*) noexcept = nullptr;
+  std::mutex mutex_;  // guards the three fields below: a successor links itself, or sees the child done
+  bool done_ = false;
+  bool failed_ = false;
+  std::vector<SubflowChildState*> successors_;  // each holds a reference
+};
 }  // namespace detail
+
+// A child spawned by Subflow::spawn_after, which later spawn_after calls of the same Subflow may depend on: a
+// shared handle (copies refer to the same child). Holding one keeps only a small state alive, not the child.
+// A default-constructed or moved-from handle is empty.
+class [[nodiscard]] SubflowChild {
+ public:
+  // An empty handle, of no child.
+  SubflowChild() noexcept = default;
+  // Another handle of other's child.
+  SubflowChild(const SubflowChild& other) noexcept : state_(other.state_) {
+    if (state_ != nullptr) state_->retain();
+  }
+  // Takes over other's child; `other` is left empty.
+  SubflowChild(SubflowChild&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  // Lets go of this handle's child (which still runs), then refers to other's.
+  SubflowChild& operator=(const SubflowChild& other) noexcept {
+    SubflowChild(other).swap(*this);
+    return *this;
+  }
+  // Lets go of this handle's child (which still runs), then takes over other's; `other` is left empty.
+  SubflowChild& operator=(SubflowChild&& other) noexcept {
+    SubflowChild(std::move(other)).swap(*this);
+    return *this;
+  }
+  // Lets go of the child without waiting: it still runs, and the Subflow's join waits for it.
+  ~SubflowChild() {
+    if (state_ != nullptr) state_->release();
+  }
+  // True unless empty (default-constructed or moved from).
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+  // Exchanges the children two handles refer to.
+  void swap(SubflowChild& other) noexcept { std::swap(state_, other.state_); }
+
+ private:
+  friend class Subflow;
+  explicit SubflowChild(detail::SubflowChildState* adopted) noexcept : state_(adopted) {}
+  detail::SubflowChildState* state_ = nullptr;
+};
 
 // A callable a Subflow can spawn: it takes nothing, or its own Subflow (to spawn grandchildren).
 template <class F>
@@ -40,6 +120,8 @@ concept SubflowCallable = std::invocable<std::decay_t<F>&> || std::invocable<std
 // Contract:
 // - spawn() is thread-safe: the body and any of its running children may spawn into the same Subflow. A child
 //   that takes `Subflow&` gets its own Subflow, joined implicitly when the child returns.
+// - spawn_after() spawns a child that starts only once given earlier children of the same Subflow finished
+//   (edges between children); join() waits for those too.
 // - join() waits until every child spawned so far finished; on a worker it runs other tasks meanwhile (the
 //   scheduler's one wait point). The end of the body joins implicitly.
 // - A child's exception goes to the run like a node's: the first one cancels the run and Run::wait() rethrows
@@ -75,6 +157,52 @@ class Subflow {
     detail::require_callable(f, "weft::Subflow::spawn");
     using Child = ChildTask<std::decay_t<F>>;
     spawn_child(new Child(this, std::forward<F>(f)), &Child::destroy);  // counted only once it exists
+  }
+
+  // Runs f (as f() or f(child_subflow)) as a child of this execution once every child of `after` finished, and
+  // returns a handle later spawn_after calls may depend on in turn: edges between the children of one Subflow
+  // (Taskflow's B1, B2 -> B3 inside a subflow). `after` may be empty: the child is queued at once, as spawn(f)'s.
+  //
+  // Contract:
+  // - A child of `after` has finished once its callable returned and its own children (if it took a Subflow&)
+  //   finished; the last predecessor to finish queues f, without a thread waiting. A predecessor that finished
+  //   already costs a lock: it is not linked. A cycle cannot be written (a child depends only on existing handles).
+  // - join() (and the implicit join at the end of the body) waits for every child, those still waiting for their
+  //   predecessors included: an unfinished predecessor queues its successors before it counts as finished.
+  // - Failures, as ErrorPolicy::KeepGoing does for a node's successors and Pool::submit_after for its tasks: if a
+  //   predecessor's callable threw, or the predecessor was skipped (a failed predecessor of its own, a cancelled
+  //   run) or dropped (shutdown), f is not called; the child counts as skipped in RunStats and its own successors
+  //   are skipped alike. The exception itself goes to the run as any child's. Children that do not depend on the
+  //   failed one run.
+  // - f is destroyed (what it captured released) once it ran or will not run; the handle keeps a small state only.
+  // - Throws std::invalid_argument (nothing spawned or linked) for an empty handle in `after` (naming its index) or
+  //   a handle of a child of another Subflow (naming its index). A handle must not be used after the body of its
+  //   Subflow returned: a later Subflow at the same address cannot tell it from its own (a finished one, then).
+  // - Throws as spawn(f) does (pool_closed, nesting_too_deep) when f would be queued at once; queued later, by a
+  //   predecessor, such a refusal fails the run (task_dropped, or the nesting_too_deep error) instead.
+  // - Costs one more allocation and a lock per edge than spawn(f); spawn(f) is unchanged by it.
+  //
+  // Example (b3 after b1 and b2):
+  //   weft::SubflowChild b1 = sf.spawn_after({}, [&] { x = load_x(); });
+  //   weft::SubflowChild b2 = sf.spawn_after({}, [&] { y = load_y(); });
+  //   (void)sf.spawn_after({b1, b2}, [&] { z = x + y; });
+  template <class F>
+    requires SubflowCallable<F>
+  SubflowChild spawn_after(std::span<const SubflowChild> after, F&& f) {
+    detail::require_callable(f, "weft::Subflow::spawn_after");
+    check_after(after);
+    SubflowChild handle{new detail::SubflowChildState(this)};
+    using Child = ChildTask<Tracked<std::decay_t<F>>>;
+    handle.state_->task_ = new Child(this, Tracked<std::decay_t<F>>(handle.state_, std::forward<F>(f)));
+    handle.state_->destroy_ = &Child::destroy;
+    link_and_start(*handle.state_, after);
+    return handle;
+  }
+  // The same with the predecessors written in braces: sf.spawn_after({b1, b2}, f), or sf.spawn_after({}, f).
+  template <class F>
+    requires SubflowCallable<F>
+  SubflowChild spawn_after(std::initializer_list<SubflowChild> after, F&& f) {
+    return spawn_after(std::span<const SubflowChild>(after.begin(), after.size()), std::forward<F>(f));
   }
 
   // Waits for every child spawned so far (and their descendants). Throws would_deadlock if called from one of
@@ -150,6 +278,50 @@ class Subflow {
     Subflow* parent_;
     F f_;
   };
+
+  // spawn_after's callable: f, which tells its state (and so its successors) how it ended when it is destroyed,
+  // which its ChildTask does after f ran and f's own children finished, or when the child will not run.
+  template <class G>
+  class Tracked {
+   public:
+    template <class H>
+    Tracked(detail::SubflowChildState* state, H&& f) : f_(std::forward<H>(f)), state_(state) {
+      state_->retain();
+    }
+    Tracked(Tracked&& other) noexcept(std::is_nothrow_move_constructible_v<G>)
+        : f_(std::move(other.f_)), state_(std::exchange(other.state_, nullptr)) {}
+    Tracked(const Tracked&) = delete;
+    Tracked& operator=(const Tracked&) = delete;
+    Tracked& operator=(Tracked&&) = delete;
+    ~Tracked() {
+      if (state_ != nullptr) child_completed(state_, ran_);
+    }
+    void operator()(Subflow& own) {
+      if constexpr (std::is_invocable_v<G&, Subflow&>) {
+        f_(own);
+      } else {
+        f_();
+      }
+      ran_ = true;  // not reached if f threw: the successors are skipped
+    }
+
+   private:
+    G f_;
+    detail::SubflowChildState* state_;
+    bool ran_ = false;
+  };
+
+  // spawn_after's untyped half (graph/subflow.cpp). check_after: throws std::invalid_argument for an empty handle
+  // or one of another Subflow. link_and_start: links `state` after the unfinished children of `after`, then drops
+  // the spawner's hold (queueing the child if no predecessor is left). child_completed: the child of `state`
+  // finished (`ran`: its callable returned) or will not run; queues or skips the successors it releases, then
+  // drops the child's reference.
+  void check_after(std::span<const SubflowChild> after) const;
+  void link_and_start(detail::SubflowChildState& state, std::span<const SubflowChild> after);
+  static void child_completed(detail::SubflowChildState* state, bool ran) noexcept;
+  // The last hold of `state` is gone: queue its child, or skip it if a predecessor failed. `rethrow`: a refused
+  // queueing throws to the caller (the spawner); otherwise it fails the run.
+  static void start_ready(detail::SubflowChildState* state, bool rethrow);
 
   // The Subflow of the child whose body this thread is running (the innermost, as waits nest on one stack), or
   // null. join() on one of its ancestors, or Run::wait() on its run, waits for that child itself: they throw

@@ -24,7 +24,7 @@ using weft::test::Watchdog;
 
 namespace {
 
-constexpr unsigned kWorkerCounts[] = {1, 2, 4};
+constexpr unsigned kDeepWaitWorkerCounts[] = {1, 2, 4};
 constexpr weft::Priority kPriorities[] = {weft::Priority::High, weft::Priority::Low, weft::Priority::Normal};
 
 std::string case_name(const char* what, unsigned workers, weft::Priority priority) {
@@ -34,7 +34,7 @@ std::string case_name(const char* what, unsigned workers, weft::Priority priorit
 }  // namespace
 
 TEST_CASE("a multi-token node whose tokens each spawn a child, past the wait depth limit, at every priority") {
-  for (const unsigned workers : kWorkerCounts) {
+  for (const unsigned workers : kDeepWaitWorkerCounts) {
     for (const weft::Priority priority : kPriorities) {
       const std::string what = case_name("65+ tokens spawning", workers, priority);
       INFO(what);
@@ -53,7 +53,7 @@ TEST_CASE("a multi-token node whose tokens each spawn a child, past the wait dep
 }
 
 TEST_CASE("200 one-token nodes that each spawn a child and join it, at every priority") {
-  for (const unsigned workers : kWorkerCounts) {
+  for (const unsigned workers : kDeepWaitWorkerCounts) {
     for (const weft::Priority priority : kPriorities) {
       const std::string what = case_name("200 spawning nodes", workers, priority);
       INFO(what);
@@ -77,7 +77,7 @@ TEST_CASE("200 one-token nodes that each spawn a child and join it, at every pri
 }
 
 TEST_CASE("a TaskScope of 100 parallel_for jobs, at every priority") {
-  for (const unsigned workers : kWorkerCounts) {
+  for (const unsigned workers : kDeepWaitWorkerCounts) {
     for (const weft::Priority priority : kPriorities) {
       const std::string what = case_name("100 parallel_for jobs", workers, priority);
       INFO(what);
@@ -99,7 +99,7 @@ TEST_CASE("a TaskScope of 100 parallel_for jobs, at every priority") {
 }
 
 TEST_CASE("Run::wait nested 100 deep inside nodes, each inner node at High, Low or Normal priority") {
-  for (const unsigned workers : kWorkerCounts) {
+  for (const unsigned workers : kDeepWaitWorkerCounts) {
     for (const weft::Priority priority : kPriorities) {
       const std::string what = case_name("nested Run::wait", workers, priority);
       INFO(what);
@@ -136,7 +136,7 @@ TEST_CASE("Run::wait nested 100 deep inside nodes, each inner node at High, Low 
 TEST_CASE("TaskScope::run_and_wait recursing 100,000 deep throws nesting_too_deep, on a worker and outside" *
           doctest::skip(weft::test::kThreadSanitizer)) {
   constexpr int kDepth = 100'000;
-  for (const unsigned workers : kWorkerCounts) {
+  for (const unsigned workers : kDeepWaitWorkerCounts) {
     const Watchdog watchdog(named("recursive run_and_wait", workers), patience(60));
     // Without fibers: with them the waits suspend and the recursion is served (the case after the next).
     weft::Pool pool{weft::PoolOptions{.threads = workers, .fibers = false}};
@@ -170,7 +170,7 @@ TEST_CASE("TaskScope::run_and_wait recursing 100,000 deep throws nesting_too_dee
 TEST_CASE("Subflow children nested 100,000 deep fail the run with nesting_too_deep" *
           doctest::skip(weft::test::kThreadSanitizer)) {
   constexpr int kDepth = 100'000;
-  for (const unsigned workers : kWorkerCounts) {
+  for (const unsigned workers : kDeepWaitWorkerCounts) {
     const std::string what = named("nested subflow children", workers);
     INFO(what);
     weft::Pool pool{weft::PoolOptions{.threads = workers, .fibers = false}};  // as above
@@ -196,7 +196,7 @@ TEST_CASE("Subflow children nested 100,000 deep fail the run with nesting_too_de
 TEST_CASE("Pool::submit + Future::get recursing 100,000 deep on a worker throws nesting_too_deep" *
           doctest::skip(weft::test::kThreadSanitizer)) {
   constexpr int kDepth = 100'000;
-  for (const unsigned workers : kWorkerCounts) {
+  for (const unsigned workers : kDeepWaitWorkerCounts) {
     const Watchdog watchdog(named("recursive submit + get", workers), patience(60));
     // Without fibers: with them a wait short of stack suspends instead (the case below).
     weft::Pool pool{weft::PoolOptions{.threads = workers, .fibers = false}};
