@@ -743,12 +743,12 @@ void RunState::complete() noexcept {
   std::shared_ptr<RunState> keep = std::move(self_);  // this state outlives the wake-up below
   // Hands the graph to the next queued run, or leaves it idle: from here on this run touches the graph no more
   // (it may be changed, run again or destroyed; not destroyed while `next` holds it: the destructor waits).
-  std::shared_ptr<RunState> next = graph_.run_ended();
+  const bool handed = graph_.run_ended();
   done_.store(true, std::memory_order_release);
   done_signal_.notify();
   // After this run's waiters were told: the runs of a graph end in the order they were submitted.
-  if (next != nullptr) [[unlikely]]
-    start_queued(std::move(next));
+  if (handed) [[unlikely]]
+    start_queued(graph_.take_handed());
 }
 
 bool RunState::another_pass() noexcept {

@@ -391,37 +391,8 @@ void GraphImpl::compile() {
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
-Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>* live,
-                   std::unique_ptr<RunRepeat> repeat, const RunOptions& options, bool queue) {
-  // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
-  // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
-  fiber::require_stack(caller.call);
-  // Nothing queued, and the graph claimed: the lone run's path, as before there was a queue. acquire on queued_:
-  // a run queued before this call (it happened-before) is seen, and this one goes behind it. acq_rel: claims the
-  // graph; pairs with run_ended()'s release, so this run sees everything the last one did.
-  if (queued_.load(std::memory_order_acquire) != 0 || running_.exchange(true, std::memory_order_acq_rel)) {
-    if (queue) return enqueue(pool, caller, std::move(repeat), options);
-    throw graph_busy(std::string(caller.call) + ": a run of this graph is in flight; wait for it to end first");
-  }
-  std::shared_ptr<RunState> state;
-  try {
-    state = make_run(pool, caller, std::move(repeat), options);
-    for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
-  } catch (...) {
-    // Hands the graph to a run queued meanwhile, if any.
-    if (std::shared_ptr<RunState> next = run_ended()) RunState::start_queued(std::move(next));
-    throw;
-  }
-  current_ = state;
-  // seq_cst: pairs with TaskScope::cancel() from a node of this run (which it happens before anyway).
-  if (live != nullptr) live->store(state.get(), std::memory_order_seq_cst);
-  if (!state->start(state))
-    throw pool_closed(std::string(caller.call) + ": the pool is shut down (or shutting down); the run did not start");
-  return Run(std::move(state));
-}
-
-std::shared_ptr<RunState> GraphImpl::make_run(Pool& pool, const detail::Caller& caller,
-                                              std::unique_ptr<RunRepeat> repeat, const RunOptions& options) {
+inline std::shared_ptr<RunState> GraphImpl::make_run(Pool& pool, const detail::Caller& caller,
+                                                     std::unique_ptr<RunRepeat> repeat, const RunOptions& options) {
   require_bodies(caller.call);
   // A queued run finds the graph compiled by the run in flight (nothing can change it meanwhile).
   if (!compiled_valid()) lay_out(caller.call);
@@ -447,6 +418,35 @@ std::shared_ptr<RunState> GraphImpl::make_run(Pool& pool, const detail::Caller& 
   return state;
 }
 
+Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>* live,
+                   std::unique_ptr<RunRepeat> repeat, const RunOptions& options, bool queue) {
+  // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
+  // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
+  fiber::require_stack(caller.call);
+  // Nothing queued, and the graph claimed: the lone run's path, as before there was a queue. acquire on queued_:
+  // a run queued before this call (it happened-before) is seen, and this one goes behind it. acq_rel: claims the
+  // graph; pairs with run_ended()'s release, so this run sees everything the last one did.
+  if (queued_.load(std::memory_order_acquire) != 0 || running_.exchange(true, std::memory_order_acq_rel)) {
+    if (queue) return enqueue(pool, caller, std::move(repeat), options);
+    throw graph_busy(std::string(caller.call) + ": a run of this graph is in flight; wait for it to end first");
+  }
+  std::shared_ptr<RunState> state;
+  try {
+    state = make_run(pool, caller, std::move(repeat), options);
+    for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
+  } catch (...) {
+    // Hands the graph to a run queued meanwhile, if any.
+    if (run_ended()) RunState::start_queued(take_handed());
+    throw;
+  }
+  current_ = state;
+  // seq_cst: pairs with TaskScope::cancel() from a node of this run (which it happens before anyway).
+  if (live != nullptr) live->store(state.get(), std::memory_order_seq_cst);
+  if (!state->start(state))
+    throw pool_closed(std::string(caller.call) + ": the pool is shut down (or shutting down); the run did not start");
+  return Run(std::move(state));
+}
+
 Run GraphImpl::enqueue(Pool& pool, const detail::Caller& caller, std::unique_ptr<RunRepeat> repeat,
                        const RunOptions& options) {
   // From inside a node of this graph's run in flight, a queued run could start only after that node ends, and
@@ -456,9 +456,9 @@ Run GraphImpl::enqueue(Pool& pool, const detail::Caller& caller, std::unique_ptr
   const RunState* child = detail::SubflowAccess::current_child_run();
   if ((inside != nullptr && &inside->graph() == this) || (child != nullptr && &child->graph() == this)) {
     throw graph_busy(std::string(caller.call) +
-                     ": called from inside a node of this graph's own run in flight (or a subflow child of one); "
-                     "a run queued from there could only start after that node, so its Run could not be waited "
-                     "for from it");
+                     ": called from inside a node of this graph's own run in flight (or a subflow child of one, "
+                     "or its RunOptions::on_done); a run queued from there could only start after that call "
+                     "returns, so its Run could not be waited for from it");
   }
   // The graph cannot change while it runs or has runs queued (require_idle), so the checks made now hold when
   // the run starts.
@@ -482,10 +482,18 @@ std::shared_ptr<RunState> GraphImpl::pop_queued() noexcept {
   return next;
 }
 
-std::shared_ptr<RunState> GraphImpl::hand_over() noexcept {
+bool GraphImpl::hand_over() noexcept {
   // Not empty: queued_ counted it after it was pushed, and only the holder of running_ (this thread) pops.
   const std::lock_guard<std::mutex> hold(queue_lock_);
-  return pop_queued();
+  handed_ = pop_queued();
+  return true;
+}
+
+bool GraphImpl::claim_handed() noexcept {
+  std::shared_ptr<RunState> next = claim_queued();
+  if (next == nullptr) return false;  // handed_ untouched: the holder of running_ may be writing it
+  handed_ = std::move(next);          // this thread holds running_ now: handed_ is its own
+  return true;
 }
 
 std::shared_ptr<RunState> GraphImpl::claim_queued() noexcept {

@@ -168,11 +168,11 @@ class GraphImpl {
     for (std::size_t i = 0; i < compiled_.size(); ++i)
       join_[i].store(compiled_[i].join_init, std::memory_order_relaxed);
   }
-  // Called by the run's last unit of work, before it tells waiters: hands the graph to the next queued run,
-  // which it returns (the caller starts it, RunState::start_queued, after telling its own waiters, so that the
-  // runs end in order), or leaves the graph idle (it may be changed or run again) and returns null. Inline: a
-  // run without a queue pays a load, a store and a load, no lock.
-  [[nodiscard]] std::shared_ptr<RunState> run_ended() noexcept {
+  // Called by the run's last unit of work, before it tells waiters: hands the graph to the next queued run and
+  // returns true (the caller then starts it, RunState::start_queued(take_handed()), after telling its own
+  // waiters, so that the runs end in order), or leaves the graph idle (it may be changed or run again) and
+  // returns false. Inline: a run without a queue pays a load, a store and a load, no lock.
+  [[nodiscard]] bool run_ended() noexcept {
     // seq_cst, these three: with enqueue's increment of queued_ and then claim_queued's exchange of running_,
     // either this thread sees the run queued or the enqueuer sees the graph idle (or both: the lock decides).
     if (queued_.load(std::memory_order_seq_cst) != 0) [[unlikely]]
@@ -180,9 +180,11 @@ class GraphImpl {
     // release (within seq_cst): pairs with the next run's claim, which then sees everything this run did.
     running_.store(false, std::memory_order_seq_cst);
     if (queued_.load(std::memory_order_seq_cst) != 0) [[unlikely]]
-      return claim_queued();  // a run was queued as this one ended
-    return nullptr;
+      return claim_handed();  // a run was queued as this one ended
+    return false;
   }
+  // After run_ended() returned true: the run it handed the graph to (read by that same thread).
+  [[nodiscard]] std::shared_ptr<RunState> take_handed() noexcept { return std::move(handed_); }
 
  private:
   // The checks every builder call makes: inline fast paths, the message building out of line and cold.
@@ -199,13 +201,16 @@ class GraphImpl {
   }
   [[noreturn, gnu::cold, gnu::noinline]] void throw_busy(const char* what) const;
   // The checks and the state of a run about to start or be queued (run()).
-  [[nodiscard]] std::shared_ptr<RunState> make_run(Pool& pool, const detail::Caller& caller,
-                                                   std::unique_ptr<RunRepeat> repeat, const RunOptions& options);
+  [[nodiscard, gnu::always_inline]] inline std::shared_ptr<RunState> make_run(Pool& pool, const detail::Caller& caller,
+                                                                              std::unique_ptr<RunRepeat> repeat,
+                                                                              const RunOptions& options);
   // run() while a run is in flight or queued: queues the run (out of line; the lone run never comes here).
   [[gnu::noinline]] Run enqueue(Pool& pool, const detail::Caller& caller, std::unique_ptr<RunRepeat> repeat,
                                 const RunOptions& options);
-  // The holder of running_ ends with runs queued: pops the first, to start, keeping running_ set.
-  [[nodiscard, gnu::noinline]] std::shared_ptr<RunState> hand_over() noexcept;
+  // The holder of running_ ends with runs queued: pops the first into handed_, keeping running_ set; true.
+  [[nodiscard, gnu::noinline]] bool hand_over() noexcept;
+  // run_ended() saw a run queued after it left the graph idle: claim_queued() into handed_; true if it did.
+  [[nodiscard, gnu::noinline]] bool claim_handed() noexcept;
   // Any thread, after queueing a run or seeing one queued as the graph went idle: claims running_ if the graph
   // is idle and pops the first queued run, to start; else returns null (the run in flight hands over at its end).
   [[nodiscard, gnu::noinline]] std::shared_ptr<RunState> claim_queued() noexcept;
@@ -294,6 +299,8 @@ class GraphImpl {
   std::mutex queue_lock_;
   std::deque<std::shared_ptr<RunState>> queue_;
   std::atomic<std::size_t> queued_{0};
+  // The run run_ended() handed the graph to, until its caller takes it (take_handed).
+  std::shared_ptr<RunState> handed_;
 };
 
 }  // namespace weft::graph

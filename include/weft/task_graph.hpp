@@ -280,7 +280,9 @@ struct RunOptions {
   // pool task of its own, so on a worker; only if the pool refuses that task (shut down) is it called on the
   // thread that ended the run. An exception from it goes to the pool's error handler (PoolOptions::on_error,
   // else Pool::take_errors), never to wait(). It must not wait for its own run (Run::wait throws
-  // weft::would_deadlock there). A copy of RunOptions shares the one callable (weft::shared_function).
+  // weft::would_deadlock there), nor run its own graph (weft::graph_busy: the graph is handed to the next
+  // queued run only once the callback has returned). A copy of RunOptions shares the one callable
+  // (weft::shared_function).
   shared_function<void()> on_done{};
 };
 
@@ -330,7 +332,9 @@ struct NodeOutcome {
 //   weft::pool_closed / task_dropped if the pool refused or dropped its tasks); else returns how it ended.
 //   It may be called more than once; each call rethrows the same exception. Called from inside the run (one of
 //   its nodes, or a subflow child of one), where it could never return, it throws weft::would_deadlock.
-// - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::Cancelled.
+// - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::Cancelled. A run
+//   still queued behind another run of its graph (TaskGraph::run) never starts a node: it ends, cancelled, when
+//   its turn comes.
 // - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
 // - A Run may outlive its pool: the pool's destruction (a Drain shutdown) lets the run finish first, and a
 //   finished run's wait(), done(), stats(), outcome(s), assignment and destructor no longer touch the pool.

@@ -68,8 +68,8 @@ TEST_CASE("runs queued from several threads all run exactly once, in the order s
           } else if (t % 3 == 1) {
             runs[id] = chain.graph.run_n(pool, 1, weft::RunOptions{.on_done = on_done});
           } else {
-            runs[id] = chain.graph.run_until(pool, [n = 0]() mutable { return n++ == 1; },
-                                             weft::RunOptions{.on_done = on_done});
+            runs[id] = chain.graph.run_until(
+                pool, [n = 0]() mutable { return n++ == 1; }, weft::RunOptions{.on_done = on_done});
           }
         }
       });
@@ -111,10 +111,10 @@ TEST_CASE("on_done: once, on a worker, after the last node and before wait() ret
       auto last = g.add_node([&] { last_ran.fetch_add(1); });
       g.add_edge(first, last);
       weft::Run run = g.run(pool, weft::RunOptions{.on_done = [&] {
-                                    seen_last.store(last_ran.load());
-                                    on_worker.store(pool.current_worker().has_value());
-                                    calls.fetch_add(1);
-                                  }});
+                              seen_last.store(last_ran.load());
+                              on_worker.store(pool.current_worker().has_value());
+                              calls.fetch_add(1);
+                            }});
       gate.await_entered(1);
       if (kind == 2) run.cancel();
       gate.open();
