@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
@@ -394,8 +395,7 @@ void GraphImpl::compile() {
 inline std::shared_ptr<RunState> GraphImpl::make_run(Pool& pool, const detail::Caller& caller,
                                                      std::unique_ptr<RunRepeat> repeat, const RunOptions& options) {
   require_bodies(caller.call);
-  // A queued run finds the graph compiled by the run in flight (nothing can change it meanwhile).
-  if (!compiled_valid()) lay_out(caller.call);
+  // Compiled by now: by run() (under queue_lock_) before it calls this, or found so by enqueue (under the lock).
   if (max_affinity_plus_one_ > pool.size()) {
     for (std::uint32_t i = 0; i < size(); ++i) {
       const NodeOptions& options = this->options(i);
@@ -432,6 +432,12 @@ Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>*
   }
   std::shared_ptr<RunState> state;
   try {
+    if (!compiled_valid()) [[unlikely]] {
+      require_bodies(caller.call);  // a placeholder left is reported before a cycle, as compile() does
+      // Under the lock: a run queued meanwhile (enqueue) reads the layout under it, from another thread.
+      const std::lock_guard<std::mutex> hold(queue_lock_);
+      lay_out(caller.call);
+    }
     state = make_run(pool, caller, std::move(repeat), options);
     for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
   } catch (...) {
@@ -461,13 +467,23 @@ Run GraphImpl::enqueue(Pool& pool, const detail::Caller& caller, std::unique_ptr
                      "returns, so its Run could not be waited for from it");
   }
   // The graph cannot change while it runs or has runs queued (require_idle), so the checks made now hold when
-  // the run starts.
-  std::shared_ptr<RunState> state = make_run(pool, caller, std::move(repeat), options);
-  {
-    const std::lock_guard<std::mutex> hold(queue_lock_);
-    queue_.push_back(state);
-    // seq_cst: see run_ended(); the exchange in claim_queued below comes after it.
-    queued_.fetch_add(1, std::memory_order_seq_cst);
+  // the run starts. They read the layout under queue_lock_, under which run() compiles it.
+  std::shared_ptr<RunState> state;
+  for (;;) {
+    {
+      const std::lock_guard<std::mutex> hold(queue_lock_);
+      if (compiled_valid()) {
+        state = make_run(pool, caller, std::move(repeat), options);
+        queue_.push_back(state);
+        // seq_cst: see run_ended(); the exchange in claim_queued below comes after it.
+        queued_.fetch_add(1, std::memory_order_seq_cst);
+        break;
+      }
+    }
+    // The run that holds the graph has not compiled it yet (its first run, a few instructions after its claim):
+    // wait for that, or, if it gave up (a cycle, a placeholder left), run as if it had never been there.
+    if (!running()) return run(pool, caller, nullptr, std::move(repeat), options, true);
+    std::this_thread::yield();
   }
   // The run in flight may have ended meanwhile: then this thread starts the first queued run.
   if (std::shared_ptr<RunState> next = claim_queued()) RunState::start_queued(std::move(next));
