@@ -86,16 +86,40 @@ class RunState::NodeTokens {
 
 bool RunState::start(std::shared_ptr<RunState> self) noexcept {
   self_ = std::move(self);
-  node_count_ = graph_.size();
-  roots_count_ = static_cast<std::uint32_t>(graph_.roots().size());
   // run_n / run_until start even their first pass in pass_ended (reached at once through the starter's unit),
-  // so that the count or predicate is checked before every pass in one place.
-  if (repeat_ == nullptr) {
+  // so that the count or predicate is checked before every pass in one place. A run cancelled while it was
+  // queued starts no pass (another_pass says no for run_n / run_until).
+  if (repeat_ == nullptr && !cancelled()) {
     passes_.store(1, std::memory_order_relaxed);
     post_roots();
   }
   finish_unit();  // the starter's own unit: the run may end right here
   return !refused_.load(std::memory_order_relaxed);
+}
+
+namespace {
+// Where a start_queued loop up this thread's stack takes the next queued run to start (null: none is running).
+// Set only while that loop is inside a start() on this thread, which never suspends: a callback called from in
+// there (call_on_done, when the pool refused its task) runs with it cleared, so a fiber that suspends in the
+// callback and resumes on another worker leaves no thread pointing at its slot.
+thread_local std::shared_ptr<RunState>* queued_start_slot = nullptr;
+}  // namespace
+
+void RunState::start_queued(std::shared_ptr<RunState> run) noexcept {
+  if (queued_start_slot != nullptr) {
+    *queued_start_slot = std::move(run);  // the loop up the stack starts it once the start() it is in returns
+    return;
+  }
+  std::shared_ptr<RunState> slot = std::move(run);
+  while (slot != nullptr) {
+    const std::shared_ptr<RunState> next = std::move(slot);  // kept alive here until start() has returned
+    for (std::size_t i = 0; i < next->graph_.limiter_count(); ++i)
+      next->graph_.limiter(static_cast<std::uint32_t>(i)).dropped.store(0, std::memory_order_relaxed);
+    queued_start_slot = &slot;
+    // Refused (the pool was shut down meanwhile): the run has ended failed (task_dropped), which its wait() says.
+    (void)next->start(next);
+    queued_start_slot = nullptr;
+  }
 }
 
 void RunState::post_roots() noexcept {
@@ -166,6 +190,13 @@ void RunState::run_task(GraphTaskKind kind, std::uint32_t index) noexcept {
       graph_.group_cursor(index).task_started();
       run_members(index, engine::Engine::this_thread_worker() == nullptr);
       break;
+    case GraphTaskKind::done:
+      // No unit: the run's units are all finished. Marked as inside the run (above), so that the callback's
+      // wait for its own run throws would_deadlock instead of hanging.
+      call_on_done();
+      (void)engine::exchange_task_local(kCurrentRunSlot, outer);
+      complete();
+      return;
   }
   (void)engine::exchange_task_local(kCurrentRunSlot, outer);
   finish_unit();
@@ -447,6 +478,15 @@ void RunState::run_node_successors(std::uint32_t node, std::size_t branch) noexc
 }
 
 void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
+  if (kind == GraphTaskKind::done) {
+    // The pool refused (or dropped) the callback's task: called here, on the thread that ended the run. Outside
+    // any start_queued loop's slot (see queued_start_slot): the callback may suspend on a fiber.
+    std::shared_ptr<RunState>* const slot = std::exchange(queued_start_slot, nullptr);
+    call_on_done();
+    queued_start_slot = slot;
+    complete();
+    return;
+  }
   std::uint32_t node = index;
   std::uint64_t lost = 1;
   if (kind == GraphTaskKind::roots || kind == GraphTaskKind::members) {
@@ -494,6 +534,8 @@ void RunState::task_dropped(GraphTaskKind kind, std::uint32_t index) noexcept {
       inbox::drain_lost_executor(graph_.limiter(index), tokens);
       break;
     }
+    case GraphTaskKind::done:  // handled above
+      break;
   }
   finish_unit();
 }
@@ -671,10 +713,42 @@ void RunState::pass_ended() noexcept {
     post_roots();
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;  // the pass goes on on the pool
   }
+  end_run();
+}
+
+void RunState::end_run() noexcept {
+  if (on_done_) [[unlikely]] {
+    // In a task of its own: on a worker, whichever thread ended the run (an outside waiter may run the last
+    // node). Its unit count is not touched: the run is over but for this task, which completes it. Refused (a
+    // shut-down pool), the task's destructor calls it here (task_dropped).
+    try {
+      detail::PoolAccess::post(pool_, GraphTask(this, GraphTaskKind::done, 0), TaskOptions{}, detail::kWorkersOnly);
+    } catch (...) {
+      // The task was destroyed unrun: its destructor called the callback and completed the run.
+    }
+    return;
+  }
+  complete();
+}
+
+void RunState::call_on_done() noexcept {
+  try {
+    on_done_();
+  } catch (...) {
+    detail::PoolAccess::report_error(pool_, std::current_exception());  // PoolOptions::on_error, else kept
+  }
+}
+
+void RunState::complete() noexcept {
   std::shared_ptr<RunState> keep = std::move(self_);  // this state outlives the wake-up below
-  graph_.run_ended();  // from here on the graph may be changed, run again or destroyed: touch it no more
+  // Hands the graph to the next queued run, or leaves it idle: from here on this run touches the graph no more
+  // (it may be changed, run again or destroyed; not destroyed while `next` holds it: the destructor waits).
+  const bool handed = graph_.run_ended();
   done_.store(true, std::memory_order_release);
   done_signal_.notify();
+  // After this run's waiters were told: the runs of a graph end in the order they were submitted.
+  if (handed) [[unlikely]]
+    start_queued(graph_.take_handed());
 }
 
 bool RunState::another_pass() noexcept {

@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
@@ -119,15 +120,25 @@ GraphImpl::GraphImpl() : id_(next_graph_id.fetch_add(1, std::memory_order_relaxe
 GraphImpl::~GraphImpl() { wait_for_run_end(); }
 
 void GraphImpl::wait_for_run_end() noexcept {
-  if (current_ == nullptr || current_->done()) return;
-  if (current_->is_caller_inside()) {
+  std::shared_ptr<RunState> current;
+  std::shared_ptr<RunState> last;
+  {
+    // Under the lock: a hand-over writes current_ under it (no run() is in progress while the graph is being
+    // destroyed or assigned, so nothing else writes it). The queued runs end in order, the last one last:
+    // waiting for it waits for all of them.
+    const std::lock_guard<std::mutex> hold(queue_lock_);
+    current = current_;
+    if (!queue_.empty()) last = queue_.back();
+  }
+  if (current == nullptr || (current->done() && last == nullptr)) return;
+  if (!current->done() && current->is_caller_inside()) {
     std::fputs(
         "weft::TaskGraph destroyed from inside one of its own running nodes (or their subflow children): "
         "the run cannot end\n",
         stderr);
     std::terminate();
   }
-  current_->wait_quietly();
+  (last != nullptr ? last : current)->wait_quietly();
 }
 
 void GraphImpl::throw_busy(const char* what) const {
@@ -381,40 +392,57 @@ void GraphImpl::compile() {
   if (!compiled_valid()) lay_out("weft::TaskGraph::compile");
 }
 
+inline std::shared_ptr<RunState> GraphImpl::make_run(Pool& pool, const detail::Caller& caller,
+                                                     std::unique_ptr<RunRepeat> repeat, const RunOptions& options) {
+  require_bodies(caller.call);
+  // Compiled by now: by run() (under queue_lock_) before it calls this, or found so by enqueue (under the lock).
+  if (max_affinity_plus_one_ > pool.size()) {
+    for (std::uint32_t i = 0; i < size(); ++i) {
+      const NodeOptions& options = this->options(i);
+      if (options.affinity && *options.affinity >= pool.size()) {
+        std::string rule = "the pool has ";
+        rule += std::to_string(pool.size());
+        rule += " workers";
+        throw_option(caller, name(i), "affinity", std::to_string(*options.affinity), rule);
+      }
+    }
+  }
+  if (options.on_error > ErrorPolicy::KeepGoing) {
+    throw invalid_option(std::string(caller.call) +
+                         ": RunOptions::on_error = " + std::to_string(static_cast<unsigned>(options.on_error)) +
+                         ": not a weft::ErrorPolicy (CancelRun or KeepGoing)");
+  }
+  auto state = std::make_shared<RunState>(*this, pool, options);
+  state->set_repeat(std::move(repeat));
+  state->set_noun(caller.noun);
+  return state;
+}
+
 Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>* live,
-                   std::unique_ptr<RunRepeat> repeat, const RunOptions& options) {
+                   std::unique_ptr<RunRepeat> repeat, const RunOptions& options, bool queue) {
   // Refused before anything starts (TaskGraph::run, TaskScope::run, parallel_for alike): a run started here would
   // be waited for here too (by Run::wait or the Run's destructor), and that wait runs its nodes on this stack.
   fiber::require_stack(caller.call);
-  // acq_rel: claims the graph; pairs with run_ended()'s release, so this run sees everything the last one did.
-  if (running_.exchange(true, std::memory_order_acq_rel))
+  // Nothing queued, and the graph claimed: the lone run's path, as before there was a queue. acquire on queued_:
+  // a run queued before this call (it happened-before) is seen, and this one goes behind it. acq_rel: claims the
+  // graph; pairs with run_ended()'s release, so this run sees everything the last one did.
+  if (queued_.load(std::memory_order_acquire) != 0 || running_.exchange(true, std::memory_order_acq_rel)) {
+    if (queue) return enqueue(pool, caller, std::move(repeat), options);
     throw graph_busy(std::string(caller.call) + ": a run of this graph is in flight; wait for it to end first");
+  }
   std::shared_ptr<RunState> state;
   try {
-    require_bodies(caller.call);
-    if (!compiled_valid()) lay_out(caller.call);
-    if (max_affinity_plus_one_ > pool.size()) {
-      for (std::uint32_t i = 0; i < size(); ++i) {
-        const NodeOptions& options = this->options(i);
-        if (options.affinity && *options.affinity >= pool.size()) {
-          std::string rule = "the pool has ";
-          rule += std::to_string(pool.size());
-          rule += " workers";
-          throw_option(caller, name(i), "affinity", std::to_string(*options.affinity), rule);
-        }
-      }
+    if (!compiled_valid()) [[unlikely]] {
+      require_bodies(caller.call);  // a placeholder left is reported before a cycle, as compile() does
+      // Under the lock: a run queued meanwhile (enqueue) reads the layout under it, from another thread.
+      const std::lock_guard<std::mutex> hold(queue_lock_);
+      lay_out(caller.call);
     }
+    state = make_run(pool, caller, std::move(repeat), options);
     for (const auto& limiter : limiters_) limiter->dropped.store(0, std::memory_order_relaxed);
-    if (options.on_error > ErrorPolicy::KeepGoing) {
-      throw invalid_option(std::string(caller.call) +
-                           ": RunOptions::on_error = " + std::to_string(static_cast<unsigned>(options.on_error)) +
-                           ": not a weft::ErrorPolicy (CancelRun or KeepGoing)");
-    }
-    state = std::make_shared<RunState>(*this, pool, options);
-    state->set_repeat(std::move(repeat));
-    state->set_noun(caller.noun);
   } catch (...) {
-    running_.store(false, std::memory_order_release);
+    // Hands the graph to a run queued meanwhile, if any.
+    if (run_ended()) RunState::start_queued(take_handed());
     throw;
   }
   current_ = state;
@@ -423,6 +451,73 @@ Run GraphImpl::run(Pool& pool, const detail::Caller& caller, std::atomic<void*>*
   if (!state->start(state))
     throw pool_closed(std::string(caller.call) + ": the pool is shut down (or shutting down); the run did not start");
   return Run(std::move(state));
+}
+
+Run GraphImpl::enqueue(Pool& pool, const detail::Caller& caller, std::unique_ptr<RunRepeat> repeat,
+                       const RunOptions& options) {
+  // From inside a node of this graph's run in flight, a queued run could start only after that node ends, and
+  // its Run (waited for by its destructor at the latest) would wait for it from inside the node: refused, as a
+  // graph running itself always was.
+  const RunState* inside = RunState::current();
+  const RunState* child = detail::SubflowAccess::current_child_run();
+  if ((inside != nullptr && &inside->graph() == this) || (child != nullptr && &child->graph() == this)) {
+    throw graph_busy(std::string(caller.call) +
+                     ": called from inside a node of this graph's own run in flight (or a subflow child of one, "
+                     "or its RunOptions::on_done); a run queued from there could only start after that call "
+                     "returns, so its Run could not be waited for from it");
+  }
+  // The graph cannot change while it runs or has runs queued (require_idle), so the checks made now hold when
+  // the run starts. They read the layout under queue_lock_, under which run() compiles it.
+  std::shared_ptr<RunState> state;
+  for (;;) {
+    {
+      const std::lock_guard<std::mutex> hold(queue_lock_);
+      if (compiled_valid()) {
+        state = make_run(pool, caller, std::move(repeat), options);
+        queue_.push_back(state);
+        // seq_cst: see run_ended(); the exchange in claim_queued below comes after it.
+        queued_.fetch_add(1, std::memory_order_seq_cst);
+        break;
+      }
+    }
+    // The run that holds the graph has not compiled it yet (its first run, a few instructions after its claim):
+    // wait for that, or, if it gave up (a cycle, a placeholder left), run as if it had never been there.
+    if (!running()) return run(pool, caller, nullptr, std::move(repeat), options, true);
+    std::this_thread::yield();
+  }
+  // The run in flight may have ended meanwhile: then this thread starts the first queued run.
+  if (std::shared_ptr<RunState> next = claim_queued()) RunState::start_queued(std::move(next));
+  return Run(std::move(state));
+}
+
+std::shared_ptr<RunState> GraphImpl::pop_queued() noexcept {
+  std::shared_ptr<RunState> next = std::move(queue_.front());
+  queue_.pop_front();
+  queued_.fetch_sub(1, std::memory_order_seq_cst);
+  current_ = next;
+  return next;
+}
+
+bool GraphImpl::hand_over() noexcept {
+  // Not empty: queued_ counted it after it was pushed, and only the holder of running_ (this thread) pops.
+  const std::lock_guard<std::mutex> hold(queue_lock_);
+  handed_ = pop_queued();
+  return true;
+}
+
+bool GraphImpl::claim_handed() noexcept {
+  std::shared_ptr<RunState> next = claim_queued();
+  if (next == nullptr) return false;  // handed_ untouched: the holder of running_ may be writing it
+  handed_ = std::move(next);          // this thread holds running_ now: handed_ is its own
+  return true;
+}
+
+std::shared_ptr<RunState> GraphImpl::claim_queued() noexcept {
+  const std::lock_guard<std::mutex> hold(queue_lock_);
+  if (queue_.empty()) return nullptr;  // another thread took it
+  // seq_cst: see run_ended(). Held: the run in flight hands over at its end.
+  if (running_.exchange(true, std::memory_order_seq_cst)) return nullptr;
+  return pop_queued();
 }
 
 }  // namespace weft::graph

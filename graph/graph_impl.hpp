@@ -3,10 +3,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <iosfwd>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,9 +116,12 @@ class GraphImpl {
   // `live`, if given, gets the run's state before any node starts (GraphAccess::run).
   // `repeat`, if given, makes the run several passes (run_n / run_until); `options`: its error policy and what
   // it records (RunOptions).
+  // `queue`: while a run is in flight (or queued), queue this one behind it (TaskGraph's run, run_n, run_until)
+  // instead of throwing graph_busy (the layers over TaskGraph, and module nodes, which would wait for it).
   Run run(Pool& pool, const detail::Caller& caller, std::atomic<void*>* live = nullptr,
-          std::unique_ptr<RunRepeat> repeat = nullptr, const RunOptions& options = {});
-  // Blocks until the run in flight (if any) is over; aborts if called from inside that run's own nodes.
+          std::unique_ptr<RunRepeat> repeat = nullptr, const RunOptions& options = {}, bool queue = false);
+  // Blocks until the run in flight and every queued run (if any) are over; aborts if called from inside the
+  // run in flight's own nodes.
   void wait_for_run_end() noexcept;
 
   [[nodiscard]] std::size_t size() const noexcept { return bodies_.size(); }
@@ -163,8 +168,23 @@ class GraphImpl {
     for (std::size_t i = 0; i < compiled_.size(); ++i)
       join_[i].store(compiled_[i].join_init, std::memory_order_relaxed);
   }
-  // Called by the run's last unit of work, before it tells waiters: the graph may be changed or run again.
-  void run_ended() noexcept { running_.store(false, std::memory_order_release); }
+  // Called by the run's last unit of work, before it tells waiters: hands the graph to the next queued run and
+  // returns true (the caller then starts it, RunState::start_queued(take_handed()), after telling its own
+  // waiters, so that the runs end in order), or leaves the graph idle (it may be changed or run again) and
+  // returns false. Inline: a run without a queue pays a load, a store and a load, no lock.
+  [[nodiscard]] bool run_ended() noexcept {
+    // seq_cst, these three: with enqueue's increment of queued_ and then claim_queued's exchange of running_,
+    // either this thread sees the run queued or the enqueuer sees the graph idle (or both: the lock decides).
+    if (queued_.load(std::memory_order_seq_cst) != 0) [[unlikely]]
+      return hand_over();  // running_ stays set: nothing may change the graph between two queued runs
+    // release (within seq_cst): pairs with the next run's claim, which then sees everything this run did.
+    running_.store(false, std::memory_order_seq_cst);
+    if (queued_.load(std::memory_order_seq_cst) != 0) [[unlikely]]
+      return claim_handed();  // a run was queued as this one ended
+    return false;
+  }
+  // After run_ended() returned true: the run it handed the graph to (read by that same thread).
+  [[nodiscard]] std::shared_ptr<RunState> take_handed() noexcept { return std::move(handed_); }
 
  private:
   // The checks every builder call makes: inline fast paths, the message building out of line and cold.
@@ -180,6 +200,22 @@ class GraphImpl {
       throw_bad_edge(from, to, what, position);
   }
   [[noreturn, gnu::cold, gnu::noinline]] void throw_busy(const char* what) const;
+  // The checks and the state of a run about to start or be queued (run()).
+  [[nodiscard, gnu::always_inline]] inline std::shared_ptr<RunState> make_run(Pool& pool, const detail::Caller& caller,
+                                                                              std::unique_ptr<RunRepeat> repeat,
+                                                                              const RunOptions& options);
+  // run() while a run is in flight or queued: queues the run (out of line; the lone run never comes here).
+  [[gnu::noinline]] Run enqueue(Pool& pool, const detail::Caller& caller, std::unique_ptr<RunRepeat> repeat,
+                                const RunOptions& options);
+  // The holder of running_ ends with runs queued: pops the first into handed_, keeping running_ set; true.
+  [[nodiscard, gnu::noinline]] bool hand_over() noexcept;
+  // run_ended() saw a run queued after it left the graph idle: claim_queued() into handed_; true if it did.
+  [[nodiscard, gnu::noinline]] bool claim_handed() noexcept;
+  // Any thread, after queueing a run or seeing one queued as the graph went idle: claims running_ if the graph
+  // is idle and pops the first queued run, to start; else returns null (the run in flight hands over at its end).
+  [[nodiscard, gnu::noinline]] std::shared_ptr<RunState> claim_queued() noexcept;
+  // Under queue_lock_: takes the first queued run, records it as the one in flight.
+  [[nodiscard]] std::shared_ptr<RunState> pop_queued() noexcept;
   // Describes a node handle this graph does not own: "node 3 of another graph", "an empty weft::Node ...".
   [[nodiscard]] std::string describe_foreign(Node node) const;
   [[noreturn, gnu::cold, gnu::noinline]] void throw_bad_edge(Node from, Node to, const char* what,
@@ -253,8 +289,18 @@ class GraphImpl {
   std::vector<Semaphore*> semaphores_;       // distinct, sorted by address
   std::uint64_t max_affinity_plus_one_ = 0;  // 0: no node has an affinity (64 bits: affinity + 1 cannot wrap)
 
+  // A run holds the graph (in flight) from its claim (run(), or a hand-over) to run_ended().
   std::atomic<bool> running_{false};
-  std::shared_ptr<RunState> current_;  // the last run started (kept so the destructor can wait for it)
+  // The last run started (kept so the destructor can wait for it). Written by the thread that claimed
+  // running_: the caller of run() on the path without a queue, else under queue_lock_.
+  std::shared_ptr<RunState> current_;
+  // Runs submitted while the graph was running, in order (TaskGraph::run's queue), and their count, read
+  // without the lock by run() and run_ended(). Popped only by whoever holds running_.
+  std::mutex queue_lock_;
+  std::deque<std::shared_ptr<RunState>> queue_;
+  std::atomic<std::size_t> queued_{0};
+  // The run run_ended() handed the graph to, until its caller takes it (take_handed).
+  std::shared_ptr<RunState> handed_;
 };
 
 }  // namespace weft::graph

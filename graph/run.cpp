@@ -31,7 +31,12 @@ RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
       keep_going_(options.on_error == ErrorPolicy::KeepGoing),
       timing_(options.record_times),
       special_(recording_ || graph.has_conditions()),
+      on_done_(options.on_done),
       graph_id_(graph.id()) {
+  // Here, not in start(): a queued run's waiter reads them (help_from_outside) while another thread starts it.
+  // The graph is compiled by now and cannot change before the run ends.
+  node_count_ = graph.size();
+  roots_count_ = static_cast<std::uint32_t>(graph.roots().size());
   dropped_by_limiter_.assign(graph.limiter_count(), {kNoIndex, 0});
   const std::vector<SemaphoreNode>& semaphore_nodes = graph.semaphore_nodes();
   if (!semaphore_nodes.empty()) {

@@ -41,6 +41,7 @@ enum class GraphTaskKind : std::uint8_t {
   executor,    // run tokens from a multi-token node's inbox
   roots,       // claim roots from the graph's roots cursor and start them (index 0: the run's first task)
   members,     // claim the in-place members of join group `index` from its cursor and run them
+  done,        // the run is over: call its RunOptions::on_done, then tell its waiters (index unused)
 };
 
 class RunState {
@@ -54,6 +55,11 @@ class RunState {
   // Posts the roots. `self` keeps this state alive until the last unit of work has told the waiters.
   // Returns false if the pool refused the run (shut down): the run has then already ended, failed.
   [[nodiscard]] bool start(std::shared_ptr<RunState> self) noexcept;
+  // Starts a run that was queued behind another run of its graph (GraphImpl::run_ended / start_queued), on the
+  // thread that hands the graph over. A loop, not a recursion: a run that ends inside its own start() (the pool
+  // refused it, it was cancelled while queued, it has no roots) hands the graph on to the next queued run from
+  // in there, and that one is started by the loop up the stack, so a long queue cannot grow the stack.
+  static void start_queued(std::shared_ptr<RunState> run) noexcept;
   // Before start(): makes the run several passes (run_n / run_until; see pass_ended).
   void set_repeat(std::unique_ptr<RunRepeat> repeat) noexcept { repeat_ = std::move(repeat); }
   // What the run's errors call a node (Caller::noun: "node" for a TaskGraph's, "job" for a TaskScope's).
@@ -107,6 +113,7 @@ class RunState {
   void add_stage_drops(std::string name, std::uint64_t count) noexcept;
   [[nodiscard]] bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   [[nodiscard]] Pool& pool() const noexcept { return pool_; }
+  [[nodiscard]] const GraphImpl& graph() const noexcept { return graph_; }
   // Subflow joiners sleep here; a subflow whose last child finished notifies it.
   [[nodiscard]] sync::Signal& subflow_signal() noexcept { return subflow_signal_; }
   // A unit of work of this run (a queued or running task) begins / ends; the run ends when none is left.
@@ -192,6 +199,12 @@ class RunState {
   [[gnu::noinline]] void pass_ended() noexcept;
   // run_n / run_until: whether another pass is to start (never after an exception or a cancel).
   [[nodiscard]] bool another_pass() noexcept;
+  // The last pass is over: calls on_done_ in a pool task of its own (or, refused, here), then complete().
+  void end_run() noexcept;
+  // Calls on_done_; its exception goes to the pool's error handler.
+  void call_on_done() noexcept;
+  // Hands the graph on (to the next queued run, if any) and tells the waiters: the run is over.
+  void complete() noexcept;
   void ready(std::uint32_t node) noexcept;
   void fail(std::exception_ptr error) noexcept;
 
@@ -269,8 +282,9 @@ class RunState {
   std::atomic<bool> lost_tasks_{false};  // the pool refused or dropped a task of this run (task_dropped)
   std::size_t node_count_ = 0;
   std::uint32_t roots_count_ = 0;
-  // The first roots task was claimed, by a worker running it or by an outside waiter (help_from_outside).
-  std::atomic<bool> roots_claimed_{false};
+  // The first roots task was claimed, by a worker running it or by an outside waiter (help_from_outside). True
+  // until post_roots makes the roots claimable: a queued run's waiter must not start them before its turn.
+  std::atomic<bool> roots_claimed_{true};
   // run_n / run_until (null: one pass). Touched only by start() and pass_ended(), which the pending count
   // orders one after another.
   std::unique_ptr<RunRepeat> repeat_;
@@ -285,7 +299,8 @@ class RunState {
   std::atomic<bool> has_children_{false};
   std::mutex children_lock_;
   std::vector<RunState*> children_;
-  const char* noun_ = "node";  // set_noun
+  const char* noun_ = "node";        // set_noun
+  shared_function<void()> on_done_;  // RunOptions::on_done (empty: none)
   [[nodiscard]] bool scope_run() const noexcept { return noun_[0] == 'j'; }
   const std::uint64_t graph_id_;           // for Run::outcome's check of its node (the graph may be gone)
   std::unique_ptr<NodeRecord[]> records_;  // one per node if recording_, else null

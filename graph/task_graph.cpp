@@ -93,28 +93,31 @@ void TaskGraph::compile() {
   impl_->compile();
 }
 
+// TaskGraph's own runs queue behind a run in flight (GraphImpl::run's `queue`); the layers over it do not.
 Run TaskGraph::run(Pool& pool) {
   if (!impl_) throw_moved_from("run");
-  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"});
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"}, nullptr, nullptr, {}, true);
 }
 
-Run TaskGraph::run_n(Pool& pool, std::size_t n) {
+Run TaskGraph::run_n(Pool& pool, std::size_t n) { return run_n(pool, n, RunOptions{}); }
+
+Run TaskGraph::run_n(Pool& pool, std::size_t n, RunOptions options) {
   if (!impl_) throw_moved_from("run_n");
   auto repeat = std::make_unique<graph::RunRepeat>();
   repeat->remaining = n;
-  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_n"}, nullptr, std::move(repeat));
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_n"}, nullptr, std::move(repeat), options, true);
 }
 
-Run TaskGraph::run_until_erased(Pool& pool, detail::RunPredicate&& predicate) {
+Run TaskGraph::run_until_erased(Pool& pool, detail::RunPredicate&& predicate, const RunOptions& options) {
   if (!impl_) throw_moved_from("run_until");
   auto repeat = std::make_unique<graph::RunRepeat>();
   repeat->until = std::move(predicate);
-  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_until"}, nullptr, std::move(repeat));
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run_until"}, nullptr, std::move(repeat), options, true);
 }
 
 Run TaskGraph::run(Pool& pool, RunOptions options) {
   if (!impl_) throw_moved_from("run");
-  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"}, nullptr, nullptr, options);
+  return impl_->run(pool, detail::Caller{"weft::TaskGraph::run"}, nullptr, nullptr, options, true);
 }
 
 std::size_t TaskGraph::size() const noexcept { return impl_ ? impl_->size() : 0; }

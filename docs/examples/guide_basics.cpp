@@ -66,6 +66,20 @@ void first_graph() {
   check(sum == 1000, "a graph of two nodes, run twice");
 }
 
+void queued_runs() {
+  weft::Pool pool;
+  weft::TaskGraph graph;
+  std::atomic<int> ran{0};
+  std::atomic<int> finished{0};
+  graph.add_node([&] { ran.fetch_add(1); });
+  weft::Run first = graph.run(pool);  // starts (or is queued, if the graph were running)
+  weft::Run second = graph.run_n(pool, 3, {.on_done = [&] { finished.fetch_add(1); }});  // queued behind first
+  weft::Run third = graph.run(pool);                                                     // and behind second
+  third.wait();  // the runs end in the order submitted: all three are over
+  check(first.done() && second.done(), "queued runs end in order");
+  check(ran.load() == 5 && finished.load() == 1, "three queued runs, five passes, one callback");
+}
+
 void tokens_and_back_pressure() {
   weft::Pool pool;
   weft::TaskGraph graph;
@@ -176,6 +190,7 @@ int main() {
   pool_and_futures();
   futures_inside_tasks();
   first_graph();
+  queued_runs();
   tokens_and_back_pressure();
   scope_jobs();
   scope_errors();

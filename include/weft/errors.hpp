@@ -68,7 +68,9 @@ class cycle_error : public invalid_graph {
   std::vector<std::string> nodes_;
 };
 
-// A graph or scope was changed or run while a run of it is in flight, or a one-shot scope was run twice.
+// A graph or scope was changed while a run of it is in flight (or queued), a one-shot scope was run twice, a
+// module node's graph was already running, or TaskGraph::run was called from inside the graph's own run. (A
+// TaskGraph's run, run_n or run_until while it runs is queued, not refused.)
 class graph_busy : public std::logic_error {
  public:
   using std::logic_error::logic_error;

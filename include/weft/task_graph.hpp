@@ -23,6 +23,7 @@
 #include "weft/detail/require_callable.hpp"
 #include "weft/errors.hpp"
 #include "weft/node_options.hpp"
+#include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
 #include "weft/subflow.hpp"
 #include "weft/trace.hpp"
@@ -273,6 +274,16 @@ struct RunOptions {
   // If set, each execution of each node (and each pipeline stage's body on each item) of this run is recorded
   // into it (see weft::Trace). Unset, the run records into its pool's PoolOptions::trace, if the pool has one.
   std::shared_ptr<Trace> trace{};
+  // If set, called once when the run is over (Taskflow's executor.run(taskflow, callback)): after its last node
+  // (and its last pass, for run_n / run_until), whether it completed, failed, was cancelled or never started a
+  // node, and before its Run's wait() returns and before the graph's next queued run starts. It is called in a
+  // pool task of its own, so on a worker; only if the pool refuses that task (shut down) is it called on the
+  // thread that ended the run. An exception from it goes to the pool's error handler (PoolOptions::on_error,
+  // else Pool::take_errors), never to wait(). It must not wait for its own run (Run::wait throws
+  // weft::would_deadlock there), nor run its own graph (weft::graph_busy: the graph is handed to the next
+  // queued run only once the callback has returned). A copy of RunOptions shares the one callable
+  // (weft::shared_function).
+  shared_function<void()> on_done{};
 };
 
 // What became of one node in a run (NodeOutcome::state). A node with several tokens, or with subflow children,
@@ -321,7 +332,9 @@ struct NodeOutcome {
 //   weft::pool_closed / task_dropped if the pool refused or dropped its tasks); else returns how it ended.
 //   It may be called more than once; each call rethrows the same exception. Called from inside the run (one of
 //   its nodes, or a subflow child of one), where it could never return, it throws weft::would_deadlock.
-// - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::Cancelled.
+// - cancel(): no node or token starts after it; running ones finish; wait() returns RunStatus::Cancelled. A run
+//   still queued behind another run of its graph (TaskGraph::run) never starts a node: it ends, cancelled, when
+//   its turn comes.
 // - The destructor waits for the run (never throws: an exception nobody waited for is only counted).
 // - A Run may outlive its pool: the pool's destruction (a Drain shutdown) lets the run finish first, and a
 //   finished run's wait(), done(), stats(), outcome(s), assignment and destructor no longer touch the pool.
@@ -394,12 +407,21 @@ class [[nodiscard]] Run {
 //   one does not run or compile (weft::invalid_graph naming it).
 // - A node runs after all its predecessors finished (their tokens and subflows), `tokens` times per run, with
 //   the limits of its NodeOptions. Nodes without predecessors start when the run starts.
-// - One run at a time: run() while a run is in flight, or add_node/add_edge/compile then, throw weft::graph_busy.
-//   When the run is over the graph may be changed or run again.
+// - One run at a time, the others queued: run(), run_n or run_until while a run is in flight (or others are
+//   queued) does not start it but queues it behind them (as Taskflow's executor does); the queued runs start
+//   one after another in the order they were submitted, each when the one before it has ended, each with its
+//   own Run (wait, exceptions, stats, cancel). A queued run was checked (placeholders, affinities) when it was
+//   submitted, and runs the graph as it was then: while any run is in flight or queued, changing or compiling
+//   the graph (add_node, add_edge, placeholder, set_work, compile, ...) throws weft::graph_busy naming the call.
+//   Cancelling a queued run: it never starts a node; it ends, cancelled, when its turn comes. A queued run whose
+//   pool is shut down by its turn does not start: its wait() throws weft::task_dropped. run() from inside a node
+//   of the graph's own run in flight throws weft::graph_busy (its Run could only be waited for after that node,
+//   and so that run, has ended). When the last run is over the graph may be changed again.
 // - Bad input throws, naming the call: an edge from or to a node of another graph or no graph, or a self-edge
 //   (weft::invalid_graph, saying which end and naming the node: by name if it is this graph's, else by the
 //   index it carries); an option out of range (weft::invalid_option, naming the node, option and value).
-// - The destructor waits for a run in flight. Movable (not while running); a moved-from graph may only be
+// - The destructor waits for the run in flight and every queued run (they still run). Movable (not while running); a
+// moved-from graph may only be
 //   destroyed or assigned.
 //
 // Example:
@@ -414,7 +436,7 @@ class TaskGraph {
  public:
   // An empty graph: no nodes, no edges.
   TaskGraph();
-  // Waits for a run in flight, then frees the graph.
+  // Waits for the run in flight and the queued runs (each runs as it would have), then frees the graph.
   ~TaskGraph();
   // Takes over other's nodes, edges and layout; `other` may then only be destroyed or assigned.
   TaskGraph(TaskGraph&& other) noexcept;
@@ -545,8 +567,15 @@ class TaskGraph {
   // Checks and lays out the graph now (else the first run does). Allocates each multi-token node's inbox
   // (see NodeOptions); out of memory throws weft::out_of_memory naming the node whose inbox it was.
   void compile();
-  // Starts a run on `pool`. Throws graph_busy if a run is in flight, cycle_error, invalid_option (an affinity
-  // past the pool's workers), pool_closed.
+  // Starts a run on `pool`, or queues it if a run of the graph is in flight or queued (see the contract: runs
+  // start in the order submitted, each with its own Run). Throws cycle_error, invalid_graph (a placeholder left),
+  // invalid_option (an affinity past the pool's workers), pool_closed (the pool is shut down and the graph idle),
+  // graph_busy when called from inside a node of this graph's own run in flight.
+  //
+  // Example:
+  //   weft::Run first = g.run(pool);
+  //   weft::Run second = g.run(pool);  // queued: starts when `first` has ended
+  //   second.wait();                   // both are over
   Run run(Pool& pool);
   // The same, with an error policy and what to record (see RunOptions). run(pool, {}) is run(pool).
   // Example: weft::Run run = graph.run(pool, {.on_error = weft::ErrorPolicy::KeepGoing, .record_times = true});
@@ -561,6 +590,9 @@ class TaskGraph {
   //   g.add_node([&] { ++count; });
   //   g.run_n(pool, 5).wait();  // count == 5
   Run run_n(Pool& pool, std::size_t n);
+  // run_n with an error policy, what to record and a completion callback (see RunOptions).
+  // Example: g.run_n(pool, 3, {.on_done = [&] { done.notify(); }});
+  Run run_n(Pool& pool, std::size_t n, RunOptions options);
   // Runs the graph again and again, as one Run, until predicate() returns true (Taskflow's run_until). The
   // predicate is called before each pass, the first included (true at once: no pass runs), so it is called
   // once more than there are passes, the last call being the one that returns true; it is never called
@@ -577,17 +609,24 @@ class TaskGraph {
   template <class P>
     requires std::predicate<std::decay_t<P>&>
   Run run_until(Pool& pool, P&& predicate) {
+    return run_until(pool, std::forward<P>(predicate), RunOptions{});
+  }
+  // run_until with an error policy, what to record and a completion callback (see RunOptions).
+  template <class P>
+    requires std::predicate<std::decay_t<P>&>
+  Run run_until(Pool& pool, P&& predicate, RunOptions options) {
     detail::require_callable(predicate, "weft::TaskGraph::run_until");
     return run_until_erased(pool,
                             detail::RunPredicate([f = std::decay_t<P>(std::forward<P>(predicate))]() mutable -> bool {
                               return static_cast<bool>(f());
-                            }));
+                            }),
+                            options);
   }
 
   [[nodiscard]] std::size_t size() const noexcept;  // nodes
   [[nodiscard]] std::size_t edge_count() const;     // distinct edges
   [[nodiscard]] std::string name(Node node) const;  // the node's NodeOptions::name or "node <index>"
-  [[nodiscard]] bool running() const noexcept;      // a run is in flight
+  [[nodiscard]] bool running() const noexcept;      // a run is in flight (or queued)
   // Writes the graph in Graphviz DOT (nodes by name, with their non-default options), e.g. for `dot -Tsvg`.
   void dump(std::ostream& out) const;
 
@@ -595,7 +634,7 @@ class TaskGraph {
   friend struct detail::GraphAccess;
   Node add_node_body(detail::NodeBody&& body, NodeOptions&& options, const detail::Caller& caller);
   void set_work_body(Node node, detail::NodeBody&& body);
-  Run run_until_erased(Pool& pool, detail::RunPredicate&& predicate);
+  Run run_until_erased(Pool& pool, detail::RunPredicate&& predicate, const RunOptions& options);
   Node add_condition_body(detail::NodeBody&& body, NodeOptions&& options);
 
   std::unique_ptr<graph::GraphImpl> impl_;
