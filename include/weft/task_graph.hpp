@@ -591,7 +591,7 @@ class TaskGraph {
   //   g.run_n(pool, 5).wait();  // count == 5
   Run run_n(Pool& pool, std::size_t n);
   // run_n with an error policy, what to record and a completion callback (see RunOptions).
-  // Example: g.run_n(pool, 3, {.on_done = [&] { done.notify(); }});
+  // Example: weft::Run r = g.run_n(pool, 3, {.on_done = [&] { done.signal(); }});  // done: a weft::Event
   Run run_n(Pool& pool, std::size_t n, RunOptions options);
   // Runs the graph again and again, as one Run, until predicate() returns true (Taskflow's run_until). The
   // predicate is called before each pass, the first included (true at once: no pass runs), so it is called

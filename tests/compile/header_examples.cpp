@@ -209,6 +209,20 @@ void subflow_hpp(weft::TaskGraph& graph, long lo, long mid, long hi) {
   });
 }
 
+int load_x() { return 1; }
+int load_y() { return 2; }
+
+void subflow_edges_hpp(weft::Subflow& sf) {
+  int x = 0;
+  int y = 0;
+  int z = 0;
+  weft::SubflowChild b1 = sf.spawn_after({}, [&] { x = load_x(); });
+  weft::SubflowChild b2 = sf.spawn_after({}, [&] { y = load_y(); });
+  (void)sf.spawn_after({b1, b2}, [&] { z = x + y; });
+  sf.join();
+  (void)z;
+}
+
 void node_options_hpp() {
   const auto options = weft::NodeOptions{.concurrency = 2, .capacity = 64, .overflow = weft::Overflow::Block};
   (void)options;
@@ -281,6 +295,18 @@ void task_graph_hpp_run_n(weft::Pool& pool, weft::TaskGraph& g) {
   std::atomic<int> count{0};
   g.add_node([&] { ++count; });
   g.run_n(pool, 5).wait();  // count == 5
+}
+
+void task_graph_hpp_queued_runs(weft::Pool& pool, weft::TaskGraph& g) {
+  weft::Run first = g.run(pool);
+  weft::Run second = g.run(pool);  // queued: starts when `first` has ended
+  second.wait();                   // both are over
+}
+
+void task_graph_hpp_run_n_on_done(weft::Pool& pool, weft::TaskGraph& g) {
+  weft::Event done;
+  weft::Run r = g.run_n(pool, 3, {.on_done = [&] { done.signal(); }});  // done: a weft::Event
+  done.wait();
 }
 
 void task_graph_hpp_run_until(weft::Pool& pool, weft::TaskGraph& g) {
