@@ -1,7 +1,9 @@
 // TaskGraph::dump: the graph as Graphviz DOT, for looking at what was built.
 #include <algorithm>
+#include <mutex>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "graph/graph_impl.hpp"
 
@@ -67,7 +69,35 @@ void GraphImpl::dump(std::ostream& out) const {
     const bool weak = std::binary_search(conditions_.begin(), conditions_.end(), from);
     out << "  n" << from << " -> n" << to << (weak ? " [style=dashed]" : "") << ";\n";
   }
+  if (retained_ != nullptr) dump_retained(out);
   out << "}\n";
+}
+
+void GraphImpl::dump_retained(std::ostream& out) const {
+  RetainedSubflows& retained = *retained_;
+  const std::lock_guard lock(retained.lock);
+  // Child ids by node, in spawn order: one cluster per node that spawned any.
+  std::vector<std::uint32_t> order(retained.children.size());
+  for (std::uint32_t id = 0; id < order.size(); ++id) order[id] = id;
+  std::stable_sort(order.begin(), order.end(), [&retained](std::uint32_t a, std::uint32_t b) {
+    return retained.children[a].node < retained.children[b].node;
+  });
+  for (std::size_t first = 0; first < order.size();) {
+    const std::uint32_t node = retained.children[order[first]].node;
+    out << "  subgraph cluster_n" << node << " {\n    label=\"" << escaped(name(node)) << "\";\n    n" << node << ";\n";
+    std::size_t k = 0;
+    for (; first + k < order.size() && retained.children[order[first + k]].node == node; ++k) {
+      const std::uint32_t id = order[first + k];
+      const std::string& child = retained.children[id].name;
+      out << "    c" << id << " [label=\"" << (child.empty() ? "child " + std::to_string(k) : escaped(child))
+          << "\"];\n";
+    }
+    for (const auto& [from, to] : retained.edges) {
+      if (retained.children[to].node == node) out << "    c" << from << " -> c" << to << ";\n";
+    }
+    out << "  }\n";
+    first += k;
+  }
 }
 
 }  // namespace weft::graph

@@ -86,6 +86,8 @@ class RunState::NodeTokens {
 
 bool RunState::start(std::shared_ptr<RunState> self) noexcept {
   self_ = std::move(self);
+  // The run holds the graph now: the previous run's retained children go, this run's (if any) take their place.
+  graph_.replace_retained(std::move(retained_owner_));
   // run_n / run_until start even their first pass in pass_ended (reached at once through the starter's unit),
   // so that the count or predicate is checked before every pass in one place. A run cancelled while it was
   // queued starts no pass (another_pass says no for run_n / run_until).

@@ -75,6 +75,20 @@ struct SemaphoreNeed {
 };
 
 // A node with semaphores: its needs are semaphore_needs()[begin, end).
+// The subflow children of one run, kept for dump() when the run asked for them (RunOptions::retain_subflows):
+// each child spawned by a node's execution (or by a child of it), in the order spawned, and the edges
+// Subflow::spawn_after made between them. Filled by the run's spawns under `lock`; the graph owns it from the run's
+// start until its next run starts (which replaces it) or the graph is destroyed.
+struct RetainedSubflows {
+  struct Child {
+    std::uint32_t node;  // the node whose execution (or one of its children) spawned it
+    std::string name;    // Subflow::spawn's or spawn_after's name, or empty
+  };
+  std::mutex lock;
+  std::vector<Child> children;                                 // an index here is a child's id
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;  // {predecessor id, successor id}
+};
+
 struct SemaphoreNode {
   std::uint32_t node;
   std::uint32_t begin;
@@ -111,7 +125,11 @@ class GraphImpl {
   // Every edge is checked before any is added: a refused call changes nothing.
   void add_edges(Node from, std::initializer_list<Node> to);
   void reserve(std::size_t nodes, std::size_t edges);
+  // Draws the subflow children the last run retained (RunOptions::retain_subflows) as clusters in their nodes.
   void dump(std::ostream& out) const;
+  // A run starts: it replaces the children the previous run retained (freed here) with its own (null if it
+  // retains none). Called by the run holding the graph (running_), so never beside another run's spawns.
+  void replace_retained(std::unique_ptr<RetainedSubflows> retained) noexcept { retained_ = std::move(retained); }
   void compile();
   // `live`, if given, gets the run's state before any node starts (GraphAccess::run).
   // `repeat`, if given, makes the run several passes (run_n / run_until); `options`: its error policy and what
@@ -216,6 +234,8 @@ class GraphImpl {
   [[nodiscard, gnu::noinline]] std::shared_ptr<RunState> claim_queued() noexcept;
   // Under queue_lock_: takes the first queued run, records it as the one in flight.
   [[nodiscard]] std::shared_ptr<RunState> pop_queued() noexcept;
+  // dump()'s clusters of the children retained_ holds (not null).
+  void dump_retained(std::ostream& out) const;
   // Describes a node handle this graph does not own: "node 3 of another graph", "an empty weft::Node ...".
   [[nodiscard]] std::string describe_foreign(Node node) const;
   [[noreturn, gnu::cold, gnu::noinline]] void throw_bad_edge(Node from, Node to, const char* what,
@@ -301,6 +321,8 @@ class GraphImpl {
   std::atomic<std::size_t> queued_{0};
   // The run run_ended() handed the graph to, until its caller takes it (take_handed).
   std::shared_ptr<RunState> handed_;
+  // The subflow children the last run retained (RunOptions::retain_subflows), or null; see replace_retained.
+  std::unique_ptr<RetainedSubflows> retained_;
 };
 
 }  // namespace weft::graph

@@ -31,6 +31,8 @@ RunState::RunState(GraphImpl& graph, Pool& pool, const RunOptions& options)
       keep_going_(options.on_error == ErrorPolicy::KeepGoing),
       timing_(options.record_times),
       special_(recording_ || graph.has_conditions()),
+      retained_(options.retain_subflows ? new RetainedSubflows : nullptr),
+      retained_owner_(retained_),
       on_done_(options.on_done),
       graph_id_(graph.id()) {
   // Here, not in start(): a queued run's waiter reads them (help_from_outside) while another thread starts it.

@@ -116,6 +116,8 @@ class RunState {
   [[nodiscard]] const GraphImpl& graph() const noexcept { return graph_; }
   // Subflow joiners sleep here; a subflow whose last child finished notifies it.
   [[nodiscard]] sync::Signal& subflow_signal() noexcept { return subflow_signal_; }
+  // Where Subflow spawns record the children of this run (RunOptions::retain_subflows), or null.
+  [[nodiscard]] RetainedSubflows* retained() const noexcept { return retained_; }
   // A unit of work of this run (a queued or running task) begins / ends; the run ends when none is left.
   // add_unit may only be called by a holder of a unit (so the count cannot reach zero meanwhile).
   void add_unit() noexcept { pending_.fetch_add(1, std::memory_order_relaxed); }
@@ -270,6 +272,10 @@ class RunState {
   // Something of this run needs the per-node hooks: RunOptions that record (KeepGoing included), or condition
   // nodes in the graph. Else run_node takes the plain instantiation, which tests none of them per node.
   const bool special_;
+  // RunOptions::retain_subflows: where this run's spawns record their children (null: they record nothing, at
+  // the cost of this one test per spawn). Owned by retained_owner_ until start() hands it to the graph.
+  RetainedSubflows* const retained_;
+  std::unique_ptr<RetainedSubflows> retained_owner_;
   std::atomic<bool> done_{false};
   sync::Signal done_signal_;
   sync::Signal subflow_signal_;

@@ -5,6 +5,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,7 +22,44 @@ namespace weft {
 
 bool Subflow::on_owner_stack() const noexcept { return owner_stack_ == fiber::current_stack_id(); }
 
+namespace {
+// Records a child of `node` in the run's retained children; returns its id. May throw (out of memory).
+std::uint32_t retain_child(graph::RetainedSubflows& retained, std::uint32_t node, std::string_view name) {
+  const std::lock_guard lock(retained.lock);
+  retained.children.push_back({node, std::string(name)});
+  return static_cast<std::uint32_t>(retained.children.size() - 1);
+}
+}  // namespace
+
+void Subflow::retain_spawned(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept,
+                             std::string_view name) {
+  graph::RetainedSubflows* const retained = run_->retained();
+  if (retained == nullptr) return;
+  try {
+    (void)retain_child(*retained, node_, name);
+  } catch (...) {
+    destroy(child);  // not counted yet: the spawn throws, nothing of it is left
+    throw;
+  }
+}
+
 void Subflow::spawn_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept) {
+  // A default run retains nothing: one test of the run's field, and a tail call away when it does, so that the
+  // common path keeps the frame it had (an inlined record cost ~8 instructions a spawn in saved registers).
+  if (run_->retained() != nullptr) [[unlikely]] {
+    spawn_named_child(child, destroy, {});
+    return;
+  }
+  post_child(child, destroy);
+}
+
+void Subflow::spawn_named_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept,
+                                std::string_view name) {
+  retain_spawned(child, destroy, name);
+  post_child(child, destroy);
+}
+
+void Subflow::post_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept) {
   if (fiber::stack_low()) [[unlikely]] {
     destroy(child);
     fiber::stack_guard_detail::throw_too_deep("weft::Subflow::spawn");
@@ -156,8 +194,18 @@ void Subflow::check_after(std::span<const SubflowChild> after) const {
   }
 }
 
-void Subflow::link_and_start(detail::SubflowChildState& state, std::span<const SubflowChild> after) {
+void Subflow::link_and_start(detail::SubflowChildState& state, std::span<const SubflowChild> after,
+                             std::string_view name) {
   try {
+    if (graph::RetainedSubflows* const retained = run_->retained(); retained != nullptr) [[unlikely]] {
+      // The child and its edges, before anything is linked (out of memory: the child is skipped, below).
+      state.retained_id_ = retain_child(*retained, node_, name);
+      const std::lock_guard lock(retained->lock);
+      for (const SubflowChild& handle : after) {
+        const std::uint32_t from = handle.state_->retained_id_;
+        if (from != detail::SubflowChildState::kNotRetained) retained->edges.emplace_back(from, state.retained_id_);
+      }
+    }
     for (const SubflowChild& handle : after) {
       detail::SubflowChildState& predecessor = *handle.state_;
       const std::lock_guard lock(predecessor.mutex_);
@@ -193,11 +241,11 @@ void Subflow::start_ready(detail::SubflowChildState* state, bool rethrow) {
     detail::SelfTask* const task = std::exchange(state->task_, nullptr);
     Subflow* const owner = state->owner_;  // alive: a predecessor (or the spawner) of this child still runs
     if (rethrow) {
-      owner->spawn_child(task, state->destroy_);
+      owner->post_child(task, state->destroy_);  // recorded already, when it was linked
       return;
     }
     try {
-      owner->spawn_child(task, state->destroy_);
+      owner->post_child(task, state->destroy_);
     } catch (...) {
       // Refused by a closed pool (the run is failed with task_dropped already) or a stack too short: the child
       // was freed, and its successors skipped. The run hears of it.

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "weft/detail/block_cache.hpp"
+#include "weft/detail/future_state.hpp"
 #include "weft/detail/successor_list.hpp"
 #include "weft/detail/task_header.hpp"
 #include "weft/pool_options.hpp"
@@ -138,11 +139,73 @@ class AsyncTaskState final : public AsyncState {
   alignas(F) std::byte storage_[sizeof(F)];
 };
 
+// Pool::as_async_task's halves. make_future_async: an AsyncTask of `pool` with no callable, final only once
+// settle_future_async is called on its state (which takes over the task's reference: the state may be gone on
+// return). settle_future_async makes it final: failed with `error` if not null (its successors skipped), else done
+// (its successors released).
+[[nodiscard]] AsyncTask make_future_async(Pool& pool);
+[[nodiscard]] AsyncState* async_state(const AsyncTask& task) noexcept;
+void settle_future_async(AsyncState* state, std::exception_ptr error) noexcept;
+// The outcome of a final future state as an AsyncTask's: null (a value), its exception, or task_dropped (dropped by
+// a shutdown). Takes the exception out of `future`.
+template <class T>
+[[nodiscard]] std::exception_ptr take_future_error(FutureResult<T>& future) noexcept;
+[[nodiscard]] std::exception_ptr future_async_dropped() noexcept;
+
+// Pool::as_async_task's continuation of a future not final yet (attached as Future::then's are, run as a task on
+// the future's pool once the future is final): settles the AsyncTask from the future's outcome, and frees the
+// future's state (its value discarded). If it never runs (the pool refused or dropped it at a shutdown), it settles
+// the AsyncTask with task_dropped instead: the successors are never left waiting.
+template <class T>
+class FutureGate final : public FutureResult<void> {
+ public:
+  FutureGate(Pool* pool, AsyncState* target) noexcept : FutureResult<void>(nullptr, pool), target_(target) {}
+  // Takes over the caller's reference to the future's state.
+  void set_antecedent(FutureResult<T>* antecedent) noexcept { antecedent_ = antecedent; }
+
+  static void* operator new(std::size_t bytes) { return allocate_future_state(bytes, alignof(FutureGate)); }
+  static void operator delete(void* p, std::size_t bytes) noexcept {
+    deallocate_future_state(p, bytes, alignof(FutureGate));
+  }
+
+ private:
+  ~FutureGate() { forget_antecedent(); }
+
+  Status run_task() noexcept override {
+    // The future is final: its finisher scheduled us (acquiring what it wrote).
+    FutureResult<T>* const antecedent = std::exchange(antecedent_, nullptr);
+    std::exception_ptr error = take_future_error(*antecedent);
+    antecedent->release();
+    settle_future_async(std::exchange(target_, nullptr), std::move(error));
+    return has_value;
+  }
+  void destroy() noexcept override { delete this; }
+  void forget_antecedent() noexcept override {
+    if (antecedent_ != nullptr) std::exchange(antecedent_, nullptr)->release();
+    if (target_ != nullptr) settle_future_async(std::exchange(target_, nullptr), future_async_dropped());
+  }
+
+  FutureResult<T>* antecedent_ = nullptr;
+  AsyncState* target_;  // the task's reference to the AsyncTask's state, until settled
+};
+
 // Pool::submit_after's untyped half (scheduler/sync/async_task.cpp): checks `after` and `options`, links `state`
 // after the tasks of `after` not final yet, and queues it if none is. Takes the state over: on a throw it is freed
 // (its callable unrun).
 [[nodiscard]] AsyncTask submit_async(Pool& pool, AsyncState* state, std::span<const AsyncTask> after,
                                      const TaskOptions& options);
+
+template <class T>
+std::exception_ptr take_future_error(FutureResult<T>& future) noexcept {
+  switch (future.status()) {  // acquire: the finisher's writes (the exception) are seen
+    case FutureStateBase::has_exception:
+      return future.take_error();
+    case FutureStateBase::dropped:
+      return future_async_dropped();
+    default:
+      return nullptr;
+  }
+}
 
 }  // namespace detail
 

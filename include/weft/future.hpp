@@ -200,6 +200,16 @@ struct FutureAccess {
   static Future<T> adopt(FutureResult<T>* state) noexcept {
     return Future<T>(state);
   }
+  // The future's state (null if it is invalid), still the future's.
+  template <class T>
+  [[nodiscard]] static FutureResult<T>* state(const Future<T>& future) noexcept {
+    return future.state_;
+  }
+  // Takes the future's state and its reference over; the future is left invalid.
+  template <class T>
+  [[nodiscard]] static FutureResult<T>* take(Future<T>& future) noexcept {
+    return std::exchange(future.state_, nullptr);
+  }
 };
 }  // namespace detail
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <ranges>
 #include <span>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -247,6 +248,61 @@ class Pool {
     requires std::invocable<std::decay_t<F>&>
   AsyncTask submit_after(std::initializer_list<AsyncTask> after, F&& f, TaskOptions options = {}) {
     return submit_after(std::span<const AsyncTask>(after.begin(), after.size()), std::forward<F>(f), options);
+  }
+
+  // An AsyncTask that is final when `future` is, so that submit_after can depend on a Future: the returned task
+  // becomes the future's one consumer (as get() or then() would). The future's value is discarded; to use it, chain
+  // a then() that takes it and pass that then()'s future here instead.
+  //
+  // Contract:
+  // - The task is final once the future's task is: done if it returned; failed with its exception if it threw
+  //   (get() rethrows it, and successors are skipped as after any failed AsyncTask); failed with task_dropped if a
+  //   shutdown dropped it, or dropped the hand-over below.
+  // - A future that is ready already gives a task that is final at once, with no task queued: a successor linked
+  //   after it is released at once. Otherwise the future's end is passed on as then() passes it: one task on the
+  //   pool, which releases the successors.
+  // - Throws std::invalid_argument for an invalid future (default-constructed, moved from, or consumed already by
+  //   get() or then()) and for a future of another pool's task; in each case the future is left unchanged.
+  //
+  // Example:
+  //   weft::Future<int> parsed = pool.submit([] { return 42; });
+  //   weft::AsyncTask loaded = pool.submit_after({}, [] { std::puts("loaded"); });
+  //   weft::AsyncTask parsed_task = pool.as_async_task(std::move(parsed));  // the value 42 is discarded
+  //   weft::AsyncTask report = pool.submit_after({loaded, parsed_task}, [] { std::puts("both done"); });
+  //   report.get();  // rethrows the parse's or the load's exception, if either failed
+  template <class T>
+  [[nodiscard]] AsyncTask as_async_task(Future<T>&& future) {
+    detail::FutureResult<T>* const state = detail::FutureAccess::state(future);
+    if (state == nullptr)
+      throw std::invalid_argument(
+          "weft::Pool::as_async_task: the future is invalid (default-constructed, moved from, or consumed already by "
+          "get() or then()): it has no task to depend on");
+    if (state->pool() != this)
+      throw std::invalid_argument(
+          "weft::Pool::as_async_task: the future is of another pool's task; an AsyncTask depends only on its own "
+          "pool's work (call as_async_task on the pool that made the future)");
+    AsyncTask task = detail::make_future_async(*this);  // may throw: the future is still the caller's
+    detail::AsyncState* const target = detail::async_state(task);
+    if (state->ready()) {
+      detail::FutureResult<T>* const taken = detail::FutureAccess::take(future);
+      std::exception_ptr error = detail::take_future_error(*taken);
+      taken->release();  // the value, if any, goes with it
+      detail::settle_future_async(target, std::move(error));
+      return task;
+    }
+    detail::FutureGate<T>* gate = nullptr;
+    try {
+      gate = new detail::FutureGate<T>(this, target);
+    } catch (...) {
+      // Out of memory: the future is left as it was, and the task (never handed out) is settled and freed.
+      detail::settle_future_async(target, std::current_exception());
+      throw;
+    }
+    gate->set_antecedent(detail::FutureAccess::take(future));  // the future's reference goes to the gate
+    // Queues the gate now if the future became final meanwhile; else the future's finisher will.
+    state->attach_continuation(gate);
+    gate->release();  // the reference a Future of the gate would hold: nobody waits for the gate itself
+    return task;
   }
 
   // Runs f(subflow) as a task whose future is ready only once f returned and every child it spawned (with all

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -68,6 +69,10 @@ class SubflowChildState {
   bool done_ = false;
   bool failed_ = false;
   std::vector<SubflowChildState*> successors_;  // each holds a reference
+  // Its index among the children its run retained (RunOptions::retain_subflows), or kNotRetained. Written by the
+  // spawner before the handle is returned; read by later spawn_after calls given the handle.
+  static constexpr std::uint32_t kNotRetained = ~std::uint32_t{0};
+  std::uint32_t retained_id_ = kNotRetained;
 };
 }  // namespace detail
 
@@ -158,6 +163,15 @@ class Subflow {
     using Child = ChildTask<std::decay_t<F>>;
     spawn_child(new Child(this, std::forward<F>(f)), &Child::destroy);  // counted only once it exists
   }
+  // spawn(f) with a name for the child, which TaskGraph::dump shows if the run retains its children
+  // (RunOptions::retain_subflows); otherwise the name is not even copied.
+  template <class F>
+    requires SubflowCallable<F>
+  void spawn(std::string_view name, F&& f) {
+    detail::require_callable(f, "weft::Subflow::spawn");
+    using Child = ChildTask<std::decay_t<F>>;
+    spawn_named_child(new Child(this, std::forward<F>(f)), &Child::destroy, name);
+  }
 
   // Runs f (as f() or f(child_subflow)) as a child of this execution once every child of `after` finished, and
   // returns a handle later spawn_after calls may depend on in turn: edges between the children of one Subflow
@@ -189,20 +203,34 @@ class Subflow {
   template <class F>
     requires SubflowCallable<F>
   SubflowChild spawn_after(std::span<const SubflowChild> after, F&& f) {
+    return spawn_after(after, std::string_view{}, std::forward<F>(f));
+  }
+  // The same with the predecessors written in braces: sf.spawn_after({b1, b2}, f), or sf.spawn_after({}, f).
+  template <class F>
+    requires SubflowCallable<F>
+  SubflowChild spawn_after(std::initializer_list<SubflowChild> after, F&& f) {
+    return spawn_after(std::span<const SubflowChild>(after.begin(), after.size()), std::string_view{},
+                       std::forward<F>(f));
+  }
+  // spawn_after(after, f) with a name for the child, which TaskGraph::dump shows if the run retains its children
+  // (RunOptions::retain_subflows), with the edges from `after`.
+  template <class F>
+    requires SubflowCallable<F>
+  SubflowChild spawn_after(std::span<const SubflowChild> after, std::string_view name, F&& f) {
     detail::require_callable(f, "weft::Subflow::spawn_after");
     check_after(after);
     SubflowChild handle{new detail::SubflowChildState(this)};
     using Child = ChildTask<Tracked<std::decay_t<F>>>;
     handle.state_->task_ = new Child(this, Tracked<std::decay_t<F>>(handle.state_, std::forward<F>(f)));
     handle.state_->destroy_ = &Child::destroy;
-    link_and_start(*handle.state_, after);
+    link_and_start(*handle.state_, after, name);
     return handle;
   }
-  // The same with the predecessors written in braces: sf.spawn_after({b1, b2}, f), or sf.spawn_after({}, f).
+  // The same with the predecessors written in braces: sf.spawn_after({b1, b2}, "sum", f).
   template <class F>
     requires SubflowCallable<F>
-  SubflowChild spawn_after(std::initializer_list<SubflowChild> after, F&& f) {
-    return spawn_after(std::span<const SubflowChild>(after.begin(), after.size()), std::forward<F>(f));
+  SubflowChild spawn_after(std::initializer_list<SubflowChild> after, std::string_view name, F&& f) {
+    return spawn_after(std::span<const SubflowChild>(after.begin(), after.size()), name, std::forward<F>(f));
   }
 
   // Waits for every child spawned so far (and their descendants). Throws would_deadlock if called from one of
@@ -315,9 +343,9 @@ class Subflow {
   // or one of another Subflow. link_and_start: links `state` after the unfinished children of `after`, then drops
   // the spawner's hold (queueing the child if no predecessor is left). child_completed: the child of `state`
   // finished (`ran`: its callable returned) or will not run; queues or skips the successors it releases, then
-  // drops the child's reference.
+  // drops the child's reference. `name`: the child's, recorded (with the edges) if the run retains its children.
   void check_after(std::span<const SubflowChild> after) const;
-  void link_and_start(detail::SubflowChildState& state, std::span<const SubflowChild> after);
+  void link_and_start(detail::SubflowChildState& state, std::span<const SubflowChild> after, std::string_view name);
   static void child_completed(detail::SubflowChildState* state, bool ran) noexcept;
   // The last hold of `state` is gone: queue its child, or skip it if a predecessor failed. `rethrow`: a refused
   // queueing throws to the caller (the spawner); otherwise it fails the run.
@@ -344,6 +372,15 @@ class Subflow {
   // (`destroy`) and throws nesting_too_deep. Both checks sit in this one call into the library, which a build
   // without LTO does not inline.
   void spawn_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept);
+  // spawn_child of a named child (the name kept only if the run retains its children).
+  [[gnu::noinline]] void spawn_named_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept,
+                                           std::string_view name);
+  // spawn_child once the child is recorded (if the run retains children): spawn_after's children, recorded when
+  // linked, are queued through it.
+  void post_child(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept);
+  // If the run retains its children (RunOptions::retain_subflows), records `child`, named `name`; if that fails
+  // (out of memory), frees it uncounted (`destroy`) and throws.
+  void retain_spawned(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept, std::string_view name);
   // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
   // which hold on to this Subflow until they finish.
   void join_children() noexcept;

@@ -260,6 +260,11 @@ enum class ErrorPolicy : std::uint8_t {
 // - record_outcomes: keep each node's NodeOutcome, for Run::outcome() after the run. Implied by KeepGoing and by
 //   record_times.
 // - record_times: also keep each node's start and end times (NodeOutcome::start, end).
+// - retain_subflows: keep the Subflow children this run spawns (Taskflow's retain), for TaskGraph::dump, which
+//   draws them inside the node that spawned them: each child (named by Subflow::spawn's or spawn_after's `name`,
+//   else "child <k>") and the edges spawn_after made. The graph keeps them until its next run starts (which
+//   replaces them, with nothing if that run does not retain) or until it is destroyed. Costs a lock and a record
+//   per child; a default run records nothing, and a spawn pays one test for it.
 // Recording costs one array of per-node records (sized when the run starts; nothing is allocated per node) and a
 // few atomic operations per execution; a default run pays one predictable test per node execution.
 //
@@ -271,6 +276,7 @@ struct RunOptions {
   ErrorPolicy on_error = ErrorPolicy::CancelRun;  // what a node's failure does to the run (see ErrorPolicy)
   bool record_outcomes = false;                   // keep each node's NodeOutcome for Run::outcome(s)
   bool record_times = false;                      // also keep NodeOutcome::start and end (implies outcomes)
+  bool retain_subflows = false;                   // keep this run's Subflow children for TaskGraph::dump
   // If set, each execution of each node (and each pipeline stage's body on each item) of this run is recorded
   // into it (see weft::Trace). Unset, the run records into its pool's PoolOptions::trace, if the pool has one.
   std::shared_ptr<Trace> trace{};
@@ -627,7 +633,10 @@ class TaskGraph {
   [[nodiscard]] std::size_t edge_count() const;     // distinct edges
   [[nodiscard]] std::string name(Node node) const;  // the node's NodeOptions::name or "node <index>"
   [[nodiscard]] bool running() const noexcept;      // a run is in flight (or queued)
-  // Writes the graph in Graphviz DOT (nodes by name, with their non-default options), e.g. for `dot -Tsvg`.
+  // Writes the graph in Graphviz DOT (nodes by name, with their non-default options), e.g. for `dot -Tsvg`. A node
+  // whose Subflow children the last run retained (RunOptions::retain_subflows) is drawn with them, and the edges
+  // spawn_after made between them, as a cluster (`subgraph cluster_n<index>`); children of children appear in the
+  // same cluster. Not while a run of the graph is in flight: a run that starts replaces what the last one retained.
   void dump(std::ostream& out) const;
 
  private:

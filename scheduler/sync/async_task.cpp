@@ -105,6 +105,12 @@ struct AsyncAccess {
           state.wake_, [](std::uint32_t value) { return (value & sync::word::kEventSet) != 0; }, slice);
     }
   };
+  // Pool::as_async_task's state, of `pool`: final only once settled (settle_future_async).
+  static void prepare_future(AsyncState* state, Pool& pool) noexcept {
+    state->pool_ = &pool;  // compared by submit_after (a task of another pool), never queued on
+    state->successors_.expect(0);
+  }
+  static void fail(AsyncState* state, std::exception_ptr error) noexcept { state->record_failure(std::move(error)); }
   // submit_async's body.
   static AsyncTask submit(Pool& pool, AsyncState* state, std::span<const AsyncTask> after, const TaskOptions& options);
 
@@ -210,6 +216,35 @@ AsyncTask AsyncAccess::submit(Pool& pool, AsyncState* state, std::span<const Asy
 
 AsyncTask submit_async(Pool& pool, AsyncState* state, std::span<const AsyncTask> after, const TaskOptions& options) {
   return AsyncAccess::submit(pool, state, after, options);
+}
+
+namespace {
+// Pool::as_async_task's state: nothing to call, it only passes the future's outcome on.
+struct NoCallable {
+  void operator()() const noexcept {}
+};
+}  // namespace
+
+AsyncTask make_future_async(Pool& pool) {
+  auto* const state = new AsyncTaskState<NoCallable>(NoCallable{});
+  AsyncAccess::prepare_future(state, pool);
+  return AsyncAccess::adopt(state);
+}
+
+AsyncState* async_state(const AsyncTask& task) noexcept { return AsyncAccess::state(task); }
+
+void settle_future_async(AsyncState* state, std::exception_ptr error) noexcept {
+  if (error) AsyncAccess::fail(state, std::move(error));
+  // As if the pool ran it: the empty callable (not if failed), then finish_state, which publishes the outcome,
+  // releases or skips the successors and gives up the task's reference, ours.
+  SelfTask::finish(state, true);
+}
+
+std::exception_ptr future_async_dropped() noexcept {
+  return std::make_exception_ptr(
+      task_dropped("weft::Pool::as_async_task: the future's task was dropped by a shutdown that drops pending work "
+                   "(Shutdown::DropPending or shutdown_for's deadline), or the pool shut down before the future's end "
+                   "could be passed on"));
 }
 
 }  // namespace detail

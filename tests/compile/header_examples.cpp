@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "weft/algorithms.hpp"
@@ -63,6 +64,14 @@ void pool_hpp_submit_after(weft::Pool& pool) {
   weft::AsyncTask b = pool.submit_after({}, [] { std::puts("b"); });
   weft::AsyncTask c = pool.submit_after({a, b}, [] { std::puts("c, after a and b"); });
   c.get();
+}
+
+void pool_hpp_as_async_task(weft::Pool& pool) {
+  weft::Future<int> parsed = pool.submit([] { return 42; });
+  weft::AsyncTask loaded = pool.submit_after({}, [] { std::puts("loaded"); });
+  weft::AsyncTask parsed_task = pool.as_async_task(std::move(parsed));  // the value 42 is discarded
+  weft::AsyncTask report = pool.submit_after({loaded, parsed_task}, [] { std::puts("both done"); });
+  report.get();  // rethrows the parse's or the load's exception, if either failed
 }
 
 void future_hpp() {

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -225,5 +227,106 @@ TEST_CASE("submit_after: a program that keeps submitting keeps no finished task 
                                          << tasks);
     // A leak of one block a task would be hundreds of thousands more; the slack covers the per-thread caches.
     CHECK(most_held <= held_after_warm_up + 4096);
+  }
+}
+
+TEST_CASE("as_async_task: a future's end releases its successors; a failed future skips them") {
+  for_each_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("as_async_task", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<int> ran{0};
+    std::atomic<bool> open{false};
+    auto wait_open = [&open] {
+      while (!open.load(std::memory_order_acquire)) std::this_thread::yield();
+    };
+    // Futures not final yet: the successors wait for them, then run (or are skipped) without a thread waiting.
+    auto value = std::make_shared<int>(7);
+    weft::Future<std::shared_ptr<int>> pending = pool.submit([&wait_open, value] {
+      wait_open();
+      return value;
+    });
+    weft::Future<void> failing = pool.submit([&wait_open] {
+      wait_open();
+      throw std::runtime_error("future failed");
+    });
+    weft::Future<int> chained = pool.submit([] { return 20; }).then([](int v) { return v + 1; });
+    const weft::AsyncTask from_pending = pool.as_async_task(std::move(pending));
+    const weft::AsyncTask from_failing = pool.as_async_task(std::move(failing));
+    const weft::AsyncTask from_chained = pool.as_async_task(std::move(chained));
+    CHECK(!pending.valid());  // consumed: the AsyncTask is its one consumer now
+    CHECK(!failing.valid());
+    weft::AsyncTask after_value = pool.submit_after({from_pending, from_chained}, [&ran] { ran.fetch_add(1); });
+    weft::AsyncTask skipped = pool.submit_after({from_pending, from_failing}, [&ran] { ran.fetch_add(100); });
+    weft::AsyncTask skipped_too = pool.submit_after({skipped}, [&ran] { ran.fetch_add(100); });
+    CHECK(!from_pending.done());  // its future's task is held
+    CHECK(!after_value.done());
+    open.store(true, std::memory_order_release);
+    CHECK_NOTHROW(after_value.get());
+    CHECK_THROWS_WITH_AS(from_failing.get(), "future failed", std::runtime_error);
+    CHECK_THROWS_WITH_AS(skipped.get(), "future failed", std::runtime_error);
+    CHECK_THROWS_WITH_AS(skipped_too.get(), "future failed", std::runtime_error);
+    CHECK_NOTHROW(from_pending.get());
+    pool.wait_idle();
+    CHECK(ran.load() == 1);
+    CHECK(weft::test::eventually([&value] { return value.use_count() == 1; }, std::chrono::seconds(30)));
+
+    // Futures final already: the AsyncTask is final at once, and so is the release of a successor.
+    weft::Future<int> done_ok = pool.submit([] { return 1; });
+    weft::Future<void> done_bad = pool.submit([] { throw std::runtime_error("finished failed"); });
+    done_ok.wait();
+    done_bad.wait();
+    const weft::AsyncTask ok = pool.as_async_task(std::move(done_ok));
+    const weft::AsyncTask bad = pool.as_async_task(std::move(done_bad));
+    CHECK(ok.done());
+    CHECK(bad.done());
+    weft::AsyncTask late = pool.submit_after({ok, bad}, [&ran] { ran.fetch_add(100); });
+    CHECK(late.done());  // skipped at once, never queued
+    CHECK_THROWS_WITH_AS(late.get(), "finished failed", std::runtime_error);
+    pool.submit_after({ok}, [&ran] { ran.fetch_add(1); }).get();
+    CHECK(ran.load() == 2);
+  });
+}
+
+TEST_CASE("as_async_task: an invalid, consumed or foreign future is refused, naming what was wrong") {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  weft::Pool other{weft::PoolOptions{.threads = 1}};
+  weft::Future<int> empty;
+  CHECK_THROWS_WITH_AS((void)pool.as_async_task(std::move(empty)),
+                       doctest::Contains("weft::Pool::as_async_task: the future is invalid"), std::invalid_argument);
+  weft::Future<int> consumed = pool.submit([] { return 1; });
+  CHECK(consumed.get() == 1);
+  CHECK_THROWS_WITH_AS((void)pool.as_async_task(std::move(consumed)),
+                       doctest::Contains("consumed already by get() or then()"), std::invalid_argument);
+  weft::Future<int> moved = pool.submit([] { return 2; });
+  weft::Future<int> taken = std::move(moved);
+  CHECK_THROWS_AS((void)pool.as_async_task(std::move(moved)), std::invalid_argument);
+  weft::Future<int> chained = pool.submit([] { return 3; });
+  weft::Future<int> next = std::move(chained).then([](int v) { return v; });
+  CHECK_THROWS_AS((void)pool.as_async_task(std::move(chained)), std::invalid_argument);
+  weft::Future<int> foreign = other.submit([] { return 4; });
+  CHECK_THROWS_WITH_AS((void)pool.as_async_task(std::move(foreign)),
+                       doctest::Contains("the future is of another pool's task"), std::invalid_argument);
+  REQUIRE(foreign.valid());  // refused: left unchanged
+  CHECK(foreign.get() == 4);
+  CHECK(taken.get() == 2);
+  CHECK(next.get() == 3);
+}
+
+TEST_CASE("as_async_task: a future dropped by a DropPending shutdown fails its AsyncTask with task_dropped") {
+  for (const unsigned workers : {1U, 2U}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog(named("as_async_task dropped", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    weft::test::Probes probes;
+    weft::test::hold_workers_until_dropping(pool, probes);
+    std::atomic<int> called{0};
+    weft::Future<int> future = pool.submit([&called] { return called.fetch_add(1); });
+    const weft::AsyncTask task = pool.as_async_task(std::move(future));
+    weft::AsyncTask successor = pool.submit_after({task}, [&called] { called.fetch_add(1); });
+    (void)pool.shutdown(weft::Shutdown::DropPending);
+    CHECK_THROWS_WITH_AS(task.get(), doctest::Contains("weft::Pool::as_async_task: the future's task was dropped"),
+                         weft::task_dropped);
+    CHECK_THROWS_AS(successor.get(), weft::task_dropped);
+    CHECK(called.load() == 0);
   }
 }
