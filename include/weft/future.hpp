@@ -200,6 +200,16 @@ struct FutureAccess {
   static Future<T> adopt(FutureResult<T>* state) noexcept {
     return Future<T>(state);
   }
+  // Takes the state out of `future` (left invalid), with the future's reference: weft/when.hpp's combinators.
+  template <class T>
+  static FutureResult<T>* take(Future<T>& future) noexcept {
+    return std::exchange(future.state_, nullptr);
+  }
+  // The pool of a valid future's task.
+  template <class T>
+  static Pool* pool_of(const Future<T>& future) noexcept {
+    return future.state_->pool();
+  }
 };
 }  // namespace detail
 

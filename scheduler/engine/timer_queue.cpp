@@ -74,8 +74,8 @@ Timer Pool::schedule_timer(std::shared_ptr<detail::TimerState> state, std::chron
                          ": TaskOptions::affinity = " + std::to_string(*options.affinity) + ": the pool has " +
                          std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) + ")");
   if (options.priority > Priority::Low)
-    throw invalid_option(std::string("weft::Pool::") + what + ": TaskOptions::priority = " +
-                         std::to_string(static_cast<unsigned>(options.priority)) +
+    throw invalid_option(std::string("weft::Pool::") + what +
+                         ": TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
                          ": not a weft::Priority (High, Normal or Low)");
   state->next_due = when;
   if (!engine_->timers().schedule(state, when)) throw_closed(what);
@@ -99,7 +99,8 @@ using Phase = TimerState::Phase;
 // A periodic timer's run, as a pool task. Destroyed unrun (a shutdown dropped it), it drops the timer.
 class PeriodicRun {
  public:
-  PeriodicRun(TimerQueue& queue, std::shared_ptr<TimerState> state) noexcept : queue_(&queue), state_(std::move(state)) {}
+  PeriodicRun(TimerQueue& queue, std::shared_ptr<TimerState> state) noexcept
+      : queue_(&queue), state_(std::move(state)) {}
   PeriodicRun(PeriodicRun&& other) noexcept : queue_(other.queue_), state_(std::move(other.state_)) {}
   PeriodicRun& operator=(PeriodicRun&&) = delete;
   PeriodicRun(const PeriodicRun&) = delete;

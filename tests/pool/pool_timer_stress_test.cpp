@@ -65,7 +65,8 @@ TEST_CASE("cancel racing the timer's firing: exactly one of them wins, every tim
   std::mt19937_64 random(seed_for("cancel race"));
   std::uniform_int_distribution<int> offset_us(-30, 150);
   // Batches of timers due together: the timer thread fires them one after another while this thread cancels them
-  // in the same order, starting at a random moment around the due time (the thread wakes somewhat after it), so the two meet somewhere in the batch.
+  // in the same order, starting at a random moment around the due time (the thread wakes somewhat after it), so the two
+  // meet somewhere in the batch.
   constexpr std::uint64_t kBatch = 100;
   std::vector<weft::Timer> batch;
   for (std::uint64_t first = 0; first < n; first += kBatch) {

@@ -71,7 +71,7 @@ TEST_CASE("cancel before the deadline: the task never runs, its captures are rel
     CHECK(timer.pending());
     weft::Timer copy = timer;
     CHECK(copy.cancel());
-    CHECK_FALSE(timer.cancel());  // the same timer: already cancelled
+    CHECK_FALSE(timer.cancel());    // the same timer: already cancelled
     CHECK(token.use_count() == 1);  // released by cancel()
     CHECK_FALSE(timer.pending());
     CHECK_FALSE(weft::Timer{}.cancel());
@@ -86,7 +86,8 @@ TEST_CASE("submit_after_delay: the future carries the value, the exception, or t
     const Watchdog watchdog(named("submit_after_delay", workers), patience(30));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     const auto start = Clock::now();
-    auto value = pool.submit_after_delay(1ms, [](int a) { return a * 2; }, 21);
+    auto value = pool.submit_after_delay(
+        1ms, [](int a) { return a * 2; }, 21);
     auto error = pool.submit_at(Clock::now(), []() -> int { throw std::runtime_error("late failure"); });
     auto cancelled = pool.submit_after_delay(1h, [] { return 1; });
     CHECK(value.future.get() == 42);  // get() waits for the deadline: it never runs the task early itself
@@ -190,7 +191,9 @@ TEST_CASE("timers refuse bad input") {
   CHECK_THROWS_AS((void)pool.post_after(1ms, null_fn), std::invalid_argument);
   CHECK_THROWS_AS((void)pool.post_every(0ms, [] {}), std::invalid_argument);
   CHECK_THROWS_AS((void)pool.post_every(-1ms, [] {}), std::invalid_argument);
-  CHECK_THROWS_AS((void)pool.post_after(1ms, [] {}, weft::TaskOptions{.affinity = 7}), weft::invalid_option);
+  CHECK_THROWS_AS((void)pool.post_after(
+                      1ms, [] {}, weft::TaskOptions{.affinity = 7}),
+                  weft::invalid_option);
 }
 
 }  // namespace

@@ -182,6 +182,11 @@ class FutureStateBase : public TaskHeader {
   }
   ~FutureStateBase() = default;
 
+  // For a state settled from outside its task (weft/when.hpp's combined futures), by the caller that won
+  // try_claim(): makes `final_status` final (the value or error_ stored before), wakes waiters, schedules the
+  // continuation.
+  void complete_claimed(Status final_status) noexcept { publish(final_status); }
+
   std::exception_ptr error_;
 
  private:
