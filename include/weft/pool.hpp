@@ -13,6 +13,7 @@
 #include <optional>
 #include <ranges>
 #include <span>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -83,6 +84,33 @@ struct ShutdownResult {
 // The result type of submit(f, args...): what f returns when called with the (moved) arguments.
 template <class F, class... Args>
 using submit_result_t = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&&...>;
+
+namespace detail {
+// A callable Pool's stop-token overloads hand the token to: f(std::stop_token, args...) rather than f(args...).
+template <class F, class... Args>
+inline constexpr bool takes_stop_token_v =
+    std::is_invocable_v<std::decay_t<F>&, std::stop_token, std::decay_t<Args>&&...>;
+template <class F, class... Args>
+struct stop_result {
+  using type = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&&...>;
+};
+template <class F, class... Args>
+  requires takes_stop_token_v<F, Args...>
+struct stop_result<F, Args...> {
+  using type = std::invoke_result_t<std::decay_t<F>&, std::stop_token, std::decay_t<Args>&&...>;
+};
+[[noreturn]] void throw_stopped_before_start();
+}  // namespace detail
+
+// A callable Pool::post / submit with a std::stop_token run: f(token, args...) if it takes the token first,
+// else f(args...).
+template <class F, class... Args>
+concept StoppableTask = std::invocable<std::decay_t<F>&, std::stop_token, std::decay_t<Args>&&...> ||
+                        std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>;
+
+// The result type of submit(token, f, args...).
+template <class F, class... Args>
+using stoppable_result_t = typename detail::stop_result<F, Args...>::type;
 
 // A fixed set of worker threads that run tasks: each worker has its own work-stealing deque, tasks from other
 // threads enter through lock-free queues, idle workers steal, then sleep without burning CPU.
@@ -296,6 +324,60 @@ class Pool {
     detail::require_callable(f, "weft::Pool::submit_for");
     return submit_impl(TaskOptions{}, Admission::until, detail::deadline_after(detail::clamp_to_nanoseconds(timeout)),
                        std::forward<F>(f), std::forward<Args>(args)...);
+  }
+
+  // Stop tokens: post and submit of a task that a std::stop_token can cancel.
+  //
+  // Contract:
+  // - The token is looked at as the task starts: stopped by then, the callable is not called; post's task is
+  //   skipped silently (counted as run, not as an error), submit's future throws weft::task_cancelled. A token
+  //   stopped later does not interrupt anything: a running task polls it, as f(token, args...) when f takes a
+  //   std::stop_token first (else f(args...); capture the token, or its std::stop_source, to poll it).
+  // - Otherwise exactly as post(f, options) and submit(f, args...): same routing, admission, errors.
+  //
+  // Example:
+  //   std::stop_source stop;
+  //   weft::Future<int> f = pool.submit(stop.get_token(), [](std::stop_token token, int limit) {
+  //     int i = 0;
+  //     while (i < limit && !token.stop_requested()) ++i;  // polls the token while it runs
+  //     return i;
+  //   }, 1000);
+  //   stop.request_stop();  // before the start: f.get() throws weft::task_cancelled; during the run: i < 1000
+  //   try { (void)f.get(); } catch (const weft::task_cancelled&) {}
+
+  // Runs f(token) (or f()) on a worker unless `token` is stopped when it starts; as post otherwise.
+  template <class F>
+    requires StoppableTask<F>
+  void post(std::stop_token token, F&& f, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::post");
+    post(
+        [token = std::move(token), f = std::decay_t<F>(std::forward<F>(f))]() mutable {
+          if (token.stop_requested()) return;
+          if constexpr (detail::takes_stop_token_v<F>) {
+            (void)std::invoke(f, token);
+          } else {
+            (void)std::invoke(f);
+          }
+        },
+        options);
+  }
+  // Runs f(token, args...) (or f(args...)) on a worker unless `token` is stopped when it starts (then the future
+  // throws task_cancelled); as submit otherwise.
+  template <class F, class... Args>
+    requires StoppableTask<F, Args...>
+  Future<stoppable_result_t<F, Args...>> submit(std::stop_token token, F&& f, Args&&... args) {
+    detail::require_callable(f, "weft::Pool::submit");
+    return submit(
+        [token = std::move(token), f = std::decay_t<F>(std::forward<F>(f))](
+            std::decay_t<Args>&&... moved) mutable -> stoppable_result_t<F, Args...> {
+          if (token.stop_requested()) detail::throw_stopped_before_start();
+          if constexpr (detail::takes_stop_token_v<F, Args...>) {
+            return std::invoke(f, token, std::move(moved)...);
+          } else {
+            return std::invoke(f, std::move(moved)...);
+          }
+        },
+        std::forward<Args>(args)...);
   }
 
   // Timers: tasks handed to the pool later, each returning a weft::Timer to cancel it (see weft/timer.hpp).

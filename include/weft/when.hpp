@@ -292,7 +292,8 @@ class AnyOf final : public WhenSinkBase<WhenAnyResult<std::variant<when_value_t<
   void decide_one(void* value) noexcept {
     using V = std::variant_alternative_t<I, Variant>;
     try {
-      this->decide_value(WhenAnyResult<Variant>{I, Variant(std::in_place_index<I>, std::move(*static_cast<V*>(value)))});
+      this->decide_value(
+          WhenAnyResult<Variant>{I, Variant(std::in_place_index<I>, std::move(*static_cast<V*>(value)))});
     } catch (...) {
       this->decide_error(std::current_exception());
     }
@@ -348,8 +349,8 @@ class AllOfRange final
 
 // when_all and when_all_settled over futures of any types.
 template <bool settled, class... Ts>
-class AllOf final : public WhenSinkBase<std::conditional_t<settled, std::tuple<Settled<Ts>...>,
-                                                            std::tuple<when_value_t<Ts>...>>> {
+class AllOf final
+    : public WhenSinkBase<std::conditional_t<settled, std::tuple<Settled<Ts>...>, std::tuple<when_value_t<Ts>...>>> {
   using R = std::conditional_t<settled, std::tuple<Settled<Ts>...>, std::tuple<when_value_t<Ts>...>>;
 
  public:
@@ -425,7 +426,7 @@ template <class T, class... Ts>
 // member's exception is an outcome too). At least one future.
 template <class T, class... Ts>
 [[nodiscard]] Future<WhenAnyResult<std::variant<when_value_t<T>, when_value_t<Ts>...>>> when_any(Future<T>&& first,
-                                                                                                  Future<Ts>&&... rest) {
+                                                                                                 Future<Ts>&&... rest) {
   detail::require_valid_members("when_any", first, rest...);
   auto sink = std::make_shared<detail::AnyOf<T, Ts...>>(detail::first_pool(first, rest...));
   return detail::when_start(std::move(sink), first, rest...);
@@ -452,8 +453,9 @@ template <class... Ts>
 template <class T>
 [[nodiscard]] Future<std::vector<when_value_t<T>>> when_all(std::vector<Future<T>> futures) {
   detail::require_valid_members("when_all", futures, true);
-  auto sink = std::make_shared<detail::AllOfRange<T, false>>(
-      futures.empty() ? nullptr : detail::first_pool(futures.front()), futures.size());
+  auto sink = std::make_shared<detail::AllOfRange<T, false>>(futures.empty() ? nullptr
+                                                                             : detail::first_pool(futures.front()),
+                                                             futures.size());
   if (futures.empty()) sink->arrive_none();
   return detail::when_start_range(std::move(sink), futures);
 }
@@ -471,8 +473,9 @@ template <class... Ts>
 template <class T>
 [[nodiscard]] Future<std::vector<Settled<T>>> when_all_settled(std::vector<Future<T>> futures) {
   detail::require_valid_members("when_all_settled", futures, true);
-  auto sink = std::make_shared<detail::AllOfRange<T, true>>(
-      futures.empty() ? nullptr : detail::first_pool(futures.front()), futures.size());
+  auto sink = std::make_shared<detail::AllOfRange<T, true>>(futures.empty() ? nullptr
+                                                                            : detail::first_pool(futures.front()),
+                                                            futures.size());
   if (futures.empty()) sink->arrive_none();
   return detail::when_start_range(std::move(sink), futures);
 }

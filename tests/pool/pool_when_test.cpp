@@ -114,8 +114,8 @@ TEST_CASE("when_any over a vector: a throwing first member decides; an empty vec
   CHECK_THROWS_AS((void)weft::when_any(std::vector<weft::Future<int>>{}), std::invalid_argument);
   std::vector<weft::Future<int>> with_invalid(2);
   with_invalid[0] = pool.submit([] { return 1; });
-  CHECK_THROWS_WITH_AS((void)weft::when_all(std::move(with_invalid)),
-                       doctest::Contains("index 1"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)weft::when_all(std::move(with_invalid)), doctest::Contains("index 1"),
+                       std::invalid_argument);
   pool.wait_idle();
 }
 
@@ -164,9 +164,9 @@ TEST_CASE("combinators chain with then, wait inside a task, and count a dropped 
   auto outer = pool.submit([&pool] {
     auto a = pool.submit([] { return 2; });
     auto b = pool.submit([] { return 3; });
-    return std::move(weft::when_all(std::move(a), std::move(b))).then([](std::tuple<int, int> t) {
-      return std::get<0>(t) * std::get<1>(t);
-    }).get();
+    return std::move(weft::when_all(std::move(a), std::move(b)))
+        .then([](std::tuple<int, int> t) { return std::get<0>(t) * std::get<1>(t); })
+        .get();
   });
   CHECK(outer.get() == 6);
 
