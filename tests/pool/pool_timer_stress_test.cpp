@@ -32,7 +32,7 @@ void await_fired(weft::Pool& pool, std::uint64_t count) {
 
 TEST_CASE("random timers each fire exactly once, never before their deadline") {
   const std::uint64_t n = sized(100'000);
-  for (const unsigned workers : {2U, 4U}) {
+  for (const unsigned workers : {4U}) {
     const Watchdog watchdog(named("random timers", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     RunCounts runs(n);
