@@ -390,7 +390,7 @@ class Pool {
   //   tasks pay nothing for timers: the worker loop does not look at them.
   // - The task runs as a plain task: its exception goes to PoolOptions::on_error (post_*), or to the future
   //   (submit_*). Under PoolOptions::max_queued the hand-over waits for room as post() does, delaying the
-  //   timers due after it.
+  //   timers due after it. A timer not yet handed over is not an accepted task: wait_idle() does not wait for it.
   // - Shutdown (any policy, shutdown_for and the destructor too) first drops every timer not handed to the pool
   //   yet, whatever its deadline, and counts each in PoolStats::timers_dropped; a Drain does not wait for timers
   //   due later. Tasks already handed over are drained (or dropped) as any accepted task; a periodic timer's next
