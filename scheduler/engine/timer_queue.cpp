@@ -161,9 +161,11 @@ void TimerQueue::thread_main() noexcept {
       continue;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (heap_.front().when > now) {
+    // A copy: wait_until reads its deadline again after the wait, when a schedule() may have moved the heap.
+    const std::chrono::steady_clock::time_point earliest = heap_.front().when;
+    if (earliest > now) {
       // steady_clock: libstdc++ waits with pthread_cond_clockwait on CLOCK_MONOTONIC, a futex wait with a timeout.
-      changed_.wait_until(lock, heap_.front().when);
+      changed_.wait_until(lock, earliest);
       continue;
     }
     while (!heap_.empty() && heap_.front().when <= now) {
