@@ -10,7 +10,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -154,6 +156,47 @@ void register_round_trips_and_wake(S& side, const std::string& name) {
       ->Iterations(40);
 }
 
+// Timers (Pool::post_at): 100,000 timers, their deadlines spread at random over `spread` (starting 0.3 s after the
+// first insert), each task recording how late it started. Counters: the cost of scheduling one timer on the calling
+// thread (insert_ns), and the lateness p50/p99 (us). With `spread` zero every timer is due at once: the iteration's
+// time per timer is insert + fire + run (compare noop_1M/weft, a plain post + run).
+void timers(benchmark::State& state, WeftSide& side, std::chrono::microseconds spread) {
+  using Clock = std::chrono::steady_clock;
+  constexpr std::size_t kTimers = 100'000;
+  weft::Pool& pool = side.pool();
+  std::vector<std::int64_t> late(kTimers);
+  std::vector<weft::Timer> handles;
+  handles.reserve(kTimers);
+  std::mt19937_64 random(42);
+  std::uniform_int_distribution<std::int64_t> offset(0, spread.count());
+  std::vector<std::chrono::microseconds> offsets(kTimers);
+  double insert_ns = 0;
+  std::vector<std::int64_t> all_late;
+  for (auto _ : state) {
+    for (auto& o : offsets) o = std::chrono::microseconds(offset(random));
+    handles.clear();
+    const std::uint64_t fired_before = pool.stats().timers_fired;
+    const auto start = Clock::now();
+    // The first deadline past the inserts (about 0.1 s on a loaded 2-core machine): lateness is the timer thread's
+    // and the workers', not the time the inserts took. Due now: every timer is due at once, a throughput figure.
+    const auto base = spread.count() == 0 ? start : start + std::chrono::milliseconds(300);
+    for (std::size_t i = 0; i < kTimers; ++i) {
+      const auto due = base + offsets[i];
+      handles.push_back(pool.post_at(due, [&late, due, i] { late[i] = (Clock::now() - due).count(); }));
+    }
+    insert_ns += static_cast<double>(std::chrono::nanoseconds(Clock::now() - start).count()) / kTimers;
+    while (pool.stats().timers_fired - fired_before < kTimers)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    pool.wait_idle();
+    all_late.insert(all_late.end(), late.begin(), late.end());
+  }
+  std::sort(all_late.begin(), all_late.end());
+  state.counters["insert_ns"] = insert_ns / static_cast<double>(state.iterations());
+  state.counters["late_p50_us"] = static_cast<double>(all_late[all_late.size() / 2]) / 1000.0;
+  state.counters["late_p99_us"] = static_cast<double>(all_late[all_late.size() * 99 / 100]) / 1000.0;
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kTimers));
+}
+
 template <PoolSide S>
 void register_side(S& side, unsigned threads) {
   const std::string name(S::kName);
@@ -236,6 +279,12 @@ int main(int argc, char** argv) {
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::RegisterBenchmark("fib28_subflow_inline/weft", fib_subflow_inline, std::ref(weft_side))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("timers_1e5_random_1s/weft", timers, std::ref(weft_side), std::chrono::seconds(1))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("timers_1e5_due_now/weft", timers, std::ref(weft_side), std::chrono::microseconds(0))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::AddCustomContext("threads", std::to_string(threads));

@@ -25,6 +25,14 @@ class task_dropped : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A task was not run because it was cancelled before it started: its timer's Timer::cancel() won
+// (Pool::submit_after_delay, Pool::submit_at), or its std::stop_token was stopped before a worker started it
+// (Pool::submit with a stop token). Thrown by Future::get() of that task; the message names the call.
+class task_cancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // An option had a value weft cannot honour, e.g. PoolOptions::threads = 100000 or an affinity to worker 9 in a
 // pool of 4. The message names the option and the value.
 class invalid_option : public std::invalid_argument {

@@ -205,10 +205,16 @@ struct FutureAccess {
   [[nodiscard]] static FutureResult<T>* state(const Future<T>& future) noexcept {
     return future.state_;
   }
-  // Takes the future's state and its reference over; the future is left invalid.
+  // Takes the future's state and its reference over; the future is left invalid (Pool::as_async_task and
+  // weft/when.hpp's combinators).
   template <class T>
   [[nodiscard]] static FutureResult<T>* take(Future<T>& future) noexcept {
     return std::exchange(future.state_, nullptr);
+  }
+  // The pool of a valid future's task.
+  template <class T>
+  [[nodiscard]] static Pool* pool_of(const Future<T>& future) noexcept {
+    return future.state_->pool();
   }
 };
 }  // namespace detail

@@ -14,6 +14,7 @@
 #include <ranges>
 #include <span>
 #include <stdexcept>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "weft/future.hpp"
 #include "weft/pool_options.hpp"
 #include "weft/small_function.hpp"
+#include "weft/timer.hpp"
 
 namespace weft {
 
@@ -83,6 +85,33 @@ struct ShutdownResult {
 // The result type of submit(f, args...): what f returns when called with the (moved) arguments.
 template <class F, class... Args>
 using submit_result_t = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&&...>;
+
+namespace detail {
+// A callable Pool's stop-token overloads hand the token to: f(std::stop_token, args...) rather than f(args...).
+template <class F, class... Args>
+inline constexpr bool takes_stop_token_v =
+    std::is_invocable_v<std::decay_t<F>&, std::stop_token, std::decay_t<Args>&&...>;
+template <class F, class... Args>
+struct stop_result {
+  using type = std::invoke_result_t<std::decay_t<F>&, std::decay_t<Args>&&...>;
+};
+template <class F, class... Args>
+  requires takes_stop_token_v<F, Args...>
+struct stop_result<F, Args...> {
+  using type = std::invoke_result_t<std::decay_t<F>&, std::stop_token, std::decay_t<Args>&&...>;
+};
+[[noreturn]] void throw_stopped_before_start();
+}  // namespace detail
+
+// A callable Pool::post / submit with a std::stop_token run: f(token, args...) if it takes the token first,
+// else f(args...).
+template <class F, class... Args>
+concept StoppableTask = std::invocable<std::decay_t<F>&, std::stop_token, std::decay_t<Args>&&...> ||
+                        std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>;
+
+// The result type of submit(token, f, args...).
+template <class F, class... Args>
+using stoppable_result_t = typename detail::stop_result<F, Args...>::type;
 
 // A fixed set of worker threads that run tasks: each worker has its own work-stealing deque, tasks from other
 // threads enter through lock-free queues, idle workers steal, then sleep without burning CPU.
@@ -353,6 +382,149 @@ class Pool {
                        std::forward<F>(f), std::forward<Args>(args)...);
   }
 
+  // Stop tokens: post and submit of a task that a std::stop_token can cancel.
+  //
+  // Contract:
+  // - The token is looked at as the task starts: stopped by then, the callable is not called; post's task is
+  //   skipped silently (counted as run, not as an error), submit's future throws weft::task_cancelled. A token
+  //   stopped later does not interrupt anything: a running task polls it, as f(token, args...) when f takes a
+  //   std::stop_token first (else f(args...); capture the token, or its std::stop_source, to poll it).
+  // - Otherwise exactly as post(f, options) and submit(f, args...): same routing, admission, errors.
+  //
+  // Example:
+  //   std::stop_source stop;
+  //   weft::Future<int> f = pool.submit(stop.get_token(), [](std::stop_token token, int limit) {
+  //     int i = 0;
+  //     while (i < limit && !token.stop_requested()) ++i;  // polls the token while it runs
+  //     return i;
+  //   }, 1000);
+  //   stop.request_stop();  // before the start: f.get() throws weft::task_cancelled; during the run: i < 1000
+  //   try { (void)f.get(); } catch (const weft::task_cancelled&) {}
+
+  // Runs f(token) (or f()) on a worker unless `token` is stopped when it starts; as post otherwise.
+  template <class F>
+    requires StoppableTask<F>
+  void post(std::stop_token token, F&& f, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::post");
+    post(
+        [token = std::move(token), f = std::decay_t<F>(std::forward<F>(f))]() mutable {
+          if (token.stop_requested()) return;
+          if constexpr (detail::takes_stop_token_v<F>) {
+            (void)std::invoke(f, token);
+          } else {
+            (void)std::invoke(f);
+          }
+        },
+        options);
+  }
+  // Runs f(token, args...) (or f(args...)) on a worker unless `token` is stopped when it starts (then the future
+  // throws task_cancelled); as submit otherwise.
+  template <class F, class... Args>
+    requires StoppableTask<F, Args...>
+  Future<stoppable_result_t<F, Args...>> submit(std::stop_token token, F&& f, Args&&... args) {
+    detail::require_callable(f, "weft::Pool::submit");
+    return submit(
+        [token = std::move(token), f = std::decay_t<F>(std::forward<F>(f))](
+            std::decay_t<Args>&&... moved) mutable -> stoppable_result_t<F, Args...> {
+          if (token.stop_requested()) detail::throw_stopped_before_start();
+          if constexpr (detail::takes_stop_token_v<F, Args...>) {
+            return std::invoke(f, token, std::move(moved)...);
+          } else {
+            return std::invoke(f, std::move(moved)...);
+          }
+        },
+        std::forward<Args>(args)...);
+  }
+
+  // Timers: tasks handed to the pool later, each returning a weft::Timer to cancel it (see weft/timer.hpp).
+  //
+  // Contract:
+  // - One timer structure per pool (a heap, scheduler/engine/timer_queue.hpp) serviced by one timer thread, started
+  //   with the pool's first timer: it sleeps until the earliest deadline (std::chrono::steady_clock throughout),
+  //   then hands each due task to the pool as post() would (from outside the workers, so any worker may take
+  //   it). A task never starts before its deadline; how late depends on how busy the workers are. Ordinary
+  //   tasks pay nothing for timers: the worker loop does not look at them.
+  // - The task runs as a plain task: its exception goes to PoolOptions::on_error (post_*), or to the future
+  //   (submit_*). Under PoolOptions::max_queued the hand-over waits for room as post() does, delaying the
+  //   timers due after it. A timer not yet handed over is not an accepted task: wait_idle() does not wait for it.
+  // - Shutdown (any policy, shutdown_for and the destructor too) first drops every timer not handed to the pool
+  //   yet, whatever its deadline, and counts each in PoolStats::timers_dropped; a Drain does not wait for timers
+  //   due later. Tasks already handed over are drained (or dropped) as any accepted task; a periodic timer's next
+  //   run is dropped (counted) when the pool no longer takes timers.
+  // - Throw pool_closed once shutdown has begun, std::invalid_argument for an empty callable (and, for
+  //   post_every, a period that is not positive), weft::invalid_option for options the pool cannot honour.
+  //
+  // Example:
+  //   std::atomic<int> ticks{0};
+  //   weft::Timer once = pool.post_after(std::chrono::milliseconds(10), [] { std::puts("10 ms later"); });
+  //   weft::Timer every = pool.post_every(std::chrono::milliseconds(5), [&ticks] { ++ticks; });
+  //   weft::DelayedFuture<int> later = pool.submit_after_delay(std::chrono::milliseconds(1), [] { return 7; });
+  //   int seven = later.future.get();  // 7, once the delay passed and a worker ran it
+  //   (void)every.cancel();            // no run starts after this returns
+  //   (void)once, (void)seven;
+
+  // Hands f to the pool (as post) once `delay` has passed; a delay of zero or less: at once, through the timer.
+  template <class Rep, class Period, class F>
+    requires std::invocable<std::decay_t<F>&>
+  [[nodiscard]] Timer post_after(std::chrono::duration<Rep, Period> delay, F&& f, TaskOptions options = {}) {
+    return post_at(detail::deadline_after(detail::clamp_to_nanoseconds(delay)), std::forward<F>(f), options);
+  }
+  // Hands f to the pool (as post) at `when` (a time already passed: at once, through the timer).
+  template <class F>
+    requires std::invocable<std::decay_t<F>&>
+  [[nodiscard]] Timer post_at(std::chrono::steady_clock::time_point when, F&& f, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::post_at");
+    auto state = std::make_shared<detail::TimerState>();
+    state->work = small_function<void()>(std::forward<F>(f));
+    state->options = options;
+    return schedule_timer(std::move(state), when, "post_at");
+  }
+  // Runs f every `period`, first at now + period, until the timer is cancelled or the pool shuts down. Runs never
+  // overlap: the next run is scheduled only once the previous one returned, so an overrun does not pile runs up
+  // (TimerMode: fixed_rate skips the due times the run overran; fixed_delay waits `period` after each run). A
+  // run that throws goes to PoolOptions::on_error and the schedule goes on. f is called on a worker, one run at
+  // a time (on whichever worker takes it), and destroyed when the timer is cancelled or dropped.
+  template <class Rep, class Period, class F>
+    requires std::invocable<std::decay_t<F>&>
+  [[nodiscard]] Timer post_every(std::chrono::duration<Rep, Period> period, F&& f,
+                                 TimerMode mode = TimerMode::fixed_rate, TaskOptions options = {}) {
+    detail::require_callable(f, "weft::Pool::post_every");
+    const std::chrono::nanoseconds step = detail::clamp_to_nanoseconds(period);
+    if (step <= std::chrono::nanoseconds::zero()) throw_bad_period(step);
+    auto state = std::make_shared<detail::TimerState>();
+    state->work = small_function<void()>(std::forward<F>(f));
+    state->period = step;
+    state->mode = mode;
+    state->options = options;
+    return schedule_timer(std::move(state), detail::deadline_after(step), "post_every");
+  }
+  // Runs f(args...) on a worker once `delay` has passed; the future carries its value or exception (task_cancelled
+  // if the timer was cancelled first). Named apart from submit_after (tasks after other tasks). The task never
+  // runs inline in a thread waiting on the future (that could run it before its time).
+  template <class Rep, class Period, class F, class... Args>
+    requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
+  DelayedFuture<submit_result_t<F, Args...>> submit_after_delay(std::chrono::duration<Rep, Period> delay, F&& f,
+                                                                Args&&... args) {
+    return submit_at(detail::deadline_after(detail::clamp_to_nanoseconds(delay)), std::forward<F>(f),
+                     std::forward<Args>(args)...);
+  }
+  // As submit_after_delay, due at `when`.
+  template <class F, class... Args>
+    requires std::invocable<std::decay_t<F>&, std::decay_t<Args>&&...>
+  DelayedFuture<submit_result_t<F, Args...>> submit_at(std::chrono::steady_clock::time_point when, F&& f,
+                                                       Args&&... args) {
+    detail::require_callable(f, "weft::Pool::submit_at");
+    using R = submit_result_t<F, Args...>;
+    using State = detail::FutureTask<R, std::decay_t<F>, std::decay_t<Args>...>;
+    auto state = std::make_shared<detail::TimerState>();
+    // No inline counter: a waiter must not run the task before its deadline.
+    auto* raw = new State(nullptr, this, std::forward<F>(f), std::forward<Args>(args)...);
+    Future<R> future = detail::FutureAccess::adopt<R>(raw);
+    state->future = raw;  // the queue's reference is the timer's now (its destructor drops it if never handed on)
+    Timer timer = schedule_timer(std::move(state), when, "submit_at");
+    return {std::move(future), std::move(timer)};
+  }
+
   // Blocks until every accepted task has finished (tasks they post meanwhile included).
   void wait_idle();
 
@@ -442,6 +614,11 @@ class Pool {
       throw_closed(what);
   }
   [[noreturn]] static void throw_closed(const char* what);
+  // The timers' entry (scheduler/engine/timer_queue.cpp): validates state->options, queues `state` due at `when`.
+  // Throws pool_closed (naming Pool::`what`) once shutdown has begun; the state is then dropped unrun.
+  Timer schedule_timer(std::shared_ptr<detail::TimerState> state, std::chrono::steady_clock::time_point when,
+                       const char* what);
+  [[noreturn]] static void throw_bad_period(std::chrono::nanoseconds period);
   // post_bulk's errors (scheduler/engine/pool_bulk.cpp): element `index` of `count` is empty (nothing was posted);
   // the pool closed after `accepted` of `count` tasks were accepted.
   [[noreturn]] static void throw_bulk_empty(std::size_t index, std::size_t count);

@@ -195,6 +195,10 @@ struct PoolStats {
   // stacks reached, or the OS refused the memory): each ran other tasks on its own stack instead, which can
   // deadlock. The first one is also reported on stderr. Zero in a healthy program.
   std::uint64_t fiber_waits_unsuspended = 0;
+  // Timers (Pool::post_after and the rest, weft/timer.hpp): tasks the timer thread handed to the pool (a periodic
+  // timer counts each run), and timers a shutdown dropped before they were due (or whose next run it dropped).
+  std::uint64_t timers_fired = 0;
+  std::uint64_t timers_dropped = 0;
 };
 
 }  // namespace weft

@@ -28,6 +28,8 @@
 #include "weft/task_graph.hpp"
 #include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
+#include "weft/timer.hpp"
 #include "weft/trace.hpp"
 #include "weft/version.hpp"
 #include "weft/wait_group.hpp"
+#include "weft/when.hpp"

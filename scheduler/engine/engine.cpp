@@ -193,6 +193,7 @@ void Engine::worker_thread(Worker& self) {
 Engine::~Engine() {
   const std::lock_guard lock(shutdown_mutex_);
   if (!joined_) {
+    (void)timers_.stop();  // as in shutdown(): timers not yet due are dropped, never waited for
     begin_shutdown(State::draining);
     // After a shutdown that failed part-way (out of memory) the state may already be dropping: do not wait
     // for tasks that nobody will run.

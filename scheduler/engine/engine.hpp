@@ -27,6 +27,7 @@
 #include "scheduler/engine/slot_table.hpp"
 #include "scheduler/engine/task_errors.hpp"
 #include "scheduler/engine/task_hooks.hpp"
+#include "scheduler/engine/timer_queue.hpp"
 #include "scheduler/engine/worker.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
 #include "weft/pool.hpp"
@@ -156,6 +157,8 @@ class Engine {
     const Worker* self = this_thread_worker();
     return self != nullptr && &self->engine == this;
   }
+  // The pool's timers (scheduler/engine/timer_queue.hpp).
+  [[nodiscard]] TimerQueue& timers() noexcept { return timers_; }
   // No shutdown has begun: post/submit are accepted (a snapshot: a shutdown may begin right after).
   [[nodiscard]] bool accepting() const noexcept { return lifecycle_.accepting(); }
   // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
@@ -405,6 +408,10 @@ class Engine {
 
   // Outside threads' slots (scheduler/engine/slot_table.hpp): each an owner-only deque workers steal from.
   SlotTable slots_;
+
+  // The pool's timers and their thread (scheduler/engine/timer_queue.hpp). Last: destroyed first, its thread
+  // joined (if a shutdown did not) while everything it hands tasks to still exists.
+  TimerQueue timers_{*this};
 };
 
 template <class Work>

@@ -1,6 +1,7 @@
 // Future::then's scheduling half: queueing a continuation once its antecedent is final, and settling it
 // without running when the pool will not take it.
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "scheduler/engine/pool_access.hpp"
@@ -43,6 +44,10 @@ std::exception_ptr antecedent_dropped_error() noexcept {
 }
 
 void validate_continuation_options(Pool* pool, const TaskOptions& options) {
+  if (pool == nullptr)
+    throw std::invalid_argument(
+        "weft::Future::then: the future belongs to no pool (weft::when_all or when_all_settled over no futures): "
+        "there is nothing to run the continuation on");
   if (options.affinity && *options.affinity >= pool->size())
     throw invalid_option("weft::Future::then: TaskOptions::affinity = " + std::to_string(*options.affinity) +
                          ": the pool has " + std::to_string(pool->size()) + " workers (0.." +

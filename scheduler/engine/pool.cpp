@@ -48,6 +48,14 @@ void Pool::throw_closed(const char* what) {
                     ": the pool is shut down (or shutting down); the task was not accepted");
 }
 
+namespace detail {
+void throw_stopped_before_start() {
+  throw task_cancelled(
+      "weft::Future::get: the task was not run: its std::stop_token was stopped before it started (Pool::submit "
+      "with a stop token)");
+}
+}  // namespace detail
+
 void Pool::wait_idle() { engine_->wait_idle(); }
 std::uint64_t Pool::shutdown(Shutdown policy) { return engine_->shutdown(policy); }
 ShutdownResult Pool::shutdown_for(std::chrono::nanoseconds timeout) { return engine_->shutdown_for(timeout); }

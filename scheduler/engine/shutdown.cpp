@@ -141,6 +141,9 @@ std::uint64_t Engine::shutdown(Shutdown policy) {
   refuse_on_own_worker("shutdown");
   const std::lock_guard lock(shutdown_mutex_);
   if (joined_) return 0;
+  // Timers first, whatever the policy: those not handed to the pool yet are dropped (PoolStats::timers_dropped),
+  // so a Drain never waits for a timer due later; what the timer thread handed over before is accepted work.
+  (void)timers_.stop();
   begin_shutdown(policy == Shutdown::Drain ? State::draining : State::dropping);
   if (policy == Shutdown::Drain) wait_idle();
   return finish_shutdown();
@@ -151,6 +154,7 @@ ShutdownResult Engine::shutdown_for(std::chrono::nanoseconds timeout) {
   const std::lock_guard lock(shutdown_mutex_);
   if (joined_) return {true, 0};
   const auto deadline = weft::detail::deadline_after(timeout);  // saturating: nanoseconds::max() never overflows
+  (void)timers_.stop();                                         // as in shutdown()
   begin_shutdown(State::draining);
   const bool drained = idle_.wait_until([this] { return idle(); }, deadline);
   // At the deadline, what is left is dropped as DropPending drops it: pending tasks, and tasks suspended in a

@@ -45,6 +45,8 @@ PoolStats Engine::stats() const {
   out.errors = errors_.count();
   out.dropped = dropped_.load(std::memory_order_relaxed);
   out.admitted_over_limit = bound_.admitted_over_limit();
+  out.timers_fired = timers_.fired();
+  out.timers_dropped = timers_.dropped();
   const std::int64_t suspended = suspended_tasks_.load(std::memory_order_relaxed);
   out.suspended = suspended > 0 ? static_cast<std::size_t>(suspended) : 0;
 #if WEFT_FIBERS

@@ -4,6 +4,7 @@
 // an example leaves unused is used after it, as the code that follows it would. When a header's example changes, change
 // it here too.
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -17,6 +18,8 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -41,8 +44,10 @@
 #include "weft/task_graph.hpp"
 #include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
+#include "weft/timer.hpp"
 #include "weft/trace.hpp"
 #include "weft/wait_group.hpp"
+#include "weft/when.hpp"
 
 namespace examples {
 
@@ -582,6 +587,56 @@ void condition_variable_hpp(weft::Pool& pool) {
   }
   cv.notify_one();
   pool.wait_idle();
+}
+
+void pool_hpp_timers(weft::Pool& pool) {
+  std::atomic<int> ticks{0};
+  weft::Timer once = pool.post_after(std::chrono::milliseconds(10), [] { std::puts("10 ms later"); });
+  weft::Timer every = pool.post_every(std::chrono::milliseconds(5), [&ticks] { ++ticks; });
+  weft::DelayedFuture<int> later = pool.submit_after_delay(std::chrono::milliseconds(1), [] { return 7; });
+  int seven = later.future.get();  // 7, once the delay passed and a worker ran it
+  (void)every.cancel();            // no run starts after this returns
+  (void)once, (void)seven;
+}
+
+void pool_hpp_stop_token(weft::Pool& pool) {
+  std::stop_source stop;
+  weft::Future<int> f = pool.submit(
+      stop.get_token(),
+      [](std::stop_token token, int limit) {
+        int i = 0;
+        while (i < limit && !token.stop_requested()) ++i;  // polls the token while it runs
+        return i;
+      },
+      1000);
+  stop.request_stop();  // before the start: f.get() throws weft::task_cancelled; during the run: i < 1000
+  try {
+    (void)f.get();
+  } catch (const weft::task_cancelled&) {
+  }
+}
+
+void timer_hpp(weft::Pool& pool) {
+  weft::Timer t = pool.post_after(std::chrono::seconds(5), [] { std::puts("five seconds later"); });
+  bool stopped = t.cancel();  // true: it had not fired; the lambda never runs
+  (void)stopped;
+}
+
+void when_hpp(weft::Pool& pool) {
+  weft::Future<int> a = pool.submit([] { return 1; });
+  weft::Future<std::string> b = pool.submit([] { return std::string("two"); });
+  auto [one, two] = weft::when_all(std::move(a), std::move(b)).get();  // 1, "two"
+  std::vector<weft::Future<int>> racers;
+  for (int i = 0; i < 3; ++i) racers.push_back(pool.submit([i] { return i * 10; }));
+  weft::WhenAnyResult<int> first = weft::when_any(std::move(racers)).get();  // first.value == first.index * 10
+  weft::Future<int> bad = pool.submit([]() -> int { throw std::runtime_error("no"); });
+  std::vector<weft::Future<int>> mixed;
+  mixed.push_back(std::move(bad));
+  mixed.push_back(pool.submit([] { return 3; }));
+  std::vector<weft::Settled<int>> all = weft::when_all_settled(std::move(mixed)).get();  // never throws
+  bool failed = !all[0].has_value();                                                     // true; all[1].value == 3
+  (void)one, (void)two, (void)failed;
+  (void)first;
 }
 
 }  // namespace examples

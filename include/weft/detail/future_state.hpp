@@ -117,6 +117,16 @@ class FutureStateBase : public TaskHeader {
     return true;
   }
 
+  // For a state settled from outside its task (a cancelled timer's future, weft/when.hpp's combined futures):
+  // claims it and makes it final with `error`, unless someone claimed it first (then returns false and changes
+  // nothing). Waiters wake and an attached continuation is scheduled, as when a task throws.
+  bool complete_with_error(std::exception_ptr error) noexcept {
+    if (!try_claim()) return false;
+    error_ = std::move(error);
+    publish(has_exception);
+    return true;
+  }
+
   // For the pool, which queues the state as itself (TaskKind::future_state): runs it (unless a waiter
   // already ran it inline) or, if `run` is false, reports it dropped; then gives up the queue's reference, so
   // the state may be gone on return.
@@ -171,6 +181,11 @@ class FutureStateBase : public TaskHeader {
     kind = TaskKind::future_state;
   }
   ~FutureStateBase() = default;
+
+  // For a state settled from outside its task (weft/when.hpp's combined futures), by the caller that won
+  // try_claim(): makes `final_status` final (the value or error_ stored before), wakes waiters, schedules the
+  // continuation.
+  void complete_claimed(Status final_status) noexcept { publish(final_status); }
 
   std::exception_ptr error_;
 
