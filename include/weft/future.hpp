@@ -200,6 +200,11 @@ struct FutureAccess {
   static Future<T> adopt(FutureResult<T>* state) noexcept {
     return Future<T>(state);
   }
+  // The state a valid future holds (co_await on a Future attaches its resumption there: weft/task.hpp).
+  template <class T>
+  static FutureResult<T>* state(const Future<T>& future) noexcept {
+    return future.state_;
+  }
 };
 }  // namespace detail
 

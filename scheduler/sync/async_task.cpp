@@ -27,6 +27,7 @@ namespace detail {
 
 struct AsyncAccess {
   [[nodiscard]] static AsyncState* state(const AsyncTask& task) noexcept { return task.state_; }
+  [[nodiscard]] static Pool* pool(const AsyncTask& task) noexcept { return task.state_->pool_; }
   [[nodiscard]] static AsyncTask adopt(AsyncState* state) noexcept { return AsyncTask(state); }
   // Empties `task` without giving up its reference, which the caller takes over.
   [[nodiscard]] static AsyncState* forget(AsyncTask& task) noexcept { return std::exchange(task.state_, nullptr); }
@@ -211,6 +212,8 @@ AsyncTask AsyncAccess::submit(Pool& pool, AsyncState* state, std::span<const Asy
 AsyncTask submit_async(Pool& pool, AsyncState* state, std::span<const AsyncTask> after, const TaskOptions& options) {
   return AsyncAccess::submit(pool, state, after, options);
 }
+
+Pool* async_task_pool(const AsyncTask& task) noexcept { return AsyncAccess::pool(task); }
 
 }  // namespace detail
 
