@@ -67,7 +67,7 @@ weft::Task<int> parse_or_zero(weft::Pool& pool, std::string text) {
 
 // A lazy sequence, read as a range.
 weft::Generator<int> squares(int count) {
-  for (int i = 0; i < count; ++i) co_yield i * i;
+  for (int i = 0; i < count; ++i) co_yield (i * i);
 }
 
 // Fire and forget: a spawned Task whose end is signalled by an Event.
@@ -101,7 +101,9 @@ void generator() {
 }
 
 // What a cppcoro user writes, in weft (docs/migrating.md).
-weft::Task<int> get_value(weft::Pool& pool) { co_return co_await pool.submit([] { return 7; }); }
+weft::Task<int> get_value(weft::Pool& pool) {
+  co_return co_await pool.submit([] { return 7; });
+}
 weft::Task<int> get_sum(weft::Pool& pool) {
   auto [a, b] = co_await weft::when_all(get_value(pool), get_value(pool));
   co_return a + b;
