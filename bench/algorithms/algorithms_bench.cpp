@@ -5,7 +5,10 @@
 // (weft::TaskGroup against tbb::task_group, one half run, the other run_and_wait) and fib(25) through
 // parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke), skynet (10 children a
 // node, 10^6 and 10^7 leaves, a group per node) and nqueens(12) (a group per row, a child per safe placement),
-// each by weft::TaskGroup against tbb::task_group written the same way. The range forms:
+// each by weft::TaskGroup against tbb::task_group written the same way; fib(30) as weft::Task coroutines, each
+// node a `co_await weft::when_all(fib(n - 1), fib(n - 2))`, against the same tbb::task_group recursion. The
+// co_await rows (weft only, one worker, ns per await): a Future already ready, and a Task that completes at once
+// (its frame's allocation included). The range forms:
 // the range-body reduce (a sum of 10^6 and 10^7 doubles, body over a chunk, join) against tbb::parallel_reduce's
 // functional form, a 2048 x 2048 transpose over weft::Range2d against tbb::blocked_range2d, and a 256-bin
 // histogram of 2^24 values through weft::PerWorker against tbb::combinable (local() once per element, the
@@ -55,6 +58,8 @@
 #include "weft/per_worker.hpp"
 #include "weft/pool.hpp"
 #include "weft/range2d.hpp"
+#include "weft/sync_wait.hpp"
+#include "weft/task.hpp"
 #include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
 
@@ -258,6 +263,72 @@ void bm_fib(benchmark::State& state, bool weft, int n, std::uint64_t (*weft_fib)
       }
     }));
     ok = ok && r == fib_value(n);
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+// --- fib(30) as coroutines: each node a weft::Task that awaits when_all of its two halves (the second queued on
+// the pool, the first run inline), against the task-group recursion of oneTBB above. The root hops onto the pool
+// first (pool.schedule()), so the recursion runs on weft's workers while the caller waits in sync_wait. ---
+weft::Task<std::uint64_t> coro_fib(int n) {
+  if (n < 2) co_return static_cast<std::uint64_t>(n);
+  auto [a, b] = co_await weft::when_all(coro_fib(n - 1), coro_fib(n - 2));
+  co_return a + b;
+}
+weft::Task<std::uint64_t> coro_fib_root(weft::Pool& pool, int n) {
+  co_await pool.schedule();
+  co_return co_await coro_fib(n);
+}
+void bm_coro_fib(benchmark::State& state, bool weft) {
+  bool ok = true;
+  for (auto _ : state) {
+    std::uint64_t r = 0;
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        r = weft::sync_wait(coro_fib_root(env->pool, kGroupFibN));
+      } else {
+        env->arena.execute([&] { r = tbb_group_fib(kGroupFibN); });
+      }
+    }));
+    ok = ok && r == fib_value(kGroupFibN);
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+// --- the cost of one co_await that does not suspend, on a pool of one worker: kAwaits awaits in one coroutine
+// running on the worker, timed together (divide by kAwaits, 65,536, for one await). A Future made ready beforehand (the
+// futures are submitted and waited for outside the timing), or a Task that completes at once (its frame allocated and
+// freed in each await). ---
+constexpr int kAwaits = 1 << 16;
+weft::Task<std::uint64_t> await_ready_futures(weft::Pool& pool, std::vector<weft::Future<int>>& futures) {
+  co_await pool.schedule();
+  std::uint64_t sum = 0;
+  for (weft::Future<int>& f : futures) sum += static_cast<std::uint64_t>(co_await std::move(f));
+  co_return sum;
+}
+weft::Task<int> completed_task(int v) { co_return v; }
+weft::Task<std::uint64_t> await_completed_tasks(weft::Pool& pool) {
+  co_await pool.schedule();
+  std::uint64_t sum = 0;
+  for (int i = 0; i < kAwaits; ++i) sum += static_cast<std::uint64_t>(co_await completed_task(i));
+  co_return sum;
+}
+void bm_co_await(benchmark::State& state, bool future) {
+  static weft::Pool one{weft::PoolOptions{.threads = 1}};
+  const std::uint64_t expected = std::uint64_t{kAwaits} * (kAwaits - 1) / 2;
+  bool ok = true;
+  std::vector<weft::Future<int>> futures;
+  for (auto _ : state) {
+    std::uint64_t r = 0;
+    if (future) {
+      futures.clear();
+      for (int i = 0; i < kAwaits; ++i) futures.push_back(one.submit([i] { return i; }));
+      one.wait_idle();
+      state.SetIterationTime(seconds([&] { r = weft::sync_wait(await_ready_futures(one, futures)); }));
+    } else {
+      state.SetIterationTime(seconds([&] { r = weft::sync_wait(await_completed_tasks(one)); }));
+    }
+    ok = ok && r == expected;
   }
   if (!ok) state.SkipWithError("wrong result");
 }
@@ -657,6 +728,7 @@ int main(int argc, char** argv) {
       {"invoke_tree_4M_leaf4096", bm_invoke},
       {"fib30_task_group",
        [](benchmark::State& s, bool w) { bm_fib(s, w, kGroupFibN, weft_group_fib, tbb_group_fib); }},
+      {"fib30_coro_when_all", bm_coro_fib},
       {"fib25_parallel_invoke",
        [](benchmark::State& s, bool w) { bm_fib(s, w, kInvokeFibN, weft_invoke_fib, tbb_invoke_fib); }},
       {"skynet_1M_task_group", [](benchmark::State& s, bool w) { bm_skynet(s, w, 1'000'000); }},
@@ -674,6 +746,12 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)
           ->UseManualTime();
     }
+  }
+  for (const bool future : {true, false}) {
+    const std::string name = future ? "co_await_ready_future/weft" : "co_await_completed_task/weft";
+    benchmark::RegisterBenchmark(name.c_str(), [future](benchmark::State& s) { bm_co_await(s, future); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseManualTime();
   }
   for (const std::size_t n : {std::size_t{64}, std::size_t{1000}, std::size_t{10000}}) {
     for (const auto& [front, side] : {std::pair{Front::weft_pool, "weft"}, std::pair{Front::weft_scope, "weft_scope"},

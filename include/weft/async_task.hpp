@@ -194,6 +194,8 @@ class FutureGate final : public FutureResult<void> {
 // (its callable unrun).
 [[nodiscard]] AsyncTask submit_async(Pool& pool, AsyncState* state, std::span<const AsyncTask> after,
                                      const TaskOptions& options);
+// The pool a valid AsyncTask was submitted to (co_await on an AsyncTask queues its resumption there: weft/task.hpp).
+[[nodiscard]] Pool* async_task_pool(const AsyncTask& task) noexcept;
 
 template <class T>
 std::exception_ptr take_future_error(FutureResult<T>& future) noexcept {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <concepts>
+#include <coroutine>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -15,11 +16,13 @@
 #include <span>
 #include <stdexcept>
 #include <stop_token>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "weft/async_task.hpp"
+#include "weft/detail/coro_resumer.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/inline_tag.hpp"
 #include "weft/detail/require_callable.hpp"
@@ -31,7 +34,8 @@
 
 namespace weft {
 
-class Subflow;  // weft/subflow.hpp
+class Subflow;          // weft/subflow.hpp
+class ScheduleAwaiter;  // below: what schedule() returns
 
 // True if this weft was built with fibers (Boost.Context found and the `fibers` build option allowing it): then
 // PoolOptions::fibers lets a waiting task suspend. False: every wait on a worker runs other tasks meanwhile.
@@ -524,6 +528,19 @@ class Pool {
     Timer timer = schedule_timer(std::move(state), when, "submit_at");
     return {std::move(future), std::move(timer)};
   }
+  // For a coroutine (weft::Task, weft/task.hpp): `co_await pool.schedule()` suspends the coroutine and resumes it
+  // as a task on one of this pool's workers, with `options` (priority; an affinity picks the worker). The
+  // coroutine holds no thread meanwhile. If the pool is shut down before the task runs (refused, or dropped by
+  // Shutdown::DropPending), the coroutine resumes where the pool let go of it and the co_await throws
+  // weft::task_dropped. Throws weft::invalid_option here for options the pool cannot honour (an affinity past its
+  // workers, a priority that is not a weft::Priority).
+  //
+  // Example:
+  //   weft::Task<void> hop(weft::Pool& pool) {
+  //     co_await pool.schedule();  // from here on, on one of pool's workers
+  //     std::puts("on a worker");
+  //   }
+  [[nodiscard]] ScheduleAwaiter schedule(TaskOptions options = {});
 
   // Blocks until every accepted task has finished (tasks they post meanwhile included).
   void wait_idle();
@@ -668,5 +685,48 @@ class Pool {
   std::unique_ptr<engine::Engine> engine_;
   detail::InlineRunCounter* inline_runs_;  // the engine's (inline_runs()); set once by the constructor
 };
+
+// What Pool::schedule() returns: co_await on it moves the coroutine onto one of the pool's workers (see
+// Pool::schedule). Used once, in the co_await expression.
+class [[nodiscard]] ScheduleAwaiter {
+ public:
+  // Never ready: the coroutine always goes through the pool's queue.
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  // Queues the coroutine's resumption on the pool. If the pool refuses it, the coroutine resumes here (and
+  // await_resume throws task_dropped); nothing of this object is touched once it is queued.
+  void await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    try {
+      pool_->post(detail::CoroResumer(awaiting, &dropped_), options_);
+    } catch (...) {
+      // Refused: the resumer's destructor has resumed the coroutine, with dropped_ set.
+    }
+  }
+  // Throws weft::task_dropped if the pool never ran the resumption (shut down).
+  void await_resume() const {
+    if (dropped_) [[unlikely]]
+      throw task_dropped(
+          "co_await weft::Pool::schedule(): the pool was shut down before it could resume the coroutine");
+  }
+
+ private:
+  friend class Pool;
+  ScheduleAwaiter(Pool& pool, TaskOptions options) noexcept : pool_(&pool), options_(options) {}
+
+  Pool* pool_;
+  TaskOptions options_;
+  bool dropped_ = false;
+};
+
+inline ScheduleAwaiter Pool::schedule(TaskOptions options) {
+  if (options.affinity && *options.affinity >= size())
+    throw invalid_option("weft::Pool::schedule: TaskOptions::affinity = " + std::to_string(*options.affinity) +
+                         ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) +
+                         ")");
+  if (options.priority > Priority::Low)
+    throw invalid_option(
+        "weft::Pool::schedule: TaskOptions::priority = " + std::to_string(static_cast<unsigned>(options.priority)) +
+        ": not a weft::Priority (High, Normal or Low)");
+  return ScheduleAwaiter(*this, options);
+}
 
 }  // namespace weft

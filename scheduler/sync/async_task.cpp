@@ -27,6 +27,7 @@ namespace detail {
 
 struct AsyncAccess {
   [[nodiscard]] static AsyncState* state(const AsyncTask& task) noexcept { return task.state_; }
+  [[nodiscard]] static Pool* pool(const AsyncTask& task) noexcept { return task.state_->pool_; }
   [[nodiscard]] static AsyncTask adopt(AsyncState* state) noexcept { return AsyncTask(state); }
   // Empties `task` without giving up its reference, which the caller takes over.
   [[nodiscard]] static AsyncState* forget(AsyncTask& task) noexcept { return std::exchange(task.state_, nullptr); }
@@ -246,6 +247,7 @@ std::exception_ptr future_async_dropped() noexcept {
                    "(Shutdown::DropPending or shutdown_for's deadline), or the pool shut down before the future's end "
                    "could be passed on"));
 }
+Pool* async_task_pool(const AsyncTask& task) noexcept { return AsyncAccess::pool(task); }
 
 }  // namespace detail
 

@@ -30,6 +30,7 @@
 #include "weft/condition_variable.hpp"
 #include "weft/event.hpp"
 #include "weft/future.hpp"
+#include "weft/generator.hpp"
 #include "weft/node_options.hpp"
 #include "weft/parallel_for.hpp"
 #include "weft/per_worker.hpp"
@@ -41,6 +42,8 @@
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
 #include "weft/subflow.hpp"
+#include "weft/sync_wait.hpp"
+#include "weft/task.hpp"
 #include "weft/task_graph.hpp"
 #include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
@@ -637,6 +640,52 @@ void when_hpp(weft::Pool& pool) {
   bool failed = !all[0].has_value();                                                     // true; all[1].value == 3
   (void)one, (void)two, (void)failed;
   (void)first;
+}
+
+// pool.hpp (Pool::schedule)
+weft::Task<void> hop(weft::Pool& pool) {
+  co_await pool.schedule();  // from here on, on one of pool's workers
+  std::puts("on a worker");
+}
+
+// task.hpp
+weft::Task<int> answer(weft::Pool& pool) {
+  int half = co_await pool.submit([] { return 21; });  // suspends; resumes on a worker
+  co_return half * 2;
+}
+int ask(weft::Pool& pool) { return weft::sync_wait(answer(pool)); }  // 42
+
+weft::Task<int> fib(int n) {
+  if (n < 2) co_return n;
+  auto [a, b] = co_await weft::when_all(fib(n - 1), fib(n - 2));
+  co_return a + b;
+}
+weft::Task<int> fib_on(weft::Pool& pool, int n) {
+  co_await pool.schedule();  // on a worker: when_all's members then run in parallel on the pool
+  co_return co_await fib(n);
+}
+
+// sync_wait.hpp
+weft::Task<int> twice(weft::Pool& pool, int x) {
+  co_await pool.schedule();
+  co_return 2 * x;
+}
+int forty_two(weft::Pool& pool) { return weft::sync_wait(twice(pool, 21)); }  // computed on a worker
+
+weft::Task<void> greet() {
+  std::puts("hello from a worker");
+  co_return;
+}
+void start(weft::Pool& pool) { weft::spawn(pool, greet()); }
+
+// generator.hpp
+weft::Generator<int> iota(int from, int to) {
+  for (int i = from; i < to; ++i) co_yield i;
+}
+int sum_to_five() {
+  int sum = 0;
+  for (int i : iota(0, 5)) sum += i;
+  return sum;  // 10
 }
 
 }  // namespace examples
