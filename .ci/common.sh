@@ -5,7 +5,13 @@ WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboost-context-dev doctest-dev
   libbenchmark-dev libtbb-dev relacy-dev graphviz python3-matplotlib clang-format-16 clang-tidy ccache)
 
-# weft_install_dependencies [PACKAGE...]: apt-get install the packages named, or all of WEFT_PACKAGES.
+# The ARM64 cross build's (`.ci/test arm64`): Debian's cross compiler, qemu-user to run what it builds, and the
+# target's libraries through multiarch: Boost.Context for fibers (doctest is header-only, in WEFT_PACKAGES), and
+# the loader, libc and libstdc++ qemu runs the tests with (tools/cross/aarch64-linux-gnu.ini says why these).
+WEFT_ARM64_PACKAGES=(g++-aarch64-linux-gnu qemu-user libboost-context1.74-dev:arm64 libc6:arm64 libstdc++6:arm64)
+
+# weft_install_dependencies [PACKAGE...]: apt-get install the packages named, or all of WEFT_PACKAGES. A package
+# named for another architecture (`name:arm64`) first adds that architecture to dpkg (multiarch).
 weft_install_dependencies() {
   local packages=("$@")
   [ "$#" -gt 0 ] || packages=("${WEFT_PACKAGES[@]}")
@@ -16,6 +22,14 @@ weft_install_dependencies() {
     fi
   fi
   echo "weft: installing build dependencies (apt-get)"
+  local package arch
+  for package in "${packages[@]}"; do
+    [[ "$package" == *:* ]] || continue
+    arch=${package##*:}
+    if [ "$arch" != "$(dpkg --print-architecture)" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+      $sudo dpkg --add-architecture "$arch"
+    fi
+  done
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 }
@@ -33,11 +47,21 @@ weft_use_ccache() {
 }
 
 # weft_configure DIR [meson options...]: set up DIR (or reconfigure it with these options) with warnings as errors.
+# WEFT_SETUP_ARGS (an array, may be unset): what only `meson setup` takes, such as --cross-file.
 weft_configure() {
   local dir=$1; shift
   if [ -f "$dir/build.ninja" ]; then
     meson configure "$dir" --werror "$@" >/dev/null
   else
-    meson setup "$dir" "$WEFT_ROOT" --werror "$@"
+    meson setup "$dir" "$WEFT_ROOT" --werror ${WEFT_SETUP_ARGS[@]+"${WEFT_SETUP_ARGS[@]}"} "$@"
   fi
+}
+
+# weft_cross_ccache_file FILE COMPILER: writes a meson cross file that puts ccache before COMPILER, when ccache is
+# installed (meson puts it before native compilers itself, never before a cross file's); prints FILE, or nothing.
+weft_cross_ccache_file() {
+  command -v ccache >/dev/null 2>&1 || return 0
+  mkdir -p "$(dirname "$1")"
+  printf "[binaries]\ncpp = ['ccache', '%s']\n" "$2" >"$1"
+  echo "$1"
 }

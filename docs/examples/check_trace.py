@@ -4,10 +4,12 @@ object in the Chrome Trace Event format (what Perfetto and chrome://tracing read
 stage call and node of the example present once per item.
 
 Usage: check_trace.py EXAMPLE_EXE
+In a cross build the example runs under the cross file's exe_wrapper, which meson passes as MESON_EXE_WRAPPER.
 """
 import collections
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -17,7 +19,8 @@ def main():
     exe = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, 'trace.json')
-        subprocess.run([exe, path], check=True)
+        wrapper = shlex.split(os.environ.get('MESON_EXE_WRAPPER', ''))
+        subprocess.run(wrapper + [exe, path], check=True)
         with open(path, encoding='utf-8') as f:
             doc = json.load(f)
     events = doc['traceEvents']

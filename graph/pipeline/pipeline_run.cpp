@@ -96,7 +96,9 @@ constexpr std::size_t kChunkSlots = 32;
 
 // A hand-off to another worker costs a spawn, a steal and the item's cache lines moving: a few hundred
 // nanoseconds. An item whose trip through the stages takes less is better carried by the thread that made it.
-constexpr std::uint64_t kHandOffCycles = 2048;
+constexpr std::uint64_t kHandOffNanoseconds = 1024;
+// The same in ticks of the cycle clock: 2048 on x86 (a constant there), from the timer's rate on ARM64.
+std::uint64_t hand_off_cycles() noexcept { return kHandOffNanoseconds * cycles_per_microsecond() / 1000; }
 
 std::size_t round_up(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
 
@@ -241,7 +243,7 @@ bool Run::stopping() noexcept {
 bool Run::hand_off_pays() const noexcept {
   if (test_mode_ != TestMode::automatic) [[unlikely]]
     return test_mode_ == TestMode::shared;
-  return cycles_per_item_.load(std::memory_order_relaxed) > kHandOffCycles;
+  return cycles_per_item_.load(std::memory_order_relaxed) > hand_off_cycles();
 }
 
 void Run::carry(Step step) noexcept {

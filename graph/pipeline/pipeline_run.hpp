@@ -220,10 +220,11 @@ class Run {
   // Touched only by the carrier holding the source's turn.
   std::uint64_t source_seq_ = 0;
   bool source_ended_ = false;
-  // How long (in time-stamp counter cycles, a moving average) a carrier holding the source's turn took to take
-  // an item through the stages. Below kHandOffCycles, the source's turn stays with the carrier (no task per
-  // item): a hand-off to another worker (a spawn, a steal, the item's cache lines moving) would cost more than
-  // it saves. Above it, the next source call is spawned while the carrier works, so items run in parallel.
+  // How long (in ticks of the cycle clock, include/weft/detail/cycle_clock.hpp, a moving average) a carrier holding
+  // the source's turn took to take an item through the stages. Below hand_off_cycles() (about a microsecond), the
+  // source's turn stays with the carrier (no task per item): a hand-off to another worker (a spawn, a steal, the
+  // item's cache lines moving) would cost more than it saves. Above it, the next source call is spawned while the
+  // carrier works, so items run in parallel.
   // Written by carriers on any thread; relaxed: a heuristic's input, nothing is ordered by it.
   std::atomic<std::uint64_t> cycles_per_item_{0};
 

@@ -55,6 +55,8 @@ struct StdMemoryModel {
       return;
     }
 #endif
+    // Everywhere else (ARM64 among them: `dmb ish` for seq_cst) the standard fence, the very call the Relacy
+    // models check (tests/model/relacy_memory_model.hpp forwards thread_fence to rl::atomic_thread_fence).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wtsan"

@@ -100,10 +100,11 @@ TEST_CASE("below max_fibers nothing overshoots") {
 }
 
 // When no stack can be had even past the bound (here the address space is limited with RLIMIT_AS, which the
-// sanitizers' shadow memory cannot live with), a wait falls back to running other tasks on its stack: counted,
-// and said once on stderr, naming max_fibers. Run in a forked child, which reports through its exit code.
+// sanitizers' shadow memory cannot live with, and qemu-user ignores: it would limit the emulator's own), a wait
+// falls back to running other tasks on its stack: counted, and said once on stderr, naming max_fibers. Run in a
+// forked child, which reports through its exit code.
 TEST_CASE("a wait that finds no stack at all is counted and reported, naming max_fibers" *
-          doctest::skip(weft::test::kAddressSanitizer || weft::test::kThreadSanitizer)) {
+          doctest::skip(weft::test::kAddressSanitizer || weft::test::kThreadSanitizer || weft::test::emulated())) {
   int pipe_ends[2];
   REQUIRE(pipe(pipe_ends) == 0);
   const pid_t pid = fork();

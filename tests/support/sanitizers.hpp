@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdlib>
 
 namespace weft::test {
 
@@ -16,9 +17,17 @@ inline constexpr bool kAddressSanitizer = true;
 inline constexpr bool kAddressSanitizer = false;
 #endif
 
-// Deadlines only guard against hangs; sanitizers slow everything down, so they get more time.
+// True when the test runs under an emulator: a cross build's tests run under its exe_wrapper (qemu-user), and
+// tests/meson.build sets WEFT_TEST_EMULATED for them. Everything is several times slower there, and the process's
+// resident memory includes the emulator's own (its translated code, its per-thread state).
+[[nodiscard]] inline bool emulated() noexcept {
+  static const bool value = std::getenv("WEFT_TEST_EMULATED") != nullptr;
+  return value;
+}
+
+// Deadlines only guard against hangs; sanitizers and emulation slow everything down, so they get more time.
 [[nodiscard]] inline std::chrono::seconds patience(int plain_seconds) {
-  const int factor = kThreadSanitizer ? 10 : kAddressSanitizer ? 4 : 1;
+  const int factor = (kThreadSanitizer ? 10 : kAddressSanitizer ? 4 : 1) * (emulated() ? 5 : 1);
   return std::chrono::seconds(plain_seconds * factor);
 }
 

@@ -232,7 +232,8 @@ inline constexpr std::size_t kMaxInlineStride = 8;
 template <class Body>
 [[nodiscard]] std::size_t run_while_small(const Body& body, std::size_t n, unsigned workers) {
   const std::uint64_t start = now_cycles();
-  constexpr auto budget = static_cast<double>(kInlineBudget.count() * kCyclesPerMicrosecond);
+  // A constant where the clock's rate is one (x86); on ARM64 the rate is read from the CPU.
+  const auto budget = static_cast<double>(kInlineBudget.count()) * static_cast<double>(cycles_per_microsecond());
   const std::size_t block = std::max<std::size_t>(1, n / (ForSplitter<Body>::kBlocksPerWorker *
                                                           std::max<unsigned>(workers, 1)));
   std::size_t done = 0;
