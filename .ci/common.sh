@@ -40,10 +40,14 @@ weft_install_dependencies() {
 # checkout reuses what the first compiled. What it pays for is the install suite (tests/install/), whose inner
 # builds compile the same library sources with the same flags in different temporary directories: hash_dir off,
 # so that their debug builds (-g) hit although the directory differs (the debug info then names the directory of
-# the build that filled the cache). Nothing is shared between the stages: their flags differ.
+# the build that filled the cache). Between the stages, the nofibers build takes the release build's objects
+# wherever a source does not depend on WEFT_FIBERS (.ci/test); the sanitizer builds' flags differ from every other.
 weft_use_ccache() {
   export CCACHE_DIR="$WEFT_ROOT/build/ccache"
   export CCACHE_NOHASHDIR=1
+  # Paths under the checkout are hashed relative to the build directory, so that two build directories at the same
+  # depth (build/release, build/nofibers) can share objects (tests/meson.build says what else that needs).
+  export CCACHE_BASEDIR="$WEFT_ROOT"
 }
 
 # weft_configure DIR [meson options...]: set up DIR (or reconfigure it with these options) with warnings as errors.
