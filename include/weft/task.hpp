@@ -194,7 +194,9 @@ class FutureAwaiter {
   explicit FutureAwaiter(Future<T>&& future) noexcept : future_(std::move(future)) {}
   // Throws std::logic_error for an invalid future, as get() would.
   [[nodiscard]] bool await_ready() const { return future_.ready(); }
-  void await_suspend(std::coroutine_handle<> awaiting) noexcept {
+  // Throws std::bad_alloc if the resumption cannot be allocated: nothing is attached then, and the co_await
+  // throws it.
+  void await_suspend(std::coroutine_handle<> awaiting) {
     FutureResult<T>* const state = FutureAccess::state(future_);
     // Attached or, if the value was set meanwhile, queued at once; either way the coroutine may resume on a
     // worker before this returns, so nothing here is touched after.
@@ -370,7 +372,8 @@ class [[nodiscard]] WhenAll {
   // The tasks to run; each must be valid and never started (checked when awaited).
   explicit WhenAll(Task<T>&&... tasks) noexcept : tasks_(std::move(tasks)...) {}
   // Takes over other's Tasks (before it is awaited; moving a started one throws std::logic_error).
-  WhenAll(WhenAll&& other) : tasks_(std::move(other.tasks_)) {
+  // Not noexcept: moving one that is being awaited is a bug in the caller, reported rather than terminating.
+  WhenAll(WhenAll&& other) : tasks_(std::move(other.tasks_)) {  // NOLINT(performance-noexcept-move-constructor)
     if (other.started_) throw std::logic_error("weft::when_all: moved while awaited");
   }
   WhenAll& operator=(WhenAll&&) = delete;
