@@ -262,7 +262,7 @@ when_all_value_t<T> take_when_all_value(Task<T>& task) {
 //   as does awaiting an empty Task (default-constructed or moved from).
 // - co_await on a Task runs it on the awaiting thread at once (symmetric transfer): no task is queued. When it
 //   ends, the awaiting coroutine continues on the thread it ended on, by a tail call: a chain of awaits of any
-//   depth (a million) runs in constant stack.
+//   depth (a million) runs in constant stack in an optimized build (-O2, -O3: docs/guide.md says where not).
 // - Its value, or the exception its body let out, is what the co_await returns or throws.
 // - Inside a Task: co_await on a weft::Future<T> (an rvalue: it is consumed, as get() would), a weft::AsyncTask,
 //   pool.schedule(), weft::when_all(tasks...) or another Task. Awaiting a weft Future or AsyncTask that is not
