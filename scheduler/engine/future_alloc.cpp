@@ -12,16 +12,16 @@
 namespace weft::detail {
 namespace {
 
-using Pool = lockfree::NodePool<atomics::StdMemoryModel>;
+using StatePool = lockfree::NodePool<atomics::StdMemoryModel>;
 using Cache = lockfree::NodeCache<atomics::StdMemoryModel>;
 
 // Never destroyed: a Future (and so a block) may be released by any thread up to the very end of the process,
 // later than any static destructor could be ordered. Its blocks stay reachable through it. Built in static
 // storage, not on the heap: this function is noexcept, and the first submit of a process may meet a full heap
 // (a failed `new` here used to terminate the process instead of letting that submit throw std::bad_alloc).
-Pool& shared_pool() noexcept {
-  alignas(Pool) static std::byte storage[sizeof(Pool)];
-  static Pool* const pool = ::new (static_cast<void*>(storage)) Pool(true);
+StatePool& shared_pool() noexcept {
+  alignas(StatePool) static std::byte storage[sizeof(StatePool)];
+  static StatePool* const pool = ::new (static_cast<void*>(storage)) StatePool(true);
   return *pool;
 }
 
@@ -36,7 +36,7 @@ struct ThreadCache {
   ThreadCache() noexcept {
     tls_state = CacheState::alive;
     tls_cache_in_use = &cache;
-    tls_future_blocks = cache.free_lists();  // the shared pool recycles (Pool(true)), as the inline path assumes
+    tls_future_blocks = cache.free_lists();  // the shared pool recycles (StatePool(true)), as the inline path assumes
   }
   ~ThreadCache() {
     tls_future_blocks = nullptr;

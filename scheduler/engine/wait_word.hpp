@@ -21,4 +21,13 @@ void wake_word_all(std::atomic<std::uint32_t>& word) noexcept;
 // Wakes at least one thing parked on `word`, if any (possibly more: a sleeping thread and a suspended fiber).
 void wake_word_one(std::atomic<std::uint32_t>& word) noexcept;
 
+// park_word and wake_word_all as the `Parking` policy of a primitive word's protocol
+// (scheduler/sync/word_protocol.hpp): how the waiters of an Event, a WaitGroup, a TaskGroup or an AsyncTask sleep.
+struct WordParking {
+  static void park(std::atomic<std::uint32_t>& w, std::uint32_t expected, std::chrono::nanoseconds slice) noexcept {
+    park_word(w, expected, slice);
+  }
+  static void wake_all(std::atomic<std::uint32_t>& w) noexcept { wake_word_all(w); }
+};
+
 }  // namespace weft::engine

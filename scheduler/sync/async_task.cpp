@@ -78,7 +78,7 @@ struct AsyncAccess {
       const bool failed = !s->should_run();
       AsyncState::Link* link = s->successors_.close();
       // The waiters: one RMW on the word; the state is alive (the task's reference is still ours).
-      sync::word::event_set<WordParking>(s->wake_);
+      sync::word::event_set<engine::WordParking>(s->wake_);
       while (link != nullptr) {
         // Both fields before the arrive: once it lands, the successor may run and free its block, the link in it.
         AsyncState::Link* const next = link->next.load();
@@ -91,18 +91,11 @@ struct AsyncAccess {
     }
   }
 
-  // How a waiter sleeps on the state's word: the futex, or the fiber lot inside a wait that suspends.
-  struct WordParking {
-    static void park(std::atomic<std::uint32_t>& w, std::uint32_t expected, std::chrono::nanoseconds slice) noexcept {
-      engine::park_word(w, expected, slice);
-    }
-    static void wake_all(std::atomic<std::uint32_t>& w) noexcept { engine::wake_word_all(w); }
-  };
   struct Sleeper {
     AsyncState& state;
     template <class Ready>
     void sleep(Ready& /*ready: judged on the word*/, std::chrono::nanoseconds slice) noexcept {
-      sync::word::sleep<WordParking>(
+      sync::word::sleep<engine::WordParking>(
           state.wake_, [](std::uint32_t value) { return (value & sync::word::kEventSet) != 0; }, slice);
     }
   };

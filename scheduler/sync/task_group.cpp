@@ -12,6 +12,7 @@
 
 #include "scheduler/engine/pool_access.hpp"
 #include "scheduler/engine/task_locals.hpp"
+#include "scheduler/engine/wait_word.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
 #include "scheduler/sync/signal.hpp"
 #include "scheduler/sync/word_protocol.hpp"
@@ -29,13 +30,7 @@ constexpr unsigned kCurrentGroupSlot = 2;
 
 TaskGroup* current_group() noexcept { return static_cast<TaskGroup*>(engine::task_local(kCurrentGroupSlot)); }
 
-// How the owner sleeps on wake_: the futex, or the fiber lot inside a wait that suspends.
-struct WordParking {
-  static void park(std::atomic<std::uint32_t>& w, std::uint32_t expected, std::chrono::nanoseconds slice) noexcept {
-    engine::park_word(w, expected, slice);
-  }
-  static void wake_all(std::atomic<std::uint32_t>& w) noexcept { engine::wake_word_all(w); }
-};
+using engine::WordParking;  // the futex, or the fiber lot inside a wait that suspends
 
 Pool& pool_here() {
   if (const TaskGroup* group = current_group()) return group->pool();

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "scheduler/engine/wait_word.hpp"
 #include "scheduler/sync/signal.hpp"
 #include "scheduler/sync/word_protocol.hpp"
 #include "weft/condition_variable.hpp"
@@ -18,13 +19,7 @@ using Clock = std::chrono::steady_clock;
 namespace word = sync::word;
 using detail::kWordValue;
 
-// How a primitive's waiters sleep on its word: the futex, or the fiber lot inside a wait that suspends.
-struct WordParking {
-  static void park(std::atomic<std::uint32_t>& w, std::uint32_t expected, std::chrono::nanoseconds slice) noexcept {
-    engine::park_word(w, expected, slice);
-  }
-  static void wake_all(std::atomic<std::uint32_t>& w) noexcept { engine::wake_word_all(w); }
-};
+using engine::WordParking;  // the futex, or the fiber lot inside a wait that suspends
 
 // wait_until's sleeper for a primitive's word; `ready_at` judges the word's value.
 template <class ReadyAt>
