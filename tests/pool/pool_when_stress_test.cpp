@@ -86,10 +86,10 @@ std::uint64_t id_of(const std::exception_ptr& error) {
 
 // One combination's outcome as its continuation saw it, checked on the test thread after the batch.
 struct Outcome {
-  std::uint64_t base = 0;      // the first member's id
-  std::uint64_t members = 0;   // how many
-  int kind = 0;                // 0..5: all, any, settled; vector then variadic
-  std::uint64_t bad = 0;       // mismatches the continuation found (a value in the wrong place, a wrong flag)
+  std::uint64_t base = 0;     // the first member's id
+  std::uint64_t members = 0;  // how many
+  int kind = 0;               // 0..5: all, any, settled; vector then variadic
+  std::uint64_t bad = 0;      // mismatches the continuation found (a value in the wrong place, a wrong flag)
 };
 
 TEST_CASE("combinators whose members finish together: each continuation once, each outcome once, nothing kept") {
@@ -162,17 +162,18 @@ TEST_CASE("combinators whose members finish together: each continuation once, ea
           case 2: {
             std::vector<weft::Future<Value>> v;
             for (std::uint64_t i = 0; i < kVector; ++i) v.push_back(m(i));
-            done.push_back(weft::when_all_settled(std::move(v)).then([=, &out](std::vector<weft::Settled<Value>>&& all) {
-              ran();
-              for (std::uint64_t i = 0; i < all.size(); ++i) {
-                if (all[i].has_value() == static_cast<bool>(all[i].error)) ++out.bad;  // exactly one is set
-                if (all[i].has_value()) {
-                  land_value(i, *all[i].value);
-                } else {
-                  land_error(i, all[i].error);
-                }
-              }
-            }));
+            done.push_back(
+                weft::when_all_settled(std::move(v)).then([=, &out](std::vector<weft::Settled<Value>>&& all) {
+                  ran();
+                  for (std::uint64_t i = 0; i < all.size(); ++i) {
+                    if (all[i].has_value() == static_cast<bool>(all[i].error)) ++out.bad;  // exactly one is set
+                    if (all[i].has_value()) {
+                      land_value(i, *all[i].value);
+                    } else {
+                      land_error(i, all[i].error);
+                    }
+                  }
+                }));
             break;
           }
           case 3:
@@ -192,25 +193,26 @@ TEST_CASE("combinators whose members finish together: each continuation once, ea
                                }));
             break;
           default:
-            done.push_back(weft::when_all_settled(m(0), m(1), m(2))
-                               .then([=, &out](std::tuple<weft::Settled<Value>, weft::Settled<Value>,
-                                                    weft::Settled<Value>>&& all) {
-                                 ran();
-                                 std::apply(
-                                     [&](auto&... settled) {
-                                       std::uint64_t i = 0;
-                                       for (auto* s : {&settled...}) {
-                                         if (s->has_value() == static_cast<bool>(s->error)) ++out.bad;
-                                         if (s->has_value()) {
-                                           land_value(i, *s->value);
-                                         } else {
-                                           land_error(i, s->error);
-                                         }
-                                         ++i;
-                                       }
-                                     },
-                                     all);
-                               }));
+            done.push_back(
+                weft::when_all_settled(m(0), m(1), m(2))
+                    .then(
+                        [=, &out](std::tuple<weft::Settled<Value>, weft::Settled<Value>, weft::Settled<Value>>&& all) {
+                          ran();
+                          std::apply(
+                              [&](auto&... settled) {
+                                std::uint64_t i = 0;
+                                for (auto* s : {&settled...}) {
+                                  if (s->has_value() == static_cast<bool>(s->error)) ++out.bad;
+                                  if (s->has_value()) {
+                                    land_value(i, *s->value);
+                                  } else {
+                                    land_error(i, s->error);
+                                  }
+                                  ++i;
+                                }
+                              },
+                              all);
+                        }));
             break;
         }
       }
