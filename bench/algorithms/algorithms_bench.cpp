@@ -6,7 +6,8 @@
 // parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke), skynet (10 children a
 // node, 10^6 and 10^7 leaves, a group per node) and nqueens(12) (a group per row, a child per safe placement),
 // each by weft::TaskGroup against tbb::task_group written the same way; fib(30) as weft::Task coroutines, each
-// node a `co_await weft::when_all(fib(n - 1), fib(n - 2))`, against the same tbb::task_group recursion. The
+// node a `co_await weft::when_all(fib(n - 1), fib(n - 2))`, and skynet (10^6 leaves) as coroutines, each node a
+// `co_await weft::when_all` of its 10 children, each against the same tbb::task_group recursion. The
 // co_await rows (weft only, one worker, ns per await): a Future already ready, and a Task that completes at once
 // (its frame's allocation included). The range forms:
 // the range-body reduce (a sum of 10^6 and 10^7 doubles, body over a chunk, join) against tbb::parallel_reduce's
@@ -49,6 +50,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -361,13 +363,33 @@ std::uint64_t tbb_skynet(std::uint64_t first, std::uint64_t leaves) {
   return std::accumulate(sums.begin(), sums.end(), std::uint64_t{0});
 }
 
-void bm_skynet(benchmark::State& state, bool weft, std::uint64_t leaves) {
+// --- skynet as coroutines: each inner node a weft::Task that awaits when_all of its 10 children (the first run
+// inline, the other 9 queued on the pool), against the task-group recursion of oneTBB above. The root hops onto the
+// pool first, as coro_fib_root does. ---
+weft::Task<std::uint64_t> coro_skynet(std::uint64_t first, std::uint64_t leaves);
+template <std::size_t... I>
+weft::Task<std::uint64_t> coro_skynet_children(std::uint64_t first, std::uint64_t step, std::index_sequence<I...>) {
+  auto sums = co_await weft::when_all(coro_skynet(first + I * step, step)...);
+  co_return std::apply([](auto... sum) { return (sum + ...); }, sums);
+}
+weft::Task<std::uint64_t> coro_skynet(std::uint64_t first, std::uint64_t leaves) {
+  if (leaves == 1) co_return first;
+  co_return co_await coro_skynet_children(first, leaves / kSkynetFanout, std::make_index_sequence<kSkynetFanout>{});
+}
+weft::Task<std::uint64_t> coro_skynet_root(weft::Pool& pool, std::uint64_t leaves) {
+  co_await pool.schedule();
+  co_return co_await coro_skynet(0, leaves);
+}
+
+void bm_skynet(benchmark::State& state, bool weft, std::uint64_t leaves, bool coro = false) {
   const std::uint64_t want = leaves * (leaves - 1) / 2;  // the sum of 0 .. leaves - 1
   bool ok = true;
   for (auto _ : state) {
     std::uint64_t r = 0;
     state.SetIterationTime(seconds([&] {
-      if (weft) {
+      if (weft && coro) {
+        r = weft::sync_wait(coro_skynet_root(env->pool, leaves));
+      } else if (weft) {
         r = weft_root(env->pool, weft_skynet, std::uint64_t{0}, leaves);
       } else {
         env->arena.execute([&] { r = tbb_skynet(0, leaves); });
@@ -733,6 +755,7 @@ int main(int argc, char** argv) {
        [](benchmark::State& s, bool w) { bm_fib(s, w, kInvokeFibN, weft_invoke_fib, tbb_invoke_fib); }},
       {"skynet_1M_task_group", [](benchmark::State& s, bool w) { bm_skynet(s, w, 1'000'000); }},
       {"skynet_10M_task_group", [](benchmark::State& s, bool w) { bm_skynet(s, w, 10'000'000); }},
+      {"skynet_1M_coro_when_all", [](benchmark::State& s, bool w) { bm_skynet(s, w, 1'000'000, true); }},
       {"nqueens12_task_group", bm_queens},
       {"range_reduce_double_1M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 1'000'000); }},
       {"range_reduce_double_10M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 10'000'000); }},

@@ -7,9 +7,12 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -197,6 +200,105 @@ void timers(benchmark::State& state, WeftSide& side, std::chrono::microseconds s
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kTimers));
 }
 
+// Lateness of sparse timers, the design question of the pool's timers: one timer thread (weft's), or a worker that
+// services the timers before it parks, sleeping with the park's timeout set to the next deadline. 1,000 timers due
+// at random over 1 s (each its own wake, not a burst), measured three ways per iteration:
+//  - weft_timer_thread: Pool::post_at; lateness = when the task starts - its deadline (the timer thread's timed wake,
+//    its hand-over, and a worker's wake to run it).
+//  - timed_wait: one thread sleeping in a steady_clock condition-variable wait until each deadline (a futex wait with
+//    a timeout, the park a worker-serviced design would use) and running the task itself: the lateness a worker
+//    that serviced the timers would have when the pool is idle (one timed wake, no hand-over).
+//  - with `busy`, the pool's workers are kept busy meanwhile by CPU-bound tasks of 1 ms posted from an outside thread
+//    (about two per worker always queued) until every timer fired. A worker-serviced design looks at the timers only
+//    when a worker runs dry, which no worker does until that load ends: its lateness is (the load's end - deadline),
+//    reported as ws_p50_us / ws_p99_us (emulated: derived from the load's end, not an engine variant).
+// Counters in microseconds. WEFT_BENCH_LOAD=2 puts two CPU-bound processes beside it.
+void timer_lateness(benchmark::State& state, WeftSide& side, bool busy) {
+  using Clock = std::chrono::steady_clock;
+  constexpr std::size_t kTimers = 1'000;
+  weft::Pool& pool = side.pool();
+  std::mt19937_64 random(7);
+  std::uniform_int_distribution<std::int64_t> offset_us(0, 1'000'000);
+  std::vector<std::int64_t> pool_late;
+  std::vector<std::int64_t> wait_late;
+  std::vector<std::int64_t> ws_late;
+  for (auto _ : state) {
+    std::vector<Clock::time_point> due(kTimers);
+    const auto base = Clock::now() + std::chrono::milliseconds(50);
+    for (auto& d : due) d = base + std::chrono::microseconds(offset_us(random));
+    std::vector<std::int64_t> late(kTimers, 0);
+    std::atomic<std::size_t> ran{0};
+    std::atomic<bool> load_on{busy};
+    std::thread loader;
+    std::atomic<std::int64_t> in_flight{0};
+    if (busy) {
+      loader = std::thread([&] {
+        const auto spin = [&in_flight] {
+          const auto end = Clock::now() + std::chrono::milliseconds(1);
+          while (Clock::now() < end) {
+          }
+          in_flight.fetch_sub(1, std::memory_order_relaxed);
+        };
+        const std::int64_t target = 2 * static_cast<std::int64_t>(pool.size());
+        while (load_on.load(std::memory_order_relaxed)) {
+          if (in_flight.load(std::memory_order_relaxed) < target) {
+            in_flight.fetch_add(1, std::memory_order_relaxed);
+            pool.post(spin);
+          } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+          }
+        }
+      });
+    }
+    std::vector<weft::Timer> handles;
+    handles.reserve(kTimers);
+    for (std::size_t i = 0; i < kTimers; ++i) {
+      handles.push_back(pool.post_at(due[i], [&late, &ran, &due, i] {
+        late[i] = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - due[i]).count();
+        ran.fetch_add(1, std::memory_order_release);
+      }));
+    }
+    // The timed-wait thread, over the same deadlines at the same time (in deadline order).
+    std::vector<std::size_t> order(kTimers);
+    for (std::size_t i = 0; i < kTimers; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&due](std::size_t a, std::size_t b) { return due[a] < due[b]; });
+    std::vector<std::int64_t> waited(kTimers, 0);
+    std::thread waiter([&] {
+      std::mutex mutex;
+      std::condition_variable never;
+      std::unique_lock lock(mutex);
+      for (const std::size_t i : order) {
+        while (Clock::now() < due[i]) never.wait_until(lock, due[i]);
+        waited[i] = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - due[i]).count();
+      }
+    });
+    waiter.join();
+    while (ran.load(std::memory_order_acquire) < kTimers) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    const auto load_end = Clock::now();  // a worker-serviced design's first look at the timers under the load
+    load_on.store(false, std::memory_order_relaxed);
+    if (loader.joinable()) loader.join();
+    pool.wait_idle();
+    pool_late.insert(pool_late.end(), late.begin(), late.end());
+    wait_late.insert(wait_late.end(), waited.begin(), waited.end());
+    if (busy) {
+      for (std::size_t i = 0; i < kTimers; ++i)
+        ws_late.push_back(std::chrono::duration_cast<std::chrono::microseconds>(load_end - due[i]).count());
+    }
+  }
+  const auto percentile = [](std::vector<std::int64_t>& v, std::size_t per_100) {
+    std::sort(v.begin(), v.end());
+    return static_cast<double>(v[std::min(v.size() - 1, v.size() * per_100 / 100)]);
+  };
+  state.counters["pool_p50_us"] = percentile(pool_late, 50);
+  state.counters["pool_p99_us"] = percentile(pool_late, 99);
+  state.counters["wait_p50_us"] = percentile(wait_late, 50);
+  state.counters["wait_p99_us"] = percentile(wait_late, 99);
+  if (busy) {
+    state.counters["ws_p50_us"] = percentile(ws_late, 50);
+    state.counters["ws_p99_us"] = percentile(ws_late, 99);
+  }
+}
+
 template <PoolSide S>
 void register_side(S& side, unsigned threads) {
   const std::string name(S::kName);
@@ -287,6 +389,15 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("timers_1e5_due_now/weft", timers, std::ref(weft_side), std::chrono::microseconds(0))
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+  benchmark::RegisterBenchmark("timer_lateness_1e3_over_1s/weft_quiet", timer_lateness, std::ref(weft_side), false)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
+  benchmark::RegisterBenchmark("timer_lateness_1e3_over_1s/weft_busy_workers", timer_lateness, std::ref(weft_side),
+                               true)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("background load", load.describe());
   benchmark::AddCustomContext("oneTBB", std::string(tbb_runtime_version()));

@@ -1,7 +1,7 @@
 // Timers, combinators and stop tokens on a weft::Pool: a delayed task, a periodic one cancelled after a few runs,
-// a delayed future cancelled before its time, when_all / when_any / when_all_settled over futures, and a task
-// cancelled through its std::stop_token. Exits with 1 if any result is wrong. Built and run by weft's test suite
-// (suite 'examples').
+// a delayed future cancelled before its time, a coroutine that sleeps on the pool's timers, when_all / when_any /
+// when_all_settled over futures, and a task cancelled through its std::stop_token. Exits with 1 if any result is wrong.
+// Built and run by weft's test suite (suite 'examples').
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -13,10 +13,20 @@
 #include <vector>
 
 #include <weft/pool.hpp>
+#include <weft/sync_wait.hpp>
+#include <weft/task.hpp>
 #include <weft/timer.hpp>
 #include <weft/when.hpp>
 
 using namespace std::chrono_literals;
+
+// A coroutine that sleeps: no worker, thread or fiber is held while it waits; it resumes on one of pool's workers.
+weft::Task<int> retry_later(weft::Pool& pool) {
+  for (int attempt = 1;; ++attempt) {
+    if (attempt == 3) co_return attempt;  // a third attempt succeeds
+    co_await pool.sleep_for(2ms);         // back off, then try again on a worker
+  }
+}
 
 int main() {
   weft::Pool pool{weft::PoolOptions{.threads = 4}};
@@ -41,6 +51,10 @@ int main() {
     // expected: the timer was cancelled before it was due
   }
   ok = ok && stopped && cancelled && answer.future.get() == 42;
+
+  // A coroutine sleeping between attempts; a shutdown would resume it with weft::task_dropped instead.
+  const int attempts = weft::sync_wait(retry_later(pool));
+  ok = ok && attempts == 3;
 
   // Combinators: none of them blocks a worker; each returns a future.
   weft::Future<int> a = pool.submit([] { return 1; });

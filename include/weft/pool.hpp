@@ -36,6 +36,7 @@ namespace weft {
 
 class Subflow;          // weft/subflow.hpp
 class ScheduleAwaiter;  // below: what schedule() returns
+class SleepAwaiter;     // below: what sleep_for() and sleep_until() return
 
 // True if this weft was built with fibers (Boost.Context found and the `fibers` build option allowing it): then
 // PoolOptions::fibers lets a waiting task suspend. False: every wait on a worker runs other tasks meanwhile.
@@ -541,6 +542,33 @@ class Pool {
   //     std::puts("on a worker");
   //   }
   [[nodiscard]] ScheduleAwaiter schedule(TaskOptions options = {});
+  // For a coroutine: `co_await pool.sleep_for(d)` suspends the coroutine for at least `d` and resumes it as a task
+  // on one of this pool's workers, as `co_await pool.schedule()` does once the time has come. The coroutine holds
+  // no worker, no fiber and no thread while it sleeps: it waits as a one-shot timer of this pool (see post_after),
+  // counted in PoolStats::timers_fired when due. A delay of zero or less goes through the timer at once.
+  //
+  // Contract:
+  // - Never resumes early (steady_clock); after the co_await the coroutine runs on one of this pool's workers,
+  //   whatever thread it slept on, with `options` (priority; an affinity picks the worker).
+  // - A shutdown (any policy) never waits for a sleep: it drops the sleeping coroutine's timer (counted in
+  //   PoolStats::timers_dropped) and resumes the coroutine there and then, on the thread running the shutdown,
+  //   where the co_await throws weft::task_dropped. So does a shutdown that drops the resumption after the timer
+  //   handed it over (Shutdown::DropPending: on the thread that drops it). A sleeping coroutine is never lost nor
+  //   leaked: it ends through its own code, and a Task awaiting it sees the exception.
+  // - A sleep asked of a pool shut down already (or whose shutdown has begun) resumes at once, on the calling
+  //   thread, with weft::task_dropped; no timer was queued, so none is counted.
+  // - Throws weft::invalid_option here for options the pool cannot honour (as schedule()); the co_await rethrows
+  //   std::bad_alloc or std::system_error if the timer could not be queued (nothing left behind).
+  //
+  // Example:
+  //   weft::Task<int> later(weft::Pool& pool) {
+  //     co_await pool.sleep_for(std::chrono::milliseconds(10));  // no worker held for these 10 ms
+  //     co_return 7;                                             // on one of pool's workers
+  //   }
+  template <class Rep, class Period>
+  [[nodiscard]] SleepAwaiter sleep_for(std::chrono::duration<Rep, Period> delay, TaskOptions options = {});
+  // As sleep_for, until `when` (a time already passed: resumes at once, through the timer).
+  [[nodiscard]] SleepAwaiter sleep_until(std::chrono::steady_clock::time_point when, TaskOptions options = {});
 
   // Blocks until every accepted task has finished (tasks they post meanwhile included).
   void wait_idle();
@@ -606,6 +634,7 @@ class Pool {
   using Admission = detail::Admission;
 
   friend struct detail::PoolAccess;
+  friend class SleepAwaiter;
   friend struct detail::PoolRunHere;
 
   // Runs fn(context) on the calling thread as one task of this pool: inside the task hooks, with the thread index
@@ -716,6 +745,94 @@ class [[nodiscard]] ScheduleAwaiter {
   TaskOptions options_;
   bool dropped_ = false;
 };
+
+// What Pool::sleep_for() and Pool::sleep_until() return: co_await on it suspends the coroutine until the deadline,
+// then resumes it on one of the pool's workers (see Pool::sleep_for). Used once, in the co_await expression.
+class [[nodiscard]] SleepAwaiter {
+ public:
+  // Never ready: even a deadline already passed goes through the timer, so the coroutine always resumes on a worker.
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  // Queues a one-shot timer whose task resumes the coroutine. False (resume now, await_resume throws task_dropped)
+  // if the pool no longer takes timers; rethrows a failure to queue it (std::bad_alloc, std::system_error), which
+  // the co_await then throws. Once the timer is queued nothing of this object is touched here again.
+  bool await_suspend(std::coroutine_handle<> awaiting) {
+    auto state = std::make_shared<detail::TimerState>();
+    state->options = options_;
+    // Inline (no allocation, noexcept): a throw here would destroy an armed Wake and resume the coroutine early.
+    static_assert(small_function<void()>::fits_inline<Wake>);
+    state->work = small_function<void()>(Wake(awaiting, this));
+    // `state` keeps the timer alive through a refusal, so that the wake can be disarmed before it is destroyed.
+    std::shared_ptr<detail::TimerState> keep = state;
+    try {
+      (void)pool_->schedule_timer(std::move(state), when_, "sleep_until");
+    } catch (const pool_closed&) {
+      armed_ = false;  // the Wake, never handed on, must not resume the coroutine from under this call
+      dropped_ = true;
+      return false;
+    } catch (...) {
+      armed_ = false;
+      throw;
+    }
+    return true;
+  }
+  // Throws weft::task_dropped if a shutdown let go of the sleeping coroutine (or refused the sleep).
+  void await_resume() const {
+    if (dropped_) [[unlikely]]
+      throw task_dropped(
+          "co_await weft::Pool::sleep_for/sleep_until: the pool was shut down before the sleep ended (or before it "
+          "began)");
+  }
+
+ private:
+  friend class Pool;
+  SleepAwaiter(Pool& pool, std::chrono::steady_clock::time_point when, TaskOptions options) noexcept
+      : pool_(&pool), when_(when), options_(options) {}
+
+  // The timer's task: resumes the coroutine when the pool runs it. Destroyed unrun (a shutdown dropped the timer or
+  // the task) while armed, it resumes the coroutine there and then with dropped_ set, as detail::CoroResumer does.
+  class Wake {
+   public:
+    Wake(std::coroutine_handle<> handle, SleepAwaiter* awaiter) noexcept : handle_(handle), awaiter_(awaiter) {}
+    Wake(Wake&& other) noexcept : handle_(std::exchange(other.handle_, {})), awaiter_(other.awaiter_) {}
+    Wake& operator=(Wake&&) = delete;
+    Wake(const Wake&) = delete;
+    Wake& operator=(const Wake&) = delete;
+    ~Wake() {
+      if (!handle_ || !awaiter_->armed_) return;
+      awaiter_->dropped_ = true;
+      std::exchange(handle_, {}).resume();
+    }
+    void operator()() noexcept { std::exchange(handle_, {}).resume(); }
+
+   private:
+    std::coroutine_handle<> handle_;
+    SleepAwaiter* awaiter_;
+  };
+
+  Pool* pool_;
+  std::chrono::steady_clock::time_point when_;
+  TaskOptions options_;
+  bool armed_ = true;
+  bool dropped_ = false;
+};
+
+template <class Rep, class Period>
+SleepAwaiter Pool::sleep_for(std::chrono::duration<Rep, Period> delay, TaskOptions options) {
+  return sleep_until(detail::deadline_after(detail::clamp_to_nanoseconds(delay)), options);
+}
+
+inline SleepAwaiter Pool::sleep_until(std::chrono::steady_clock::time_point when, TaskOptions options) {
+  // The options are checked here, where the call is, rather than at the co_await (schedule_timer checks again).
+  if (options.affinity && *options.affinity >= size())
+    throw invalid_option(
+        "weft::Pool::sleep_for/sleep_until: TaskOptions::affinity = " + std::to_string(*options.affinity) +
+        ": the pool has " + std::to_string(size()) + " workers (0.." + std::to_string(size() - 1) + ")");
+  if (options.priority > Priority::Low)
+    throw invalid_option("weft::Pool::sleep_for/sleep_until: TaskOptions::priority = " +
+                         std::to_string(static_cast<unsigned>(options.priority)) +
+                         ": not a weft::Priority (High, Normal or Low)");
+  return SleepAwaiter(*this, when, options);
+}
 
 inline ScheduleAwaiter Pool::schedule(TaskOptions options) {
   if (options.affinity && *options.affinity >= size())

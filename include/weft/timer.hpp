@@ -32,7 +32,8 @@ namespace detail {
 // The phase decides, by compare-and-swap, who owns the timer's work: the timer queue (waiting -> queued or
 // fired), cancel() (-> cancelled), the periodic run (queued -> running -> waiting), or the shutdown (-> dropped).
 // Whoever moves it out of `waiting` (or `queued`, or `running`) owns the work from then on: a timer's task is
-// run or cancelled or dropped, exactly one of them, never two.
+// run or cancelled or dropped, exactly one of them, never two. Every move is in scheduler/engine/timer_phase.hpp.
+// A coroutine's `co_await pool.sleep_for(d)` (weft/pool.hpp) is a one-shot timer whose work resumes it.
 struct TimerState {
   enum Phase : std::uint8_t { waiting, queued, running, fired, cancelled, dropped };
   std::atomic<std::uint8_t> phase{waiting};

@@ -9,6 +9,7 @@
 
 #include "scheduler/engine/engine.hpp"
 #include "scheduler/engine/spawn_path.hpp"
+#include "scheduler/engine/timer_phase.hpp"
 #include "src/os_thread.hpp"
 #include "weft/errors.hpp"
 
@@ -43,20 +44,11 @@ void discard_cancelled(detail::TimerState& state) noexcept {
 bool Timer::cancel() noexcept {
   if (state_ == nullptr) return false;
   detail::TimerState& state = *state_;
-  std::uint8_t phase = state.phase.load(std::memory_order_acquire);
-  for (;;) {
-    // waiting: the queue has not fired it; queued, running: a periodic run is on its way or in progress, and
-    // whoever holds it sees `cancelled` after (run_periodic). Anything else is final: fired, cancelled, dropped.
-    if (phase != Phase::waiting && phase != Phase::queued && phase != Phase::running) return false;
-    // acq_rel: the winner owns the work (acquire: sees it as its last owner left it); the periodic run that finds
-    // `cancelled` acquires our release.
-    if (state.phase.compare_exchange_weak(phase, Phase::cancelled, std::memory_order_acq_rel,
-                                          std::memory_order_acquire))
-      break;
-  }
+  const std::uint8_t from = engine::timer_phase::cancel(state.phase);
+  if (from == Phase::cancelled) return false;  // not live: fired, cancelled or dropped before
   // From `waiting` nobody else touches the work any more: let go of it here. From `queued` or `running`, the
   // periodic run task lets go of it when it finds the phase cancelled.
-  if (phase == Phase::waiting) discard_cancelled(state);
+  if (from == Phase::waiting) discard_cancelled(state);
   return true;
 }
 
@@ -183,12 +175,9 @@ void TimerQueue::thread_main() noexcept {
 
 void TimerQueue::fire(Entry& entry) noexcept {
   TimerState& state = *entry.state;
-  std::uint8_t expected = Phase::waiting;
   if (state.period.count() == 0) {
-    // acq_rel: the winner owns the work (see Timer::cancel).
-    if (!state.phase.compare_exchange_strong(expected, Phase::fired, std::memory_order_acq_rel,
-                                             std::memory_order_relaxed))
-      return;  // cancelled first
+    // The winner owns the work (timer_phase.hpp).
+    if (timer_phase::claim(state.phase, Phase::waiting, Phase::fired) != Phase::waiting) return;  // cancelled first
     fired_.fetch_add(1, std::memory_order_relaxed);
     try {
       if (weft::detail::FutureStateBase* future = std::exchange(state.future, nullptr)) {
@@ -207,9 +196,7 @@ void TimerQueue::fire(Entry& entry) noexcept {
     state.work = nullptr;
     return;
   }
-  if (!state.phase.compare_exchange_strong(expected, Phase::queued, std::memory_order_acq_rel,
-                                           std::memory_order_relaxed))
-    return;  // cancelled first
+  if (timer_phase::claim(state.phase, Phase::waiting, Phase::queued) != Phase::waiting) return;  // cancelled first
   fired_.fetch_add(1, std::memory_order_relaxed);
   try {
     // A refusal destroys the PeriodicRun unrun, which drops the timer (periodic_dropped).
@@ -222,9 +209,7 @@ void TimerQueue::fire(Entry& entry) noexcept {
 
 void TimerQueue::run_periodic(const std::shared_ptr<TimerState>& state_ptr) noexcept {
   TimerState& state = *state_ptr;
-  std::uint8_t expected = Phase::queued;
-  if (!state.phase.compare_exchange_strong(expected, Phase::running, std::memory_order_acq_rel,
-                                           std::memory_order_acquire)) {
+  if (timer_phase::claim(state.phase, Phase::queued, Phase::running) != Phase::queued) {
     state.work = nullptr;  // cancelled while queued: ours to let go of
     return;
   }
@@ -244,10 +229,8 @@ void TimerQueue::run_periodic(const std::shared_ptr<TimerState>& state_ptr) noex
     if (next <= now) next += state.period * ((now - next) / state.period + 1);
   }
   state.next_due = next;
-  expected = Phase::running;
-  // release: whoever takes the phase next (fire, cancel) sees the work as this run left it.
-  if (!state.phase.compare_exchange_strong(expected, Phase::waiting, std::memory_order_acq_rel,
-                                           std::memory_order_acquire)) {
+  // Whoever takes the phase next (fire, cancel) sees the work as this run left it.
+  if (!timer_phase::end_run(state.phase)) {
     state.work = nullptr;  // cancelled during the run
     return;
   }
@@ -257,20 +240,14 @@ void TimerQueue::run_periodic(const std::shared_ptr<TimerState>& state_ptr) noex
   } catch (...) {
     engine_.report_error(std::current_exception());
   }
-  if (!queued) {
-    expected = Phase::waiting;
-    if (state.phase.compare_exchange_strong(expected, Phase::dropped, std::memory_order_acq_rel,
-                                            std::memory_order_acquire))
-      drop_taken(state);
-  }
+  if (!queued && timer_phase::claim(state.phase, Phase::waiting, Phase::dropped) == Phase::waiting) drop_taken(state);
 }
 
 void TimerQueue::periodic_dropped(TimerState& state) noexcept {
-  std::uint8_t expected = Phase::queued;
-  if (state.phase.compare_exchange_strong(expected, Phase::dropped, std::memory_order_acq_rel,
-                                          std::memory_order_acquire)) {
+  const std::uint8_t seen = timer_phase::claim(state.phase, Phase::queued, Phase::dropped);
+  if (seen == Phase::queued) {
     drop_taken(state);
-  } else if (expected == Phase::cancelled) {
+  } else if (seen == Phase::cancelled) {
     state.work = nullptr;  // cancelled while queued, and never run: ours to let go of
   }
 }
@@ -299,9 +276,7 @@ std::uint64_t TimerQueue::stop() noexcept {
   std::uint64_t count = 0;
   for (Entry& entry : left) {
     TimerState& state = *entry.state;
-    std::uint8_t expected = Phase::waiting;
-    if (state.phase.compare_exchange_strong(expected, Phase::dropped, std::memory_order_acq_rel,
-                                            std::memory_order_acquire)) {
+    if (timer_phase::claim(state.phase, Phase::waiting, Phase::dropped) == Phase::waiting) {
       drop_taken(state);
       ++count;
     }

@@ -648,6 +648,12 @@ weft::Task<void> hop(weft::Pool& pool) {
   std::puts("on a worker");
 }
 
+// pool.hpp (Pool::sleep_for)
+weft::Task<int> later(weft::Pool& pool) {
+  co_await pool.sleep_for(std::chrono::milliseconds(10));  // no worker held for these 10 ms
+  co_return 7;                                             // on one of pool's workers
+}
+
 // task.hpp
 weft::Task<int> answer(weft::Pool& pool) {
   int half = co_await pool.submit([] { return 21; });  // suspends; resumes on a worker

@@ -89,6 +89,9 @@ inline constexpr PlantInfo plants[] = {
     {"successor_list.relaxed_close", "the finisher closes its list relaxed: neither publishes nor acquires"},
     {"successor_list.relaxed_link", "a submitter pushes its link relaxed: the finisher reads it unpublished"},
     {"successor_list.relaxed_arrive", "a predecessor counts itself done relaxed: its outcome is not published"},
+    // scheduler/engine/timer_phase.hpp (tests/pool/timer_phase_model.cpp)
+    {"timer.cancel_check_then_set", "cancel() looks at the phase, then stores cancelled: a firing in between wins too"},
+    {"timer.relaxed_rearm", "a periodic run rearms its timer relaxed: the next owner reads the work unpublished"},
 };
 
 namespace plant_detail {

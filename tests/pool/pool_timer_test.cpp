@@ -1,16 +1,23 @@
 // Timers (Pool::post_after, post_at, post_every, submit_after_delay, submit_at; weft/timer.hpp): never early,
 // cancel before the deadline, periodic runs (counts and order, not durations), a throwing periodic run, overruns
-// that do not pile up, shutdown with pending timers (dropped, counted, prompt), bad input.
+// that do not pile up, shutdown with pending timers (dropped, counted, prompt), bad input; and coroutines sleeping
+// on the timers (co_await pool.sleep_for / sleep_until): never early, on a worker after, no worker held meanwhile,
+// resumed with task_dropped by a shutdown (nothing leaked: the sanitizer builds run this file).
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <memory>
+#include <optional>
+#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "tests/pool/pool_test_support.hpp"
+#include "weft/sync_wait.hpp"
+#include "weft/task.hpp"
 
 namespace {
 
@@ -194,6 +201,142 @@ TEST_CASE("timers refuse bad input") {
   CHECK_THROWS_AS((void)pool.post_after(
                       1ms, [] {}, weft::TaskOptions{.affinity = 7}),
                   weft::invalid_option);
+}
+
+// The pools the coroutine tests run on: one worker and eight, fibers on and off (a sleeping coroutine must need
+// neither).
+struct SleepConfig {
+  unsigned threads;
+  bool fibers;
+};
+constexpr SleepConfig kSleepConfigs[] = {{1, true}, {1, false}, {8, true}, {8, false}};
+
+weft::PoolOptions sleep_options(const SleepConfig& config) {
+  weft::PoolOptions options;
+  options.threads = config.threads;
+  options.fibers = config.fibers;
+  return options;
+}
+
+// Sleeps until `due` and records whether it woke early and on a worker; counts itself done.
+weft::Task<void> sleeper(weft::Pool& pool, Clock::time_point due, std::atomic<int>& early, std::atomic<int>& off_worker,
+                         std::atomic<int>& done) {
+  co_await pool.sleep_until(due);
+  if (Clock::now() < due) early.fetch_add(1);
+  if (!pool.current_worker()) off_worker.fetch_add(1);
+  done.fetch_add(1);
+}
+
+TEST_CASE("co_await pool.sleep_for: never early, then on a worker; many sleepers hold no worker meanwhile") {
+  for (const SleepConfig& config : kSleepConfigs) {
+    CAPTURE(config.threads);
+    CAPTURE(config.fibers);
+    const Watchdog watchdog("sleep_for", patience(60));
+    weft::Pool pool(sleep_options(config));
+
+    auto once = [&pool]() -> weft::Task<bool> {
+      const auto start = Clock::now();
+      co_await pool.sleep_for(2ms);
+      co_return Clock::now() >= start + 2ms && pool.current_worker().has_value();
+    };
+    CHECK(weft::sync_wait(once()));
+    auto passed = [&pool]() -> weft::Task<bool> {
+      co_await pool.sleep_until(Clock::now() - 1s);  // a time passed: at once, still through the timer
+      co_await pool.sleep_for(-5ms);
+      co_return pool.current_worker().has_value();
+    };
+    CHECK(weft::sync_wait(passed()));
+
+    // Far more sleepers than workers, spawned from the pool: if a sleep held its worker (or a fiber), the ones
+    // behind it would wait for it, and a sleep of an hour below would never let the submit through.
+    constexpr int kSleepers = 300;
+    std::atomic<int> early{0};
+    std::atomic<int> off_worker{0};
+    std::atomic<int> done{0};
+    std::mt19937 random(static_cast<unsigned>(seed_for("sleepers")));
+    std::uniform_int_distribution<int> delay_us(0, 5'000);
+    for (int i = 0; i < kSleepers; ++i)
+      weft::spawn(pool,
+                  sleeper(pool, Clock::now() + std::chrono::microseconds(delay_us(random)), early, off_worker, done));
+    while (done.load() < kSleepers) std::this_thread::sleep_for(200us);
+    pool.wait_idle();
+    CHECK(early.load() == 0);
+    CHECK(off_worker.load() == 0);
+  }
+}
+
+TEST_CASE("a shutdown resumes a sleeping coroutine with task_dropped, counted, at once; nothing leaks") {
+  for (const weft::Shutdown policy : {weft::Shutdown::Drain, weft::Shutdown::DropPending}) {
+    for (const SleepConfig& config : kSleepConfigs) {
+      CAPTURE(config.threads);
+      CAPTURE(config.fibers);
+      const Watchdog watchdog("sleep at shutdown", patience(60));
+      std::atomic<int> errors{0};
+      weft::PoolOptions options = sleep_options(config);
+      options.on_error = [&errors](const std::exception_ptr& error) {
+        try {
+          std::rethrow_exception(error);
+        } catch (const weft::task_dropped&) {
+          errors.fetch_add(1);
+        } catch (...) {
+        }
+      };
+      weft::Pool pool(options);
+      std::atomic<int> asleep{0};
+      std::atomic<int> dropped{0};
+      std::atomic<int> on_worker_after{0};
+      auto careful = [&]() -> weft::Task<void> {
+        co_await pool.schedule();
+        // A frame-owned resource: ASan/LSan report it if the frame is never destroyed.
+        auto held = std::make_unique<std::vector<int>>(100, 1);
+        asleep.fetch_add(1);
+        try {
+          co_await pool.sleep_for(1h);
+        } catch (const weft::task_dropped&) {
+          dropped.fetch_add(1);
+          if (pool.current_worker()) on_worker_after.fetch_add(1);  // resumed where the shutdown runs
+        }
+        (void)held;
+      };
+      auto careless = [&]() -> weft::Task<int> {  // lets the exception out: spawn hands it to on_error
+        co_await pool.schedule();
+        asleep.fetch_add(1);
+        co_await pool.sleep_until(Clock::now() + 1h);
+        co_return 1;
+      };
+      weft::spawn(pool, careful());
+      weft::spawn(pool, careful());
+      weft::spawn(pool, careless());
+      while (asleep.load() < 3) std::this_thread::sleep_for(100us);
+      pool.wait_idle();  // the tasks that ran them up to their co_await have returned: the three timers are queued
+      // Asleep, they hold no worker: a plain task still runs, even on one worker without fibers.
+      CHECK(pool.submit([] { return 5; }).get() == 5);
+      const auto before = Clock::now();
+      pool.shutdown(policy);
+      CHECK(Clock::now() - before < patience(10));  // an hour's sleep is not waited for
+      CHECK(dropped.load() == 2);
+      CHECK(on_worker_after.load() == 0);
+      CHECK(errors.load() == 1);
+      CHECK(pool.stats().timers_dropped == 3);
+      CHECK(pool.stats().timers_fired == 0);
+
+      // Asked of a pool shut down already: the co_await throws at once, from the calling thread.
+      auto late = [&pool]() -> weft::Task<void> { co_await pool.sleep_for(1ms); };
+      CHECK_THROWS_AS(weft::sync_wait(late()), weft::task_dropped);
+    }
+  }
+}
+
+TEST_CASE("sleep_for refuses options the pool cannot honour, at the call") {
+  weft::Pool pool{weft::PoolOptions{.threads = 2}};
+  CHECK_THROWS_AS((void)pool.sleep_for(1ms, weft::TaskOptions{.affinity = 7}), weft::invalid_option);
+  CHECK_THROWS_AS((void)pool.sleep_until(Clock::now(), weft::TaskOptions{.priority = static_cast<weft::Priority>(9)}),
+                  weft::invalid_option);
+  auto pinned = [&pool]() -> weft::Task<unsigned> {
+    co_await pool.sleep_for(100us, weft::TaskOptions{.affinity = 1});
+    co_return pool.current_worker().value_or(99);
+  };
+  CHECK(weft::sync_wait(pinned()) == 1);
 }
 
 }  // namespace
