@@ -14,6 +14,8 @@
 // functional form, a 2048 x 2048 transpose over weft::Range2d against tbb::blocked_range2d, and a 256-bin
 // histogram of 2^24 values through weft::PerWorker against tbb::combinable (local() once per element, the
 // lookup measured).
+// The head-to-head light rows: a sum of 10^7 int32 into an int64 (reduce_sum_int32_10M), and a parallel_for over
+// 10^4 items of one LCG step each (parallel_for_lcg_10000), each against oneTBB's default partitioner.
 //
 // Both libraries get 2 threads (WEFT_BENCH_THREADS to change): a weft Pool of 2 workers, and a oneTBB
 // task_arena of 2 slots, one of which is the calling thread's (so oneTBB runs on the caller and one worker; weft
@@ -654,6 +656,70 @@ void bm_small_for(benchmark::State& state, std::size_t n, Front front) {
   if (!ok) state.SkipWithError("an index ran a wrong number of times");
 }
 
+// --- the light loop of the head-to-head comparison: one LCG step per item, out[i] = out[i] * a + c over 10^4
+// uint64 items a call (the body a `for` over items of almost no work: what the split, start and join cost). ---
+constexpr std::uint64_t kLcgMul = 6364136223846793005ULL;
+constexpr std::uint64_t kLcgAdd = 1442695040888963407ULL;
+
+void bm_lcg_for(benchmark::State& state, std::size_t n, bool weft) {
+  std::vector<std::uint64_t> out(n);
+  std::iota(out.begin(), out.end(), std::uint64_t{0});
+  const auto body = [&out](std::size_t i) { out[i] = out[i] * kLcgMul + kLcgAdd; };
+  std::uint64_t calls = 0;
+  for (auto _ : state) {
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        weft::parallel_for(env->pool, std::size_t{0}, n, body);
+      } else {
+        env->arena.execute([&] { tbb::parallel_for(std::size_t{0}, n, body); });
+      }
+    }));
+    ++calls;
+  }
+  // Every item took exactly `calls` steps: x -> mul^calls * x + add * (mul^(calls-1) + ... + 1).
+  std::uint64_t mul = 1;
+  std::uint64_t add = 0;
+  for (std::uint64_t c = 0; c < calls; ++c) mul *= kLcgMul, add = add * kLcgMul + kLcgAdd;
+  bool ok = true;
+  for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == mul * i + add;
+  if (!ok) state.SkipWithError("an index ran a wrong number of times");
+}
+
+// --- the head-to-head reduction: a sum of 10^7 int32 into an int64 (weft's iterator form against
+// tbb::parallel_reduce's functional form over a blocked_range) ---
+constexpr std::size_t kIntSumSize = 10'000'000;
+
+void bm_int_sum(benchmark::State& state, bool weft) {
+  static const std::vector<std::int32_t> v = [] {
+    std::vector<std::int32_t> ints(kIntSumSize);
+    std::mt19937 random(7);
+    for (auto& x : ints) x = static_cast<std::int32_t>(random() % 1000);
+    return ints;
+  }();
+  const std::int64_t want = std::accumulate(v.begin(), v.end(), std::int64_t{0});
+  bool ok = true;
+  for (auto _ : state) {
+    std::int64_t r = 0;
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        r = weft::parallel_reduce(env->pool, v.begin(), v.end(), std::int64_t{0});
+      } else {
+        env->arena.execute([&] {
+          r = tbb::parallel_reduce(
+              tbb::blocked_range<std::size_t>(0, v.size()), std::int64_t{0},
+              [&](const tbb::blocked_range<std::size_t>& range, std::int64_t acc) {
+                for (std::size_t i = range.begin(); i != range.end(); ++i) acc += v[i];
+                return acc;
+              },
+              std::plus<>());
+        });
+      }
+    }));
+    ok = ok && r == want;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
 // --- peak RSS of fib(30) by task groups. Each measurement is a fresh process (this executable again, with
 // --fib30-peak-rss-child=<weft|oneTBB> <threads>) that creates only its side's pool or arena, runs the recursion
 // once and prints its VmRSS before the pool and its VmHWM after: neither the other library nor the Env's input
@@ -743,6 +809,7 @@ int main(int argc, char** argv) {
   };
   const std::vector<Case> cases = {
       {"reduce_sum_int64_16M", bm_reduce},
+      {"reduce_sum_int32_10M", bm_int_sum},
       {"transform_reduce_sqrt_16M", bm_transform_reduce},
       {"inclusive_scan_int64_16M", bm_scan},
       {"sort_int32_4M", [](benchmark::State& s, bool w) { bm_sort(s, env->data.unsorted, w); }},
@@ -784,6 +851,12 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMicrosecond)
           ->UseManualTime();
     }
+  }
+  for (const bool weft : {true, false}) {
+    const std::string name = std::string("parallel_for_lcg_10000/") + (weft ? "weft" : "oneTBB");
+    benchmark::RegisterBenchmark(name.c_str(), [weft](benchmark::State& s) { bm_lcg_for(s, 10'000, weft); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseManualTime();
   }
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", TBB_runtime_version());
