@@ -36,6 +36,8 @@ namespace weft {
 
 class Subflow;          // weft/subflow.hpp
 class ScheduleAwaiter;  // below: what schedule() returns
+template <class T>
+class Task;  // weft/task.hpp
 
 // True if this weft was built with fibers (Boost.Context found and the `fibers` build option allowing it): then
 // PoolOptions::fibers lets a waiting task suspend. False: every wait on a worker runs other tasks meanwhile.
@@ -541,6 +543,15 @@ class Pool {
   //     std::puts("on a worker");
   //   }
   [[nodiscard]] ScheduleAwaiter schedule(TaskOptions options = {});
+  // Fire and forget a coroutine: runs `task` as a task on this pool, and nobody waits for it; an exception it
+  // lets out goes to PoolOptions::on_error (else Pool::take_errors). The same call as weft::spawn(pool, task),
+  // which it forwards to: the contract (errors, shutdown, lifetimes) is written there, in weft/sync_wait.hpp,
+  // which defines this member (include it, or weft/weft.hpp, to call it).
+  //
+  // Example:
+  //   pool.spawn(greet());  // greet() returns a weft::Task<void>
+  template <class T>
+  void spawn(Task<T>&& task);
 
   // Blocks until every accepted task has finished (tasks they post meanwhile included).
   void wait_idle();

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "scheduler/sync/coro_word.hpp"
 #include "scheduler/sync/signal.hpp"
 #include "scheduler/sync/word_protocol.hpp"
 #include "weft/condition_variable.hpp"
@@ -23,7 +24,10 @@ struct WordParking {
   static void park(std::atomic<std::uint32_t>& w, std::uint32_t expected, std::chrono::nanoseconds slice) noexcept {
     engine::park_word(w, expected, slice);
   }
-  static void wake_all(std::atomic<std::uint32_t>& w) noexcept { engine::wake_word_all(w); }
+  static void wake_all(std::atomic<std::uint32_t>& w) noexcept {
+    engine::wake_word_all(w);
+    sync::coro_wake_word(w);  // and the coroutines awaiting the primitive (co_await event)
+  }
 };
 
 // wait_until's sleeper for a primitive's word; `ready_at` judges the word's value.
