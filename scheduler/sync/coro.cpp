@@ -90,8 +90,10 @@ bool try_or_park(WordAwait& w) noexcept {
         break;
     }
     if ((seen & kWordWaiters) == 0) {
-      // relaxed: only decides whether to park; readiness is judged again, with acquire, after any change.
-      if (!atom.compare_exchange_weak(seen, seen | kWordWaiters, std::memory_order_relaxed,
+      // acquire, on success and on failure: a failure's value is judged for readiness at the loop's top, and a
+      // ready one must make its notifier's writes visible (success only announces; acquire there costs nothing
+      // more on x86 and keeps the failure order no stronger than the success order, as the standard asks).
+      if (!atom.compare_exchange_weak(seen, seen | kWordWaiters, std::memory_order_acquire,
                                       std::memory_order_acquire)) {
         continue;
       }

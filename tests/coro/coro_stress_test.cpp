@@ -75,7 +75,7 @@ TEST_CASE("stress: coroutines awaiting events, groups, futures and jobs resume e
       std::vector<std::atomic<int>> counts(4 * kCoroutines);
       std::vector<std::atomic<int>> finished_once(kCoroutines);
       weft::WaitGroup finished(kCoroutines);
-    // Outside the loop: a lambda coroutine reads its captures through the lambda, which must outlive it.
+      // Outside the loop: a lambda coroutine reads its captures through the lambda, which must outlive it.
       auto all = [&](std::size_t j, weft::Future<int> future) -> Task<void> {
         co_await weft::when_all(count_after(pool, manual, counts[4 * j]),
                                 count_after(pool, automatic, counts[4 * j + 1]),
@@ -138,7 +138,7 @@ TEST_CASE("stress: coroutines awaiting a scope's jobs and its run resume exactly
     scope->run();
     std::vector<std::atomic<int>> outcome(kCoroutines);
     weft::WaitGroup finished(kCoroutines);
-  // Outside the loop: a lambda coroutine reads its captures through the lambda, which must outlive it.
+    // Outside the loop: a lambda coroutine reads its captures through the lambda, which must outlive it.
     auto one = [&](int i) -> Task<void> {
       const auto k = static_cast<std::size_t>(i);
       try {

@@ -61,7 +61,10 @@ class JobStateBase {
   explicit JobStateBase(std::shared_ptr<ScopeShared> scope) noexcept : scope_(std::move(scope)) {}
   JobStateBase(const JobStateBase&) = delete;
   JobStateBase& operator=(const JobStateBase&) = delete;
-  virtual ~JobStateBase() = default;
+  // Closes the waiters' list, if the job never closed it (it never ran): a coroutine that awaited it was resumed
+  // by its scope's run end already (its awaiter held this state until then), and what is left on the list is only
+  // its entry's reference, which this releases.
+  virtual ~JobStateBase() { waiters_.close(); }
 
   [[nodiscard]] const ScopeShared* scope() const noexcept { return scope_.get(); }
   // The scope's shared part, for a coroutine awaiting the job (weft/task.hpp); and who keeps it alive.
@@ -90,7 +93,7 @@ class JobStateBase {
     waiters_.close();
   }
   // The coroutines awaiting this job (weft/task.hpp): closed when the job returned or threw; one that never ran
-  // is woken through its scope's ScopeShared::run_end instead.
+  // is woken through its scope's ScopeShared::run_end instead, and its list closed by the destructor.
   [[nodiscard]] CoroWaitList& waiters() noexcept { return waiters_; }
 
   // Returns if the job has a value; else throws what Job::get() promises: the job's own exception,
