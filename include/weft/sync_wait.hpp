@@ -167,6 +167,14 @@ std::tuple<detail::when_all_value_t<T>...> sync_wait(WhenAll<T...>&& all) {
   return detail::sync_wait_impl<WhenAll<T...>, std::tuple<detail::when_all_value_t<T>...>>(owned);
 }
 
+// sync_wait over weft::when_any(tasks...): the first Task to end, its index and value, or its exception; the
+// others run on to their ends after this returns (see WhenAny).
+template <class... T>
+typename WhenAny<T...>::value_type sync_wait(WhenAny<T...>&& any) {
+  WhenAny<T...> owned = std::move(any);
+  return detail::sync_wait_impl<WhenAny<T...>, typename WhenAny<T...>::value_type>(owned);
+}
+
 // Fire and forget: runs the Task as a task on `pool`, and nobody waits for it. pool.spawn(task) is the same call
 // (Pool::spawn forwards here).
 //

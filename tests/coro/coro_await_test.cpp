@@ -364,9 +364,11 @@ TEST_CASE("when_any over Tasks gives the first to end; losers run to their end; 
       co_return first.index;
     };
     CHECK(weft::sync_wait(race()) == 0);
+    const auto direct = weft::sync_wait(weft::when_any(slow(), fast()));  // from this thread: slow waits for release
+    CHECK(direct.index == 1);
     release.signal();
     pool.wait_idle();
-    CHECK(losers_ended.load() == 1);
+    CHECK(losers_ended.load() == 2);
 
     // The first to end threw: rethrown. The loser waits on an event that outlives it (here, not in the frame that
     // ends first).
