@@ -1008,8 +1008,11 @@ template <class... T>
 //     while (!stop.stop_requested() && n < 1000) ++n;
 //     co_return n;
 //   }
-//   std::stop_source source;
-//   int n = weft::sync_wait(weft::with_stop_token(count_until_stopped(pool), source.get_token()));
+//   int count_with(weft::Pool& pool) {
+//     std::stop_source source;
+//     int n = weft::sync_wait(weft::with_stop_token(count_until_stopped(pool), source.get_token()));
+//     return n;
+//   }
 template <class T>
 [[nodiscard]] Task<T> with_stop_token(Task<T>&& task, std::stop_token token) {
   detail::TaskAccess::require_unstarted(task, "weft::with_stop_token");
