@@ -748,6 +748,9 @@ void RunState::complete() noexcept {
   const bool handed = graph_.run_ended();
   done_.store(true, std::memory_order_release);
   done_signal_.notify();
+  // The coroutines awaiting the run: each is posted to resume (done_ is set, so its co_await reads the result at
+  // once). The list's close is an acq_rel exchange: what the run did is visible to a resumed coroutine.
+  coro_waiters_.close();
   // After this run's waiters were told: the runs of a graph end in the order they were submitted.
   if (handed) [[unlikely]]
     start_queued(graph_.take_handed());

@@ -70,6 +70,15 @@ class RunState {
   bool wait_until(sync::Clock::time_point deadline);
   void cancel() noexcept;
   [[nodiscard]] bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+  // detail::GraphAccess::attach_waiter: a coroutine's waiter, woken by complete() after done_ is set; false if
+  // the run is over already. `keep` (may be empty) is held until this state is freed.
+  [[nodiscard]] bool attach_waiter(detail::CoroWaiter& waiter, std::shared_ptr<const void> keep) {
+    if (keep) {
+      // One keeper per run (the TaskScope's, from run() before it returns): nothing else writes it.
+      coro_keep_ = std::move(keep);
+    }
+    return coro_waiters_.push(waiter);
+  }
   [[nodiscard]] RunStats stats() const;
   // An outside thread about to wait: if no worker has started the roots yet, start them here (as oneTBB's
   // caller does in its arena slot), so a small graph runs without a hand-off to a sleeping worker.
@@ -278,6 +287,10 @@ class RunState {
   std::unique_ptr<RetainedSubflows> retained_owner_;
   std::atomic<bool> done_{false};
   sync::Signal done_signal_;
+  // Coroutines awaiting the run (and a TaskScope's job awaiters, through its ScopeShared::run_over): closed by
+  // complete() after done_; coro_keep_ keeps the owner of a waiter pushed with a keeper alive until then.
+  detail::CoroWaitList coro_waiters_;
+  std::shared_ptr<const void> coro_keep_;
   sync::Signal subflow_signal_;
 
   std::atomic<bool> has_error_{false};

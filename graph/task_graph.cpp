@@ -147,6 +147,12 @@ Run GraphAccess::run(TaskGraph& graph, Pool& pool, const Caller& caller, std::at
   return graph.impl_->run(pool, caller, &live, nullptr, options);
 }
 
+bool GraphAccess::attach_waiter(const Run& run, CoroWaiter& waiter, std::shared_ptr<const void> keep) {
+  return run.state_->attach_waiter(waiter, std::move(keep));
+}
+
+Pool& GraphAccess::pool_of(const Run& run) noexcept { return run.state_->pool(); }
+
 void GraphAccess::cancel_live(void* live) noexcept { static_cast<graph::RunState*>(live)->cancel(); }
 
 RunStatus GraphAccess::wait(Run& run, const Caller& caller) {

@@ -27,7 +27,8 @@ class task_dropped : public std::runtime_error {
 
 // A task was not run because it was cancelled before it started: its timer's Timer::cancel() won
 // (Pool::submit_after_delay, Pool::submit_at), or its std::stop_token was stopped before a worker started it
-// (Pool::submit with a stop token). Thrown by Future::get() of that task; the message names the call.
+// (Pool::submit with a stop token). Thrown by Future::get() of that task; the message names the call. Also thrown
+// by co_await on a weft::Run (weft/task.hpp) that was cancelled.
 class task_cancelled : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -91,8 +92,9 @@ class inbox_full : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A job's result was asked for but the job did not run: its run was cancelled (or failed elsewhere) first, or,
-// under ErrorPolicy::KeepGoing, a job it depends on failed (the message names that job).
+// A job's result was asked for (Job::get, or co_await on the Job) but the job did not run: its run was cancelled
+// (or failed elsewhere) first, or, under ErrorPolicy::KeepGoing, a job it depends on failed (the message names that
+// job).
 class job_cancelled : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -14,6 +14,7 @@
 namespace weft {
 namespace detail {
 struct EventAccess;
+struct CoroWordAccess;
 }  // namespace detail
 
 // An event (marl's marl::Event, a Win32 event): signalled or not; wait() returns once it is signalled.
@@ -75,7 +76,8 @@ class Event {
   [[nodiscard]] Mode mode() const noexcept { return mode_; }
 
  private:
-  friend struct detail::EventAccess;  // tests read the word
+  friend struct detail::EventAccess;     // tests read the word
+  friend struct detail::CoroWordAccess;  // co_await event (weft/task.hpp) waits on the word
   bool wait_until(std::chrono::steady_clock::time_point deadline);
   bool wait_until_auto(std::chrono::steady_clock::time_point deadline);
 

@@ -21,6 +21,10 @@ namespace weft {
 
 class AnyJob;
 class TaskScope;
+namespace detail {
+template <class T>
+class JobAwaiter;
+}  // namespace detail
 
 // The handle of one job of a TaskScope and of its result: a job made from a callable returning T is a Job<T>.
 // Copyable and cheap (a shared pointer to the result slot). Functions returning a Job are not [[nodiscard]]: a
@@ -70,6 +74,7 @@ class Job {
  private:
   friend class AnyJob;
   friend class TaskScope;
+  friend class detail::JobAwaiter<T>;  // co_await job (weft/task.hpp)
 
   void require_valid(const char* what) const {
     if (state_ == nullptr) {

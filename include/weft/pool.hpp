@@ -37,6 +37,8 @@ namespace weft {
 class Subflow;          // weft/subflow.hpp
 class ScheduleAwaiter;  // below: what schedule() returns
 class SleepAwaiter;     // below: what sleep_for() and sleep_until() return
+template <class T>
+class Task;  // weft/task.hpp
 
 // True if this weft was built with fibers (Boost.Context found and the `fibers` build option allowing it): then
 // PoolOptions::fibers lets a waiting task suspend. False: every wait on a worker runs other tasks meanwhile.
@@ -569,6 +571,15 @@ class Pool {
   [[nodiscard]] SleepAwaiter sleep_for(std::chrono::duration<Rep, Period> delay, TaskOptions options = {});
   // As sleep_for, until `when` (a time already passed: resumes at once, through the timer).
   [[nodiscard]] SleepAwaiter sleep_until(std::chrono::steady_clock::time_point when, TaskOptions options = {});
+  // Fire and forget a coroutine: runs `task` as a task on this pool, and nobody waits for it; an exception it
+  // lets out goes to PoolOptions::on_error (else Pool::take_errors). The same call as weft::spawn(pool, task),
+  // which it forwards to: the contract (errors, shutdown, lifetimes) is written there, in weft/sync_wait.hpp,
+  // which defines this member (include it, or weft/weft.hpp, to call it).
+  //
+  // Example:
+  //   pool.spawn(greet());  // greet() returns a weft::Task<void>
+  template <class T>
+  void spawn(Task<T>&& task);
 
   // Blocks until every accepted task has finished (tasks they post meanwhile included).
   void wait_idle();

@@ -167,7 +167,16 @@ std::tuple<detail::when_all_value_t<T>...> sync_wait(WhenAll<T...>&& all) {
   return detail::sync_wait_impl<WhenAll<T...>, std::tuple<detail::when_all_value_t<T>...>>(owned);
 }
 
-// Fire and forget: runs the Task as a task on `pool`, and nobody waits for it.
+// sync_wait over weft::when_any(tasks...): the first Task to end, its index and value, or its exception; the
+// others run on to their ends after this returns (see WhenAny).
+template <class... T>
+typename WhenAny<T...>::value_type sync_wait(WhenAny<T...>&& any) {
+  WhenAny<T...> owned = std::move(any);
+  return detail::sync_wait_impl<WhenAny<T...>, typename WhenAny<T...>::value_type>(owned);
+}
+
+// Fire and forget: runs the Task as a task on `pool`, and nobody waits for it. pool.spawn(task) is the same call
+// (Pool::spawn forwards here).
 //
 // Contract:
 // - The Task starts as a task on one of the pool's workers and runs to its end; its value is discarded, and an
@@ -184,12 +193,18 @@ std::tuple<detail::when_all_value_t<T>...> sync_wait(WhenAll<T...>&& all) {
 //     std::puts("hello from a worker");
 //     co_return;
 //   }
-//   void start(weft::Pool& pool) { weft::spawn(pool, greet()); }
+//   void start(weft::Pool& pool) { weft::spawn(pool, greet()); }  // or pool.spawn(greet())
 template <class T>
 void spawn(Pool& pool, Task<T>&& task) {
   detail::TaskAccess::require_unstarted(task, "weft::spawn");
   detail::DetachedCoro coro = detail::spawn_body(pool, std::move(task));
   pool.post(detail::SpawnStart(coro.handle()));
+}
+
+// Pool::spawn(task): weft::spawn(pool, task), as a member (see there).
+template <class T>
+void Pool::spawn(Task<T>&& task) {
+  weft::spawn(*this, std::move(task));
 }
 
 }  // namespace weft

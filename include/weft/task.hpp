@@ -1,28 +1,42 @@
 // weft::Task<T>: a C++20 coroutine that runs on weft's pools, and what it may co_await: another Task, a
-// weft::Future, a weft::AsyncTask, Pool::schedule(), and weft::when_all over Tasks. sync_wait and spawn (which
-// start a Task from outside a coroutine) are in weft/sync_wait.hpp; weft::Generator in weft/generator.hpp.
+// weft::Future, a weft::AsyncTask, a TaskScope's weft::Job, a TaskGraph's weft::Run, a weft::Event or WaitGroup,
+// Pool::schedule(), and weft::when_all, when_any and when_all_settled over Tasks; a Task's stop token
+// (weft::with_stop_token, weft::this_coro::stop_token). sync_wait and spawn (which start a Task from outside a
+// coroutine) are in weft/sync_wait.hpp; weft::Generator in weft/generator.hpp.
 #pragma once
 
 #include "weft/detail/require_cpp20.hpp"
 
+#include <array>
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <new>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
 #include "weft/async_task.hpp"
+#include "weft/detail/coro_resumer.hpp"
+#include "weft/detail/coro_wait_list.hpp"
 #include "weft/detail/future_state.hpp"
+#include "weft/detail/job_state.hpp"
 #include "weft/errors.hpp"
+#include "weft/event.hpp"
 #include "weft/future.hpp"
+#include "weft/job.hpp"
 #include "weft/pool.hpp"
+#include "weft/task_graph.hpp"
+#include "weft/wait_group.hpp"
+#include "weft/when.hpp"
 
 namespace weft {
 
@@ -73,6 +87,17 @@ class TaskPromiseBase {
 
   void set_continuation(std::coroutine_handle<> continuation) noexcept { continuation_ = continuation; }
   void set_join(TaskJoin* join) noexcept { join_ = join; }
+  // The Task's stop token (weft::with_stop_token, else its awaiter's: see inherit_stop_token).
+  [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_; }
+  void set_stop_token(std::stop_token token) noexcept { stop_ = std::move(token); }
+  // Called as the Task is started by `parent` (co_await, when_all): a Task given no token of its own takes its
+  // parent's, so that one token reaches a whole tree of Tasks. An empty token costs a null test.
+  template <class P>
+  void inherit_stop_token(std::coroutine_handle<P> parent) noexcept {
+    if constexpr (std::is_base_of_v<TaskPromiseBase, P>) {
+      if (!stop_.stop_possible() && parent.promise().stop_.stop_possible()) stop_ = parent.promise().stop_;
+    }
+  }
 
  protected:
   void rethrow_if_failed() {
@@ -83,6 +108,7 @@ class TaskPromiseBase {
   std::coroutine_handle<> continuation_ = std::noop_coroutine();
   TaskJoin* join_ = nullptr;
   std::exception_ptr error_;
+  std::stop_token stop_;
 };
 
 template <class T>
@@ -141,10 +167,12 @@ class TaskAwaiter {
     TaskAccess::require_unstarted(task_, "co_await");
     return false;
   }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) noexcept {
     TaskAccess::mark_started(task_);
     const auto handle = TaskAccess::handle(task_);
     handle.promise().set_continuation(awaiting);
+    handle.promise().inherit_stop_token(awaiting);
     return handle;
   }
   T await_resume() { return TaskAccess::handle(task_).promise().take_result(); }
@@ -238,6 +266,220 @@ class AsyncTaskAwaiter {
   AsyncTask task_;
 };
 
+// The compiled half (scheduler/sync/coro.cpp): co_await on an Event or WaitGroup. Parks the coroutine on the
+// primitive's word (it resumes as a task of the pool whose task suspended, or, awaited outside any pool, on the
+// thread that signals) and returns true; false if it need not suspend (the event is set, an Auto event's signal
+// was taken, the count is zero). Throws std::bad_alloc, and std::length_error for a full Mode::Auto event.
+[[nodiscard]] bool coro_await_event(Event& event, std::coroutine_handle<> handle, bool* dropped);
+[[nodiscard]] bool coro_await_group(WaitGroup& group, std::coroutine_handle<> handle, bool* dropped);
+
+// Resumes `handle` as a task of `pool` (null: here, on this thread). A pool that refuses the task (shut down)
+// resumes it here after setting *dropped.
+inline void coro_resume_on(Pool* pool, std::coroutine_handle<> handle, bool* dropped) noexcept {
+  if (pool == nullptr) {
+    handle.resume();
+    return;
+  }
+  try {
+    pool->post(CoroResumer(handle, dropped));
+  } catch (...) {
+    // Refused: the resumer's destructor has resumed the coroutine here, with *dropped set.
+  }
+}
+
+class EventAwaiter {
+ public:
+  explicit EventAwaiter(Event& event) noexcept : event_(event) {}
+  // A set Manual event does not suspend (an Auto one takes its signal in await_suspend).
+  [[nodiscard]] bool await_ready() const noexcept {
+    return event_.mode() == Event::Mode::Manual && event_.is_signaled();
+  }
+  bool await_suspend(std::coroutine_handle<> awaiting) { return coro_await_event(event_, awaiting, &dropped_); }
+  void await_resume() const {
+    if (dropped_)
+      throw task_dropped("co_await weft::Event: the pool was shut down before it could resume the awaiting coroutine");
+  }
+
+ private:
+  Event& event_;
+  bool dropped_ = false;
+};
+
+class WaitGroupAwaiter {
+ public:
+  explicit WaitGroupAwaiter(WaitGroup& group) noexcept : group_(group) {}
+  [[nodiscard]] bool await_ready() const noexcept { return group_.count() == 0; }
+  bool await_suspend(std::coroutine_handle<> awaiting) { return coro_await_group(group_, awaiting, &dropped_); }
+  void await_resume() const {
+    if (dropped_) {
+      throw task_dropped(
+          "co_await weft::WaitGroup: the pool was shut down before it could resume the awaiting coroutine");
+    }
+  }
+
+ private:
+  WaitGroup& group_;
+  bool dropped_ = false;
+};
+
+// A coroutine's entry in a CoroWaitList (a run's): resumed as a task of `pool` when the list is closed.
+struct CoroListWaiter : CoroWaiter {
+  CoroListWaiter() noexcept : CoroWaiter{nullptr, &wake_one} {}
+  std::coroutine_handle<> handle;
+  Pool* pool = nullptr;
+  bool* dropped = nullptr;
+  static void wake_one(CoroWaiter& self) noexcept {
+    auto& waiter = static_cast<CoroListWaiter&>(self);
+    coro_resume_on(waiter.pool, waiter.handle, waiter.dropped);  // copies first: the waiter dies with the frame
+  }
+};
+
+class RunAwaiter {
+ public:
+  // Shares the run: the awaiter reads the result from its own handle, whatever becomes of the caller's.
+  explicit RunAwaiter(const Run& run) noexcept : run_(GraphAccess::share(run)) {}
+  // Throws std::logic_error for an empty Run.
+  [[nodiscard]] bool await_ready() const {
+    if (!run_.valid())
+      throw std::logic_error(
+          "co_await weft::Run: the Run is empty (default-constructed or moved from): no run to await");
+    return run_.done();
+  }
+  bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    waiter_.handle = awaiting;
+    waiter_.pool = coro_current_pool();
+    if (waiter_.pool == nullptr) waiter_.pool = &GraphAccess::pool_of(run_);
+    waiter_.dropped = &dropped_;
+    // Pushed: the run's end may resume the coroutine on another thread before this returns.
+    return GraphAccess::attach_waiter(run_, waiter_);
+  }
+  void await_resume() {
+    if (dropped_)
+      throw task_dropped("co_await weft::Run: the pool was shut down before it could resume the awaiting coroutine");
+    if (run_.wait() == RunStatus::Cancelled) {
+      throw task_cancelled(
+          "co_await weft::Run: the run was cancelled (Run::cancel) before its nodes all ran; the nodes not started "
+          "were skipped");
+    }
+  }
+
+ private:
+  Run run_;
+  CoroListWaiter waiter_;
+  bool dropped_ = false;
+};
+
+// A coroutine awaiting a job waits on two lists, the job's (it finished) and its scope's run end (it never will):
+// the first to wake it resumes it, and the entry is freed by the last of the two (or by the awaiter, for a list
+// that refused it).
+class JobWait {
+ public:
+  JobWait(std::shared_ptr<ScopeShared> keep, std::coroutine_handle<> handle, Pool* pool, bool* dropped) noexcept
+      : keep_(std::move(keep)), handle_(handle), pool_(pool), dropped_(dropped) {}
+  JobWait(const JobWait&) = delete;
+  JobWait& operator=(const JobWait&) = delete;
+  ~JobWait() = default;
+
+  struct Link : CoroWaiter {
+    explicit Link(JobWait& owner) noexcept
+        : CoroWaiter{nullptr, [](CoroWaiter& self) noexcept { static_cast<Link&>(self).owner->woken(); }},
+          owner(&owner) {}
+    JobWait* owner;
+  };
+  Link on_job{*this};
+  Link on_end{*this};
+
+  // The awaiter's side, after pushing on both lists: `refused` (1 or 2) of the two pushes failed (the job or the run is
+  // final already). True if the coroutine must suspend (a wake-up has it, and may be running it already).
+  [[nodiscard]] bool settle_refused(int refused) noexcept {
+    // acq_rel, as in woken(): one claim wins.
+    const bool mine = !claimed_.exchange(true, std::memory_order_acq_rel);
+    drop(refused);
+    return !mine;
+  }
+
+ private:
+  void woken() noexcept {
+    // acq_rel: exactly one of the two wake-ups and the awaiter's own look claims the coroutine; acquire sees the
+    // fields the awaiter wrote before pushing (also published by the lists' release).
+    if (claimed_.exchange(true, std::memory_order_acq_rel)) {
+      drop(1);
+      return;
+    }
+    Pool* const pool = pool_;
+    const std::coroutine_handle<> handle = handle_;
+    bool* const dropped = dropped_;
+    drop(1);
+    coro_resume_on(pool, handle, dropped);
+  }
+  void drop(int refs) noexcept {
+    // acq_rel: the last one to drop sees every other's use of the entry before it frees it.
+    if (refs_.fetch_sub(refs, std::memory_order_acq_rel) == refs) delete this;
+  }
+
+  std::shared_ptr<ScopeShared> keep_;  // the scope's run_end list outlives the entry
+  std::coroutine_handle<> handle_;
+  Pool* pool_;
+  bool* dropped_;
+  std::atomic<int> refs_{2};
+  std::atomic<bool> claimed_{false};
+};
+
+template <class T>
+class JobAwaiter {
+ public:
+  // What co_await gives: a copy of the value (a const reference into the job's slot if T cannot be copied: valid
+  // while a copy of the Job lives), nothing for Job<void>.
+  using result_type = typename std::conditional_t<std::is_void_v<T> || std::is_copy_constructible_v<T>,
+                                                  std::type_identity<T>, std::add_lvalue_reference<const T>>::type;
+
+  explicit JobAwaiter(const Job<T>& job) noexcept : state_(job.state_) {}
+  // Throws std::logic_error for an empty Job, or one whose scope was not run yet.
+  [[nodiscard]] bool await_ready() const {
+    if (!state_)
+      throw std::logic_error("co_await weft::Job: the Job is empty (default-constructed): it belongs to no scope");
+    // acquire: pairs with the scope's release of the phase (every status is final once it says finished).
+    const ScopePhase phase = state_->scope()->phase.load(std::memory_order_acquire);
+    if (phase == ScopePhase::building) {
+      throw std::logic_error("co_await weft::Job: job '" + state_->name() +
+                             "' has not run: its scope was not run yet (call TaskScope::run() before awaiting its "
+                             "jobs)");
+    }
+    return phase == ScopePhase::finished || state_->ready() || state_->scope()->run_end.closed();
+  }
+  // Throws std::bad_alloc (nothing pushed then).
+  bool await_suspend(std::coroutine_handle<> awaiting) {
+    const std::shared_ptr<ScopeShared>& scope = state_->shared_scope();
+    Pool* pool = coro_current_pool();
+    if (pool == nullptr) pool = scope->pool;
+    auto* const wait = new JobWait(scope, awaiting, pool, &dropped_);
+    // From the first push on, the coroutine may resume elsewhere and free this awaiter: only locals below.
+    CoroWaitList& job_list = state_->waiters();
+    CoroWaitList& end_list = scope->run_end;
+    const int refused = (job_list.push(wait->on_job) ? 0 : 1) + (end_list.push(wait->on_end) ? 0 : 1);
+    if (refused == 0) return true;  // both lists have it: either may free it, so it is not touched here
+    return wait->settle_refused(refused);
+  }
+  result_type await_resume() const {
+    if (dropped_)
+      throw task_dropped("co_await weft::Job: the pool was shut down before it could resume the awaiting coroutine");
+    if (!state_->ready()) {
+      // Woken by the run's end: the job never ran. Once the scope is marked finished, Job::get's message says
+      // why (KeepGoing names the failed job it depends on).
+      if (state_->scope()->phase.load(std::memory_order_acquire) == ScopePhase::finished)
+        state_->require_value("co_await weft::Job");
+      throw job_cancelled("co_await weft::Job: job '" + state_->name() +
+                          "' did not run: its scope's run was cancelled or failed before the job started");
+    }
+    state_->require_value("co_await weft::Job");  // rethrows the job's exception
+    if constexpr (!std::is_void_v<T>) return state_->value();
+  }
+
+ private:
+  std::shared_ptr<JobState<T>> state_;
+  bool dropped_ = false;
+};
+
 template <class T>
 using when_all_value_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
@@ -265,15 +507,19 @@ when_all_value_t<T> take_when_all_value(Task<T>& task) {
 //   depth (a million) runs in constant stack in an optimized build (-O2, -O3: docs/guide.md says where not).
 // - Its value, or the exception its body let out, is what the co_await returns or throws.
 // - Inside a Task: co_await on a weft::Future<T> (an rvalue: it is consumed, as get() would), a weft::AsyncTask,
-//   pool.schedule(), weft::when_all(tasks...) or another Task. Awaiting a weft Future or AsyncTask that is not
-//   finished suspends the coroutine without holding a thread or a fiber stack: the coroutine resumes as a task on
-//   the pool that made it once it finishes. If that pool was shut down before it could, the co_await throws
-//   weft::task_dropped.
+//   a TaskScope's weft::Job, a TaskGraph's weft::Run, a weft::Event or WaitGroup, pool.schedule(),
+//   weft::when_all(tasks...) or another Task. Awaiting one of weft's that is not finished suspends the coroutine
+//   without holding a thread or a fiber stack: the coroutine resumes as a task on a pool once it finishes (a
+//   Future's or AsyncTask's own pool; for the others, the pool whose task suspended it: see each operator
+//   co_await below). If that pool was shut down before it could, the co_await throws weft::task_dropped.
+// - Cancellation reaches a coroutine through what it awaits: a cancelled Run throws weft::task_cancelled, a job
+//   its scope's cancel (or a failure) skipped throws weft::job_cancelled.
 // - A blocking wait inside the body (Future::get, Event::wait) works as in any task: on a worker with fibers it
 //   suspends the fiber, and the coroutine with it.
 // - Move-only. Destroying a Task frees its frame and everything in it: a Task never started, or one that ended.
-//   A Task must not be destroyed while its body is suspended on a weft Future, AsyncTask or pool.schedule(): the
-//   pool would resume a freed frame. weft's own starters (co_await, sync_wait, spawn, when_all) never do.
+//   A Task must not be destroyed while its body is suspended on anything weft resumes it from (a Future, an
+//   AsyncTask, a Job, a Run, an Event, a WaitGroup, pool.schedule()): the pool would resume a freed frame. weft's own
+//   starters (co_await, sync_wait, spawn, when_all) never do.
 //
 // Example:
 //   weft::Task<int> answer(weft::Pool& pool) {
@@ -354,6 +600,73 @@ void operator co_await(Future<T>& future) = delete;
 // handle is copied: the AsyncTask stays usable. The coroutine resumes as a task on the AsyncTask's pool.
 inline detail::AsyncTaskAwaiter operator co_await(const AsyncTask& task) { return detail::AsyncTaskAwaiter(task); }
 
+// co_await on a TaskScope's weft::Job<T>: waits until the job finished, then gives its value (a copy; a const T&
+// into the job's slot if T cannot be copied) or rethrows its exception. The Job is copied: the caller's stays
+// usable, and the result outlives the scope.
+//
+// Contract:
+// - The coroutine suspends without holding a thread or a fiber stack, and resumes as a task of the pool whose
+//   task suspended it (awaited from no pool's task: of the scope's pool) once the job returned or threw, or once
+//   the scope's run is over without having run it.
+// - A job that never ran (its run was cancelled, by TaskScope::cancel() or a failure under ErrorPolicy::CancelRun,
+//   or a job it depends on failed under KeepGoing) makes the co_await throw weft::job_cancelled.
+// - Throws std::logic_error for an empty Job, and for a job whose scope was not run yet (call TaskScope::run()
+//   first: a run_and_wait() would wait on the thread). If the pool refuses to resume the coroutine (shut down),
+//   the co_await throws weft::task_dropped.
+// - The scope may be destroyed while a coroutine awaits one of its jobs: its destructor waits for the run, whose
+//   end resumes the coroutine; the job's value stays with the Job.
+//
+// Example:
+//   weft::Task<int> use(weft::TaskScope& scope, weft::Job<int> job) {
+//     co_await scope.pool().schedule();
+//     co_return co_await job * 2;
+//   }
+template <class T>
+detail::JobAwaiter<T> operator co_await(const Job<T>& job) noexcept {
+  return detail::JobAwaiter<T>(job);
+}
+
+// co_await on a TaskGraph's weft::Run: waits until the run is over, then returns, or rethrows the run's first
+// exception (as Run::wait) or, if the run was cancelled, throws weft::task_cancelled.
+//
+// Contract:
+// - The coroutine suspends without holding a thread or a fiber stack, and resumes as a task of the pool whose
+//   task suspended it (awaited from no pool's task: of the run's pool) once the run is over.
+// - The run is shared, not taken: the caller's Run stays usable, and may even be destroyed meanwhile (its
+//   destructor waits for the run; the awaiter's own share of it keeps the result).
+// - Throws std::logic_error for an empty Run; weft::task_dropped if the pool refuses to resume the coroutine.
+//
+// Example:
+//   weft::Task<void> after_graph(weft::TaskGraph& graph, weft::Pool& pool) {
+//     co_await pool.schedule();
+//     co_await graph.run(pool);  // rethrows a node's exception
+//   }
+inline detail::RunAwaiter operator co_await(const Run& run) noexcept { return detail::RunAwaiter(run); }
+
+// co_await on a weft::Event: returns once the event is signalled (Mode::Auto: consumes one signal, as wait()).
+// co_await on a weft::WaitGroup: returns once its count is zero.
+//
+// Contract (both):
+// - The coroutine suspends without holding a thread or a fiber stack: it is parked by the primitive's address, as
+//   a waiting fiber is, and resumes as a task of the pool whose task suspended it; awaited from no pool's task
+//   (a coroutine that sync_wait started on a plain thread, before its first suspension), it resumes on the
+//   thread that signals, inside signal() or done().
+// - What the signalling thread did before signal() / done() is visible after the co_await.
+// - The primitive must outlive the wait: destroy it only once no thread and no coroutine waits on it (a
+//   coroutine resumed from it may destroy it at once). A coroutine suspended on a primitive that is never
+//   signalled stays suspended, and its frame is never freed.
+// - A Mode::Auto event counts a suspended coroutine among its waits in progress (std::length_error past 32,767).
+// - If the pool refuses to resume the coroutine (shut down), the co_await throws weft::task_dropped (an Auto
+//   event's signal is not consumed then).
+//
+// Example:
+//   weft::Task<void> consumer(weft::Event& ready, weft::WaitGroup& pending) {
+//     co_await ready;    // no worker waits meanwhile
+//     co_await pending;  // every done() called
+//   }
+inline detail::EventAwaiter operator co_await(Event& event) noexcept { return detail::EventAwaiter(event); }
+inline detail::WaitGroupAwaiter operator co_await(WaitGroup& group) noexcept { return detail::WaitGroupAwaiter(group); }
+
 // The awaitable weft::when_all(tasks...) returns: co_await on it runs every Task, in parallel on the pool whose
 // task is awaiting it, and gives a std::tuple of their values (std::monostate for a Task<void>).
 //
@@ -387,10 +700,16 @@ class [[nodiscard]] WhenAll {
                tasks_);
     return sizeof...(T) == 0;
   }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) noexcept {
     started_ = true;
     join_.parent = awaiting;
     join_.remaining.store(sizeof...(T), std::memory_order_relaxed);  // published by the queueing of each member
+    std::apply(
+        [awaiting](Task<T>&... tasks) {
+          (detail::TaskAccess::handle(tasks).promise().inherit_stop_token(awaiting), ...);
+        },
+        tasks_);
     std::apply([this](Task<T>&... tasks) { (start(tasks), ...); }, tasks_);
     // The first member is not started yet, so none of the others can be the last to end: the awaiting coroutine
     // cannot resume (and free this object) before it is; it runs now, on this thread.
@@ -448,5 +767,282 @@ template <class... T>
 [[nodiscard]] WhenAll<T...> when_all(Task<T>&&... tasks) noexcept {
   return WhenAll<T...>(std::move(tasks)...);
 }
+
+namespace detail {
+
+// when_any over Tasks: what the members share with the awaiting coroutine. Each member runs inside an AnyMember
+// wrapper that owns its Task and a share of this state, so that the losers run to their end and free their
+// frames (and, the last of them, this state) after the awaiting coroutine has gone on.
+template <class V>
+struct AnyState {
+  std::atomic<bool> decided{false};  // set by the first member to end
+  std::coroutine_handle<> parent;    // written before any member starts
+  std::size_t index = 0;             // the winner's, written by it before it resumes the parent
+  std::optional<V> value;
+  std::exception_ptr error;
+};
+
+// The wrapper coroutine of one when_any member: started lazily, frees itself at its end, and hands the thread to
+// the coroutine its body named (the parent, for the winner; nothing for the others) by symmetric transfer.
+class AnyMember {
+ public:
+  struct promise_type {
+    std::coroutine_handle<> next = std::noop_coroutine();
+    AnyMember get_return_object() noexcept {
+      return AnyMember(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    struct Final {
+      [[nodiscard]] bool await_ready() const noexcept { return false; }
+      std::coroutine_handle<> await_suspend(std::coroutine_handle<promise_type> self) noexcept {
+        const std::coroutine_handle<> next = self.promise().next;
+        self.destroy();  // frees the member's Task and its share of the state
+        return next;
+      }
+      void await_resume() const noexcept {}
+    };
+    Final final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }  // the body catches everything
+  };
+  // Names the coroutine the wrapper hands the thread to at its end; does not suspend.
+  struct HandTo {
+    std::coroutine_handle<> next;
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<promise_type> self) noexcept {
+      self.promise().next = next;
+      return false;
+    }
+    void await_resume() const noexcept {}
+  };
+  [[nodiscard]] std::coroutine_handle<promise_type> handle() const noexcept { return handle_; }
+
+ private:
+  explicit AnyMember(std::coroutine_handle<promise_type> handle) noexcept : handle_(handle) {}
+  std::coroutine_handle<promise_type> handle_;
+};
+
+template <std::size_t I, class V, class T>
+AnyMember any_member(std::shared_ptr<AnyState<V>> state, Task<T> task) {
+  std::optional<when_all_value_t<T>> value;
+  std::exception_ptr error;
+  try {
+    if constexpr (std::is_void_v<T>) {
+      co_await std::move(task);
+      value.emplace();
+    } else {
+      value.emplace(co_await std::move(task));
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // acq_rel: one member wins; its writes below are published to the parent by the symmetric transfer (same
+  // thread) that resumes it.
+  if (!state->decided.exchange(true, std::memory_order_acq_rel)) {
+    state->index = I;
+    if (error) {
+      state->error = std::move(error);
+    } else {
+      state->value.emplace(std::in_place_index<I>, std::move(*value));
+    }
+    co_await AnyMember::HandTo{state->parent};
+  }
+  // A loser's value and exception are dropped here, with its frame.
+}
+
+// Starts the wrappers: the first by symmetric transfer from the caller, the others as tasks of the current pool
+// (or, outside any pool, one after another on this thread). Touches only `handles` once one has started.
+template <std::size_t N>
+std::coroutine_handle<> start_members(std::array<std::coroutine_handle<>, N>& handles) noexcept {
+  Pool* const pool = coro_current_pool();
+  for (std::size_t i = 1; i < N; ++i) {
+    if (pool != nullptr) {
+      try {
+        pool->post(CoroResumer(handles[i], nullptr));
+      } catch (...) {
+        // Refused (shut down): the resumer's destructor has run the member here.
+      }
+    } else {
+      handles[i].resume();
+    }
+  }
+  return handles[0];
+}
+
+template <class T>
+Task<Settled<T>> settle(Task<T> task) {
+  Settled<T> settled;
+  try {
+    if constexpr (std::is_void_v<T>) {
+      co_await std::move(task);
+      settled.value.emplace();
+    } else {
+      settled.value.emplace(co_await std::move(task));
+    }
+  } catch (...) {
+    settled.error = std::current_exception();
+  }
+  co_return settled;
+}
+
+template <class... T>
+Task<std::tuple<Settled<T>...>> settle_all(Task<T>... tasks) {
+  auto settled = co_await weft::when_all(settle(std::move(tasks))...);
+  co_return std::move(settled);
+}
+
+}  // namespace detail
+
+// The awaitable weft::when_any(tasks...) returns: co_await on it runs every Task, in parallel as when_all does,
+// and gives the first to end: its index among the arguments and its value (a std::variant whose alternative
+// `index` is set; std::monostate for a Task<void>), or rethrows its exception.
+//
+// Contract:
+// - Lazily started and awaited once (again throws std::logic_error), as when_all; each Task must be valid and
+//   never started (checked when awaited).
+// - The awaiting coroutine resumes as soon as the first Task ends, on that Task's thread. The others keep running
+//   to their ends (nothing cancels them: give them a stop token, weft::with_stop_token, to poll); their values are
+//   dropped and their exceptions discarded (never rethrown, never sent to PoolOptions::on_error), and each one's
+//   frame is freed at its end. Keep what they use alive until they end.
+// - If the first to end threw, the co_await rethrows that exception.
+//
+// Example:
+//   auto [index, value] = co_await weft::when_any(fetch(primary), fetch(mirror));  // the faster one
+template <class... T>
+class [[nodiscard]] WhenAny {
+  static_assert(sizeof...(T) > 0, "weft::when_any: give it at least one Task");
+
+ public:
+  using value_type = WhenAnyResult<std::variant<detail::when_all_value_t<T>...>>;
+
+  // The tasks to run; each must be valid and never started (checked when awaited).
+  explicit WhenAny(Task<T>&&... tasks) noexcept : tasks_(std::move(tasks)...) {}
+  WhenAny(WhenAny&& other) noexcept = default;
+  WhenAny& operator=(WhenAny&&) = delete;
+  WhenAny(const WhenAny&) = delete;
+  WhenAny& operator=(const WhenAny&) = delete;
+  ~WhenAny() = default;
+
+  // Throws std::logic_error for an invalid or started Task, or if awaited again; std::bad_alloc if the shared
+  // state or a wrapper cannot be allocated (nothing has started then, and the Tasks are freed unstarted).
+  [[nodiscard]] bool await_ready() {
+    if (state_) throw std::logic_error("weft::when_any: awaited already (it runs its Tasks once)");
+    std::apply([](const Task<T>&... tasks) { (detail::TaskAccess::require_unstarted(tasks, "weft::when_any"), ...); },
+               tasks_);
+    state_ = std::make_shared<State>();
+    std::apply([this](Task<T>&... tasks) { promises_ = {&detail::TaskAccess::handle(tasks).promise()...}; }, tasks_);
+    make_members(std::index_sequence_for<T...>{});
+    return false;
+  }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) noexcept {
+    state_->parent = awaiting;
+    for (detail::TaskPromiseBase* promise : promises_) promise->inherit_stop_token(awaiting);
+    // The members own their Tasks now; a member started below may end and resume the awaiting coroutine (which
+    // frees this object) before this returns: only the local copy of the handles is touched from here on.
+    std::array<std::coroutine_handle<>, sizeof...(T)> handles = members_;
+    return detail::start_members(handles);
+  }
+  value_type await_resume() {
+    if (state_->error) std::rethrow_exception(state_->error);
+    return value_type{state_->index, std::move(*state_->value)};
+  }
+
+ private:
+  using State = detail::AnyState<std::variant<detail::when_all_value_t<T>...>>;
+
+  template <std::size_t... I>
+  void make_members(std::index_sequence<I...> /*indices*/) {
+    std::size_t made = 0;
+    try {
+      ((members_[I] = detail::any_member<I>(state_, std::move(std::get<I>(tasks_))).handle(), ++made), ...);
+    } catch (...) {
+      for (std::size_t i = 0; i < made; ++i) members_[i].destroy();  // frees the wrappers and their Tasks, unstarted
+      throw;
+    }
+  }
+
+  std::tuple<Task<T>...> tasks_;
+  std::shared_ptr<State> state_;
+  std::array<std::coroutine_handle<>, sizeof...(T)> members_{};
+  std::array<detail::TaskPromiseBase*, sizeof...(T)> promises_{};  // the members', for their stop tokens
+};
+
+// Runs the Tasks in parallel and gives the first to end (see WhenAny): co_await weft::when_any(f(), g()).
+template <class... T>
+[[nodiscard]] WhenAny<T...> when_any(Task<T>&&... tasks) noexcept {
+  return WhenAny<T...>(std::move(tasks)...);
+}
+
+// Runs the Tasks in parallel, as when_all, and gives every outcome: a std::tuple of weft::Settled<T> (its value, or
+// its exception), in argument order. Never throws for a Task's failure; throws std::logic_error here for an
+// invalid or started Task (none is consumed then). The result is itself a Task, started when awaited (or given to
+// sync_wait, spawn).
+//
+// Example:
+//   auto [a, b] = co_await weft::when_all_settled(may_fail(), other());
+//   if (!a.has_value()) log(a.error);  // b is independent of a's failure
+template <class... T>
+[[nodiscard]] Task<std::tuple<Settled<T>...>> when_all_settled(Task<T>&&... tasks) {
+  (detail::TaskAccess::require_unstarted(tasks, "weft::when_all_settled"), ...);
+  return detail::settle_all(std::move(tasks)...);
+}
+
+// Gives `task` a stop token to poll: the Task, and every Task it starts (by co_await or when_all) that was given
+// none of its own, read it with `co_await weft::this_coro::stop_token`. Returns the Task, to be started as any
+// (co_await, sync_wait, spawn, when_all).
+//
+// Contract:
+// - A stop token is polled, never enforced: weft does not stop, skip or resume a Task because its token was
+//   stopped. The body decides (return early, throw weft::task_cancelled, ...), as a task given a token by
+//   Pool::submit(token, f) does once it runs.
+// - Inherited at the start: a Task awaited by a Task, or a member of a when_all awaited by one, takes its
+//   awaiter's token unless it has one of its own. A Task with neither reads an empty token (stop_possible() false).
+// - Throws std::logic_error for an empty or started Task.
+//
+// Example:
+//   weft::Task<int> count_until_stopped(weft::Pool& pool) {
+//     co_await pool.schedule();
+//     std::stop_token stop = co_await weft::this_coro::stop_token;
+//     int n = 0;
+//     while (!stop.stop_requested() && n < 1000) ++n;
+//     co_return n;
+//   }
+//   int count_with(weft::Pool& pool) {
+//     std::stop_source source;
+//     int n = weft::sync_wait(weft::with_stop_token(count_until_stopped(pool), source.get_token()));
+//     return n;
+//   }
+template <class T>
+[[nodiscard]] Task<T> with_stop_token(Task<T>&& task, std::stop_token token) {
+  detail::TaskAccess::require_unstarted(task, "weft::with_stop_token");
+  detail::TaskAccess::handle(task).promise().set_stop_token(std::move(token));
+  return std::move(task);
+}
+
+namespace detail {
+// What weft::this_coro::stop_token is: an awaitable that does not suspend and gives the Task's stop token.
+struct StopTokenAwaitable {
+  struct Awaiter {
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> self) noexcept {
+      static_assert(std::is_base_of_v<TaskPromiseBase, P>,
+                    "co_await weft::this_coro::stop_token: only inside a weft::Task coroutine");
+      token = self.promise().stop_token();
+      return false;  // not suspended: the coroutine goes on at once
+    }
+    [[nodiscard]] std::stop_token await_resume() noexcept { return std::move(token); }
+    std::stop_token token;
+  };
+  Awaiter operator co_await() const noexcept { return {}; }
+};
+}  // namespace detail
+
+namespace this_coro {
+// `co_await weft::this_coro::stop_token` inside a weft::Task gives the Task's std::stop_token (see
+// weft::with_stop_token; empty if it has none). It does not suspend.
+inline constexpr detail::StopTokenAwaitable stop_token{};
+}  // namespace this_coro
 
 }  // namespace weft

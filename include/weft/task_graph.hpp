@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "weft/detail/coro_wait_list.hpp"
 #include "weft/detail/deadline.hpp"
 #include "weft/detail/require_callable.hpp"
 #include "weft/errors.hpp"
@@ -668,6 +669,15 @@ struct GraphAccess {
   // Run::wait(), except that a call from inside the run (one of its nodes or their subflow children), which
   // could never return, throws weft::would_deadlock naming caller.call.
   static RunStatus wait(Run& run, const Caller& caller);
+  // For coroutines awaiting a run (weft/task.hpp) and a TaskScope's jobs: pushes `waiter` on the run's list of
+  // waiters, woken once, on the thread that ends the run, after done() became true; false if the run is over
+  // already (nothing pushed). `keep`, if given, is held by the run's state until the state is freed (so that the
+  // waiter it owns outlives the wake-up). `run` must be valid.
+  static bool attach_waiter(const Run& run, CoroWaiter& waiter, std::shared_ptr<const void> keep = {});
+  // The pool the run was started on. `run` must be valid.
+  [[nodiscard]] static Pool& pool_of(const Run& run) noexcept;
+  // A second handle to the same run (an awaiter's own, so that the run's result outlives the caller's handle).
+  [[nodiscard]] static Run share(const Run& run) noexcept { return Run(run.state_); }
 };
 }  // namespace detail
 

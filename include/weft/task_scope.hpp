@@ -71,7 +71,9 @@ namespace weft {
 class TaskScope {
  public:
   // An empty scope whose run will go to `pool`, which must outlive the scope's run.
-  explicit TaskScope(Pool& pool) : pool_(&pool), shared_(std::make_shared<detail::ScopeShared>()) {}
+  explicit TaskScope(Pool& pool) : pool_(&pool), shared_(std::make_shared<detail::ScopeShared>()) {
+    shared_->pool = &pool;
+  }
   // Waits for a run in flight (see the contract). If the scope never ran, its jobs' get() throws
   // weft::job_cancelled.
   ~TaskScope() {

@@ -12,6 +12,9 @@
 #include "weft/detail/primitive_word.hpp"
 
 namespace weft {
+namespace detail {
+struct CoroWordAccess;
+}  // namespace detail
 
 // A count of outstanding work that waiters wait to reach zero (Go's sync.WaitGroup, marl::WaitGroup).
 //
@@ -58,6 +61,7 @@ class WaitGroup {
   }
 
  private:
+  friend struct detail::CoroWordAccess;  // co_await group (weft/task.hpp) waits on the word
   bool wait_until(std::chrono::steady_clock::time_point deadline);
 
   // The count, and whether a waiter sleeps on it (weft/detail/primitive_word.hpp).

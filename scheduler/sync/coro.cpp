@@ -1,13 +1,27 @@
-// The compiled half of weft's coroutines (weft/task.hpp): which pool a coroutine is running on, and where a
-// spawned Task's exception goes. Everything else of Task, sync_wait, spawn and when_all is inline in the headers.
+// The compiled half of weft's coroutines (weft/task.hpp): which pool a coroutine is running on, where a spawned
+// Task's exception goes, and how a coroutine waits on a weft::Event or WaitGroup without a thread. Everything
+// else of Task, sync_wait, spawn and when_all is inline in the headers.
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
 #include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "scheduler/engine/pool_access.hpp"
+#include "scheduler/fiber/fiber_lot.hpp"
+#include "scheduler/sync/coro_word.hpp"
+#include "scheduler/sync/word_protocol.hpp"
+#include "weft/detail/coro_resumer.hpp"
+#include "weft/event.hpp"
 #include "weft/pool.hpp"
 #include "weft/task.hpp"
+#include "weft/wait_group.hpp"
 
-namespace weft::detail {
+namespace weft {
+namespace detail {
 
 Pool* coro_current_pool() noexcept { return PoolAccess::current(); }
 
@@ -15,4 +29,177 @@ void coro_report_error(Pool& pool, std::exception_ptr error) noexcept {
   PoolAccess::report_error(pool, std::move(error));
 }
 
-}  // namespace weft::detail
+// The private word of an Event or WaitGroup, for the coroutine waits below.
+struct CoroWordAccess {
+  static std::atomic<std::uint32_t>& word(Event& event) noexcept { return event.state_; }
+  static std::atomic<std::uint32_t>& word(WaitGroup& group) noexcept { return group.state_; }
+};
+
+}  // namespace detail
+
+namespace sync {
+namespace {
+
+namespace word = sync::word;
+using detail::kWordValue;
+using detail::kWordWaiters;
+using Lot = fiber::BasicFiberLot<>;
+
+// The coroutines parked on a primitive's word, by the word's address: the fiber lot's protocol (its Dekker
+// pairing and bucket locks, model-checked in tests/fiber/fiber_lot_model.cpp), a lot of its own, so that the
+// fibers' wake-ups never scan coroutines and a build without fibers has it too.
+Lot coro_lot;
+
+enum class Kind : std::uint8_t { manual, automatic, group };
+
+// One coroutine's wait on a word, on the heap (the awaiter in its frame only points here): the lot's entry,
+// what to resume and where. Freed just before the coroutine resumes.
+struct WordAwait {
+  Lot::Waiter waiter;
+  std::atomic<std::uint32_t>* word = nullptr;
+  Kind kind = Kind::manual;
+  std::coroutine_handle<> handle;
+  Pool* pool = nullptr;  // where it resumes (the pool whose task suspended); null: on the waking thread
+  bool* dropped = nullptr;
+};
+
+// Tries the wait once more: true if it may resume (the event is set, the count is zero, an Auto release was
+// taken); false once it is parked in the lot (then another thread owns it: nothing of it is touched after).
+// Follows word::sleep: announce kWordWaiters with a CAS from a value that is not ready, then park only while the
+// word still holds it (the lot checks under its bucket's lock). The notifier's RMW clears the bit and, having
+// read it, wakes the word (PrimitiveParking::wake_all in wait_primitives.cpp, which also reaches this lot).
+bool try_or_park(WordAwait& w) noexcept {
+  std::atomic<std::uint32_t>& atom = *w.word;
+  // acquire: a value that says ready makes what its notifier did before visible to the resumed coroutine.
+  std::uint32_t seen = atom.load(std::memory_order_acquire);
+  for (;;) {
+    const std::uint32_t value = seen & kWordValue;
+    switch (w.kind) {
+      case Kind::manual:
+        if ((value & word::kEventSet) != 0) return true;
+        break;
+      case Kind::group:
+        if (value == 0) return true;
+        break;
+      case Kind::automatic:
+        if (word::auto_releases(value) != 0) {
+          if (word::auto_take(atom)) return true;  // acquire inside: pairs with auto_signal's release
+          seen = atom.load(std::memory_order_acquire);
+          continue;
+        }
+        break;
+    }
+    if ((seen & kWordWaiters) == 0) {
+      // acquire, on success and on failure: a failure's value is judged for readiness at the loop's top, and a
+      // ready one must make its notifier's writes visible (success only announces; acquire there costs nothing
+      // more on x86 and keeps the failure order no stronger than the success order, as the standard asks).
+      if (!atom.compare_exchange_weak(seen, seen | kWordWaiters, std::memory_order_acquire,
+                                      std::memory_order_acquire)) {
+        continue;
+      }
+      seen |= kWordWaiters;
+    }
+    w.waiter.word = &atom;
+    w.waiter.payload = &w;
+    if (coro_lot.enqueue_if(atom, seen, w.waiter)) return false;
+    seen = atom.load(std::memory_order_acquire);  // the word changed meanwhile: judge the new value
+  }
+}
+
+// Resumes the coroutine of a finished wait: frees the wait first (the coroutine may destroy the primitive).
+void finish(WordAwait* w, bool dropped) noexcept {
+  const std::coroutine_handle<> handle = w->handle;
+  bool* const flag = w->dropped;
+  delete w;
+  if (dropped) *flag = true;
+  handle.resume();
+}
+
+// Runs a woken wait on the pool it came from: tries again, and resumes the coroutine or parks it again (a wake-up
+// may be spurious: another waiter took an Auto release first, or the wake was meant for an earlier object at the
+// same address).
+class WokenWait {
+ public:
+  explicit WokenWait(WordAwait* w) noexcept : w_(w) {}
+  WokenWait(WokenWait&& other) noexcept : w_(std::exchange(other.w_, nullptr)) {}
+  WokenWait& operator=(WokenWait&&) = delete;
+  WokenWait(const WokenWait&) = delete;
+  WokenWait& operator=(const WokenWait&) = delete;
+  // Never run (the pool refused it, or dropped it at a shutdown): the coroutine resumes here, and its co_await
+  // throws weft::task_dropped. An Auto wait leaves its count first, consuming no signal.
+  ~WokenWait() {
+    if (w_ == nullptr) return;
+    if (w_->kind == Kind::automatic) (void)word::auto_leave(*w_->word, true);
+    finish(std::exchange(w_, nullptr), true);
+  }
+  void operator()() noexcept {
+    WordAwait* const w = std::exchange(w_, nullptr);
+    if (try_or_park(*w)) finish(w, false);
+  }
+
+ private:
+  WordAwait* w_;
+};
+
+void on_wake(WordAwait* w) noexcept {
+  if (w->pool == nullptr) {
+    WokenWait{w}();  // awaited outside any pool: continues on the waking thread
+    return;
+  }
+  try {
+    w->pool->post(WokenWait(w));
+  } catch (...) {
+    // Refused: the WokenWait's destructor has resumed the coroutine with task_dropped.
+  }
+}
+
+// Throws std::bad_alloc (nothing counted or parked then) and, for a full Auto event, std::length_error.
+bool await_word(std::atomic<std::uint32_t>& atom, Kind kind, std::coroutine_handle<> handle, bool* dropped) {
+  auto w = std::make_unique<WordAwait>();  // first: nothing below may fail once an Auto wait is counted
+  w->word = &atom;
+  w->kind = kind;
+  w->handle = handle;
+  w->pool = detail::coro_current_pool();
+  w->dropped = dropped;
+  if (kind == Kind::automatic) {
+    switch (word::auto_join(atom)) {
+      case word::AutoJoin::taken:
+        return false;
+      case word::AutoJoin::full:
+        throw std::length_error("co_await weft::Event: " + std::to_string(detail::kEventMaxWaits) +
+                                " waits are in progress on this Mode::Auto event already, the most it counts");
+      case word::AutoJoin::waiting:
+        break;
+    }
+  }
+  if (try_or_park(*w)) return false;
+  (void)w.release();  // parked: the lot's wake-up owns it now
+  return true;
+}
+
+}  // namespace
+
+void coro_wake_word(std::atomic<std::uint32_t>& word) noexcept {
+  Lot::Waiter* taken = coro_lot.take(&word, true);
+  while (taken != nullptr) {
+    Lot::Waiter* const next = taken->next;  // read first: the wait may resume and be freed
+    on_wake(static_cast<WordAwait*>(taken->payload));
+    taken = next;
+  }
+}
+
+}  // namespace sync
+
+namespace detail {
+
+bool coro_await_event(Event& event, std::coroutine_handle<> handle, bool* dropped) {
+  const auto kind = event.mode() == Event::Mode::Auto ? sync::Kind::automatic : sync::Kind::manual;
+  return sync::await_word(CoroWordAccess::word(event), kind, handle, dropped);
+}
+
+bool coro_await_group(WaitGroup& group, std::coroutine_handle<> handle, bool* dropped) {
+  return sync::await_word(CoroWordAccess::word(group), sync::Kind::group, handle, dropped);
+}
+
+}  // namespace detail
+}  // namespace weft

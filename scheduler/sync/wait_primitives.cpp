@@ -5,6 +5,7 @@
 #include <string>
 
 #include "scheduler/engine/wait_word.hpp"
+#include "scheduler/sync/coro_word.hpp"
 #include "scheduler/sync/signal.hpp"
 #include "scheduler/sync/word_protocol.hpp"
 #include "weft/condition_variable.hpp"
@@ -19,7 +20,17 @@ using Clock = std::chrono::steady_clock;
 namespace word = sync::word;
 using detail::kWordValue;
 
-using engine::WordParking;  // the futex, or the fiber lot inside a wait that suspends
+// How a primitive's waiters sleep on its word: the futex, or the fiber lot inside a wait that suspends. Its
+// notifier also wakes the coroutines awaiting the primitive (co_await event).
+struct PrimitiveParking {
+  static void park(std::atomic<std::uint32_t>& w, std::uint32_t expected, std::chrono::nanoseconds slice) noexcept {
+    engine::WordParking::park(w, expected, slice);
+  }
+  static void wake_all(std::atomic<std::uint32_t>& w) noexcept {
+    engine::WordParking::wake_all(w);
+    sync::coro_wake_word(w);
+  }
+};
 
 // wait_until's sleeper for a primitive's word; `ready_at` judges the word's value.
 template <class ReadyAt>
@@ -28,7 +39,7 @@ struct WordSleeper {
   ReadyAt ready_at;
   template <class Ready>
   void sleep(Ready& /*ready: judged on the word's value instead*/, std::chrono::nanoseconds slice) noexcept {
-    word::sleep<WordParking>(w, ready_at, slice);
+    word::sleep<PrimitiveParking>(w, ready_at, slice);
   }
 };
 
@@ -66,9 +77,9 @@ bool wait_or_drop(Ready ready, std::atomic<std::uint32_t>& w, ReadyAt ready_at, 
 
 void Event::signal() noexcept {
   if (mode_ == Mode::Manual) {
-    word::event_set<WordParking>(state_);
+    word::event_set<PrimitiveParking>(state_);
   } else {
-    word::auto_signal<WordParking>(state_);
+    word::auto_signal<PrimitiveParking>(state_);
   }
 }
 
@@ -110,7 +121,7 @@ bool Event::wait_until_auto(Clock::time_point deadline) {
     // A dropped task (or any other way out by exception) consumes no signal: one it took goes back, one due to
     // it stays with the event.
     if (taken) {
-      word::auto_signal<WordParking>(state_);
+      word::auto_signal<PrimitiveParking>(state_);
     } else {
       (void)word::auto_leave(state_, true);
     }
@@ -140,7 +151,7 @@ void WaitGroup::add(std::uint32_t n) {
 }
 
 void WaitGroup::done() {
-  if (!word::group_done<WordParking>(state_)) {
+  if (!word::group_done<PrimitiveParking>(state_)) {
     throw std::logic_error(
         "weft::WaitGroup::done: the count is already zero (done() called more times than add() added)");
   }
@@ -159,7 +170,7 @@ bool WaitGroup::wait_for(std::chrono::nanoseconds timeout) { return wait_until(d
 
 void ConditionVariable::notify_one() noexcept { notify_all(); }
 
-void ConditionVariable::notify_all() noexcept { word::generation_bump<WordParking>(generation_); }
+void ConditionVariable::notify_all() noexcept { word::generation_bump<PrimitiveParking>(generation_); }
 
 bool ConditionVariable::wait_generation(std::uint32_t seen, Clock::time_point deadline) {
   return wait_or_drop([&] { return (generation_.load(std::memory_order_acquire) & kWordValue) != seen; }, generation_,

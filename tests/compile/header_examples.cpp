@@ -682,7 +682,50 @@ weft::Task<void> greet() {
   std::puts("hello from a worker");
   co_return;
 }
-void start(weft::Pool& pool) { weft::spawn(pool, greet()); }
+void start(weft::Pool& pool) { weft::spawn(pool, greet()); }  // or pool.spawn(greet())
+void start_member(weft::Pool& pool) {
+  pool.spawn(greet());  // greet() returns a weft::Task<void>
+}
+
+// task.hpp: co_await on a Job, a Run, an Event and a WaitGroup; when_any and when_all_settled; stop tokens
+weft::Task<int> use(weft::TaskScope& scope, weft::Job<int> job) {
+  co_await scope.pool().schedule();
+  co_return co_await job * 2;
+}
+weft::Task<void> after_graph(weft::TaskGraph& graph, weft::Pool& pool) {
+  co_await pool.schedule();
+  co_await graph.run(pool);  // rethrows a node's exception
+}
+weft::Task<void> consumer(weft::Event& ready, weft::WaitGroup& pending) {
+  co_await ready;    // no worker waits meanwhile
+  co_await pending;  // every done() called
+}
+weft::Task<int> fetch(int where) { co_return where; }
+weft::Task<std::size_t> first_of(int primary, int mirror) {
+  auto [index, value] = co_await weft::when_any(fetch(primary), fetch(mirror));  // the faster one
+  (void)value;
+  co_return index;
+}
+weft::Task<int> may_fail() { co_return 1; }
+weft::Task<void> other() { co_return; }
+void log(const std::exception_ptr& error) { (void)error; }
+weft::Task<void> settle_both() {
+  auto [a, b] = co_await weft::when_all_settled(may_fail(), other());
+  if (!a.has_value()) log(a.error);  // b is independent of a's failure
+  (void)b;
+}
+weft::Task<int> count_until_stopped(weft::Pool& pool) {
+  co_await pool.schedule();
+  std::stop_token stop = co_await weft::this_coro::stop_token;
+  int n = 0;
+  while (!stop.stop_requested() && n < 1000) ++n;
+  co_return n;
+}
+int count_with(weft::Pool& pool) {
+  std::stop_source source;
+  int n = weft::sync_wait(weft::with_stop_token(count_until_stopped(pool), source.get_token()));
+  return n;
+}
 
 // generator.hpp
 weft::Generator<int> iota(int from, int to) {

@@ -13,8 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "weft/detail/coro_wait_list.hpp"
 #include "weft/errors.hpp"
 #include "weft/task_graph.hpp"
+
+namespace weft {
+class Pool;
+}  // namespace weft
 
 namespace weft::detail {
 
@@ -32,6 +37,20 @@ struct ScopeShared {
   // Under ErrorPolicy::KeepGoing, filled by TaskScope::wait() before the scope is marked finished: for each job
   // (by node index) that was skipped, the name of the failed job it depends on (directly or not); else empty.
   std::vector<std::string> skipped_because;
+  // The scope's pool (set by TaskScope's constructor): where a coroutine awaiting a job resumes if it was not
+  // on a pool's task when it suspended.
+  Pool* pool = nullptr;
+  // Coroutines awaiting a job of the scope (weft/task.hpp), closed when the scope's run is over: a job that never
+  // ran (cancelled, skipped) wakes its awaiters this way. Closed by `run_over`, which TaskScope::run() pushes on
+  // its run's own list of waiters (so the run's end closes it, whether or not anybody waits for the scope).
+  CoroWaitList run_end;
+  struct RunOver : CoroWaiter {
+    CoroWaitList* list;
+    explicit RunOver(CoroWaitList& to_close) noexcept
+        : CoroWaiter{nullptr, [](CoroWaiter& self) noexcept { static_cast<RunOver&>(self).list->close(); }},
+          list(&to_close) {}
+  };
+  RunOver run_over{run_end};
 };
 
 // What every job's slot has, whatever its result type.
@@ -42,9 +61,14 @@ class JobStateBase {
   explicit JobStateBase(std::shared_ptr<ScopeShared> scope) noexcept : scope_(std::move(scope)) {}
   JobStateBase(const JobStateBase&) = delete;
   JobStateBase& operator=(const JobStateBase&) = delete;
-  virtual ~JobStateBase() = default;
+  // Closes the waiters' list, if the job never closed it (it never ran): a coroutine that awaited it was resumed
+  // by its scope's run end already (its awaiter held this state until then), and what is left on the list is only
+  // its entry's reference, which this releases.
+  virtual ~JobStateBase() { waiters_.close(); }
 
   [[nodiscard]] const ScopeShared* scope() const noexcept { return scope_.get(); }
+  // The scope's shared part, for a coroutine awaiting the job (weft/task.hpp); and who keeps it alive.
+  [[nodiscard]] const std::shared_ptr<ScopeShared>& shared_scope() const noexcept { return scope_; }
   [[nodiscard]] Node node() const noexcept { return node_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   // Set once by the scope while it builds, before any run reads them (run() orders them before the bodies).
@@ -58,11 +82,19 @@ class JobStateBase {
   [[nodiscard]] bool has_value() const noexcept { return status_.load(std::memory_order_acquire) == Status::value; }
 
   // Called by the job's body, once. release: whoever acquires the status sees the value or error written first.
-  void set_done() noexcept { status_.store(Status::value, std::memory_order_release); }
+  // Then wakes the coroutines awaiting the job (the list's close publishes the status it follows).
+  void set_done() noexcept {
+    status_.store(Status::value, std::memory_order_release);
+    waiters_.close();
+  }
   void set_error(std::exception_ptr error) noexcept {
     error_ = std::move(error);
     status_.store(Status::error, std::memory_order_release);
+    waiters_.close();
   }
+  // The coroutines awaiting this job (weft/task.hpp): closed when the job returned or threw; one that never ran
+  // is woken through its scope's ScopeShared::run_end instead, and its list closed by the destructor.
+  [[nodiscard]] CoroWaitList& waiters() noexcept { return waiters_; }
 
   // Returns if the job has a value; else throws what Job::get() promises: the job's own exception,
   // job_cancelled (the run is over and the job never ran), or std::logic_error (asked too early). `call` is
@@ -109,6 +141,7 @@ class JobStateBase {
   std::string name_{};
   std::exception_ptr error_{};  // written before status_ becomes error
   std::atomic<Status> status_{Status::pending};
+  CoroWaitList waiters_;
 };
 
 // The slot of a job returning T (a value) or void (only done/failed).

@@ -182,6 +182,9 @@ inline void TaskScope::run(RunOptions options) {
       keep_going_ = options.on_error == ErrorPolicy::KeepGoing;
       run_ = detail::GraphAccess::run(graph_, *pool_, detail::Caller{"weft::TaskScope::run", "job"}, shared_->live_run,
                                       options);
+      // The run's end wakes the coroutines awaiting a job that never ran (weft/task.hpp); the run's state keeps
+      // shared_ alive until then. Over already: wake them now.
+      if (!detail::GraphAccess::attach_waiter(run_, shared_->run_over, shared_)) shared_->run_end.close();
     } catch (...) {
       shared_->live_run.store(nullptr, std::memory_order_seq_cst);  // a run that did not start may be gone
       start_error_ = std::current_exception();
