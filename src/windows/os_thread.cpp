@@ -92,12 +92,12 @@ std::vector<unsigned> allowed_cpus() {
 std::optional<std::string> set_current_thread_nice(int nice) {
   // Windows has seven thread priorities where Linux has forty nice values: the nearest one, keeping the order
   // (lower nice, higher priority) and 0 as normal.
-  const int priority = nice <= -15  ? THREAD_PRIORITY_HIGHEST
-                       : nice < 0   ? THREAD_PRIORITY_ABOVE_NORMAL
-                       : nice == 0  ? THREAD_PRIORITY_NORMAL
-                       : nice < 10  ? THREAD_PRIORITY_BELOW_NORMAL
-                       : nice < 19  ? THREAD_PRIORITY_LOWEST
-                                    : THREAD_PRIORITY_IDLE;
+  const int priority = nice <= -15 ? THREAD_PRIORITY_HIGHEST
+                       : nice < 0  ? THREAD_PRIORITY_ABOVE_NORMAL
+                       : nice == 0 ? THREAD_PRIORITY_NORMAL
+                       : nice < 10 ? THREAD_PRIORITY_BELOW_NORMAL
+                       : nice < 19 ? THREAD_PRIORITY_LOWEST
+                                   : THREAD_PRIORITY_IDLE;
   if (SetThreadPriority(GetCurrentThread(), priority) == 0) {
     return "SetThreadPriority failed (error " + std::to_string(GetLastError()) + ")";
   }
