@@ -10,6 +10,10 @@ WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboos
 # the loader, libc and libstdc++ qemu runs the tests with (tools/cross/aarch64-linux-gnu.ini says why these).
 WEFT_ARM64_PACKAGES=(g++-aarch64-linux-gnu qemu-user libboost-context1.74-dev:arm64 libc6:arm64 libstdc++6:arm64)
 
+# The Windows cross build's (`.ci/test windows`): MinGW-w64's GCC with posix threads (std::thread and friends) and
+# Wine to run what it builds (tools/cross/wine64-run). doctest is header-only, in WEFT_PACKAGES.
+WEFT_WINDOWS_PACKAGES=(g++-mingw-w64-x86-64-posix wine64)
+
 # weft_install_dependencies [PACKAGE...]: apt-get install the packages named, or all of WEFT_PACKAGES. A package
 # named for another architecture (`name:arm64`) first adds that architecture to dpkg (multiarch).
 weft_install_dependencies() {

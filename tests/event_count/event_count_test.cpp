@@ -11,9 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include "scheduler/engine/event_count.hpp"
+#include "tests/support/platform.hpp"
 #include "tests/support/stress.hpp"
 
 using namespace std::chrono_literals;
@@ -66,12 +65,7 @@ void block_until(EventCount& events, Ready ready) {
   }
 }
 
-double thread_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-}
+double thread_cpu_seconds() { return static_cast<double>(weft::test::thread_cpu_time().count()) * 1e-6; }
 
 }  // namespace
 

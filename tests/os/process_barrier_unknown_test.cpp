@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "src/process_barrier.hpp"
+#include "tests/support/platform.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 
@@ -20,13 +21,13 @@ TEST_CASE("a pool refuses a WEFT_PROCESS_BARRIER it does not understand, naming 
 }
 
 TEST_CASE("\"off\" and an unset variable are understood") {
-  REQUIRE(setenv("WEFT_PROCESS_BARRIER", "off", 1) == 0);
+  REQUIRE(weft::test::set_environment("WEFT_PROCESS_BARRIER", "off"));
   CHECK(weft::os::process_barrier_unknown_setting().empty());
   {
     weft::Pool pool{weft::PoolOptions{.threads = 2}};
     CHECK(pool.submit([] { return 7; }).get() == 7);
   }
-  REQUIRE(unsetenv("WEFT_PROCESS_BARRIER") == 0);
+  REQUIRE(weft::test::set_environment("WEFT_PROCESS_BARRIER", nullptr));
   CHECK(weft::os::process_barrier_unknown_setting().empty());
   weft::Pool pool{weft::PoolOptions{.threads = 2}};
   CHECK(pool.submit([] { return 8; }).get() == 8);

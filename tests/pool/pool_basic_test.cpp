@@ -10,9 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include <sched.h>
-
 #include "tests/pool/pool_test_support.hpp"
+#include "tests/support/platform.hpp"
 
 namespace {
 
@@ -116,11 +115,8 @@ TEST_CASE("size and current_worker") {
 
 TEST_CASE("threads = 0 starts one worker per CPU this process may use") {
   const Watchdog watchdog("default thread count", patience(30));
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
   weft::Pool pool;
-  CHECK(pool.size() == static_cast<unsigned>(CPU_COUNT(&set)));
+  CHECK(pool.size() == weft::test::thread_cpus().size());
   weft::Pool explicit_default{weft::PoolOptions{}};
   CHECK(explicit_default.size() == pool.size());
 }

@@ -7,9 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include <sys/resource.h>
-
 #include "tests/pool/pool_test_support.hpp"
+#include "tests/support/platform.hpp"
 
 namespace {
 
@@ -38,14 +37,7 @@ bool quiet(const weft::Pool& pool) {
   return all_parked(pool);
 }
 
-std::chrono::microseconds process_cpu_time() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto micros = [](const timeval& t) {
-    return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
-  };
-  return micros(usage.ru_utime) + micros(usage.ru_stime);
-}
+std::chrono::microseconds process_cpu_time() { return weft::test::process_cpu_time(); }
 
 TEST_CASE("a task posted after every worker has parked wakes one and runs") {
   for_each_worker_count([](unsigned workers) {

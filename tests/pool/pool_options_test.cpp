@@ -13,11 +13,12 @@
 #include <type_traits>
 #include <vector>
 
-#include <pthread.h>
-#include <sched.h>
+#if !defined(_WIN32)
 #include <sys/resource.h>
+#endif
 
 #include "tests/pool/pool_test_support.hpp"
+#include "tests/support/platform.hpp"
 
 namespace {
 
@@ -25,13 +26,8 @@ using namespace weft::test;
 using namespace std::chrono_literals;
 
 std::vector<unsigned> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
-  std::vector<unsigned> cpus;
-  for (unsigned cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
+  std::vector<unsigned> cpus = thread_cpus();
+  REQUIRE(!cpus.empty());
   return cpus;
 }
 
@@ -53,23 +49,6 @@ auto on_every_worker(weft::Pool& pool, Probe probe) {
     results.push_back(std::move(value));
   }
   return results;
-}
-
-std::string thread_name() {
-  char name[16] = {};
-  pthread_getname_np(pthread_self(), name, sizeof(name));
-  return name;
-}
-
-std::vector<unsigned> thread_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<unsigned> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (unsigned cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
 }
 
 // The invalid_option message for these options ("" if the pool was built).
@@ -166,7 +145,7 @@ TEST_CASE("every bad PoolOptions field is refused with invalid_option naming it"
   CHECK(pool.stats().in_flight == 0);  // nothing refused was half-accepted
 }
 
-TEST_CASE("workers are named <name>-<index>, visible to pthread_getname_np") {
+TEST_CASE("workers are named <name>-<index>, visible to the OS") {
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("thread names", workers), patience(30));
     {
@@ -201,6 +180,13 @@ TEST_CASE("pinning OnePerCpu and CpuList restrict each worker to its CPU") {
 
 TEST_CASE("nice is applied to every worker, or refused naming it") {
   const Watchdog watchdog("nice", patience(30));
+#if defined(_WIN32)
+  // Windows has no nice value: src/windows/os_thread.cpp maps it onto the nearest of the seven thread priorities.
+  weft::Pool pool{weft::PoolOptions{.threads = 4, .nice = 3, .affinity_patience = 10s}};
+  const auto values = on_every_worker(pool, [] { return GetThreadPriority(GetCurrentThread()); });
+  for (const int v : values) CHECK(v == THREAD_PRIORITY_BELOW_NORMAL);
+  CHECK(GetThreadPriority(GetCurrentThread()) == THREAD_PRIORITY_NORMAL);  // this thread is untouched
+#else
   const int current = getpriority(PRIO_PROCESS, 0);
   const int nicer = std::min(current + 3, 19);  // raising nice needs no privilege
   weft::Pool pool{weft::PoolOptions{.threads = 4, .nice = nicer, .affinity_patience = 10s}};
@@ -215,6 +201,7 @@ TEST_CASE("nice is applied to every worker, or refused naming it") {
   } catch (const weft::invalid_option& e) {
     CHECK(std::string(e.what()).find("nice = -20") != std::string::npos);
   }
+#endif
 }
 
 TEST_CASE("stats: executed adds up, steals are counted, nothing queued once idle") {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <thread>
 
-#include <pthread.h>
+#include "src/os_thread.hpp"
 
 #include "scheduler/engine/engine.hpp"
 #include "tests/pool/pool_test_support.hpp"
@@ -95,15 +95,7 @@ struct Chain {
 
 std::size_t worker_stack_size(weft::Pool& pool) {
   std::atomic<std::size_t> size{0};
-  pool.post([&size] {
-    pthread_attr_t attr;
-    std::size_t bytes = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      (void)pthread_attr_getstacksize(&attr, &bytes);
-      pthread_attr_destroy(&attr);
-    }
-    size.store(bytes);
-  });
+  pool.post([&size] { size.store(weft::os::current_stack_bounds().size); });
   pool.wait_idle();
   return size.load();
 }

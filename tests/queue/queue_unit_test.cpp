@@ -10,24 +10,24 @@
 #include <vector>
 
 #include "tests/queue/queue_test_support.hpp"
+#include "tests/support/platform.hpp"
 
 // Replaced for this executable only, to prove a warmed-up push/pop stream never allocates.
 void* operator new(std::size_t n) {
   weft::test::AllocationCounter::news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  if (void* p = weft::test::allocate_memory(n, alignof(std::max_align_t))) return p;
   throw std::bad_alloc();
 }
 void operator delete(void* p) noexcept {
   if (p == nullptr) return;
   weft::test::AllocationCounter::deletes.fetch_add(1, std::memory_order_relaxed);
-  std::free(p);
+  weft::test::free_memory(p);
 }
 void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
 // Pooled node blocks are cache-line aligned (scheduler/lockfree/node_pool.hpp): they come through these.
 void* operator new(std::size_t n, std::align_val_t align) {
   weft::test::AllocationCounter::news.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  if (posix_memalign(&p, std::max(sizeof(void*), static_cast<std::size_t>(align)), n == 0 ? 1 : n) == 0) return p;
+  if (void* p = weft::test::allocate_memory(n, static_cast<std::size_t>(align))) return p;
   throw std::bad_alloc();
 }
 void operator delete(void* p, std::align_val_t) noexcept { operator delete(p); }

@@ -1,6 +1,7 @@
 // Replaces the global operator new/delete for the executables that link this file, so that allocations can be
-// counted: per thread (no atomics), and process-wide while switched on. Memory comes from malloc/posix_memalign,
-// which the sanitizers intercept, so ASan still checks every heap block.
+// counted: per thread (no atomics), and process-wide while switched on. Memory comes from malloc/posix_memalign
+// (Windows: _aligned_malloc; tests/support/platform.hpp), which the sanitizers intercept, so ASan still checks every
+// heap block.
 #include "tests/support/counting_new.hpp"
 
 #include <atomic>
@@ -8,6 +9,8 @@
 #include <cstdlib>
 #include <new>
 #include <utility>
+
+#include "tests/support/platform.hpp"
 
 namespace {
 
@@ -31,13 +34,7 @@ void* allocate(std::size_t size, std::size_t alignment) {
     }
     --fail_countdown;
   }
-  if (size == 0) size = 1;
-  void* memory = nullptr;
-  if (alignment <= alignof(std::max_align_t)) {
-    memory = std::malloc(size);
-  } else if (posix_memalign(&memory, alignment, size) != 0) {
-    memory = nullptr;
-  }
+  void* memory = weft::test::allocate_memory(size, alignment);
   if (memory == nullptr) throw std::bad_alloc();
   return memory;
 }
@@ -78,11 +75,11 @@ void* operator new[](std::size_t size) { return allocate(size, __STDCPP_DEFAULT_
 void* operator new[](std::size_t size, std::align_val_t alignment) {
   return allocate(size, static_cast<std::size_t>(alignment));
 }
-void operator delete(void* memory) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
-void operator delete(void* memory, std::align_val_t) noexcept { std::free(memory); }
-void operator delete(void* memory, std::size_t, std::align_val_t) noexcept { std::free(memory); }
-void operator delete[](void* memory) noexcept { std::free(memory); }
-void operator delete[](void* memory, std::size_t) noexcept { std::free(memory); }
-void operator delete[](void* memory, std::align_val_t) noexcept { std::free(memory); }
-void operator delete[](void* memory, std::size_t, std::align_val_t) noexcept { std::free(memory); }
+void operator delete(void* memory) noexcept { weft::test::free_memory(memory); }
+void operator delete(void* memory, std::size_t) noexcept { weft::test::free_memory(memory); }
+void operator delete(void* memory, std::align_val_t) noexcept { weft::test::free_memory(memory); }
+void operator delete(void* memory, std::size_t, std::align_val_t) noexcept { weft::test::free_memory(memory); }
+void operator delete[](void* memory) noexcept { weft::test::free_memory(memory); }
+void operator delete[](void* memory, std::size_t) noexcept { weft::test::free_memory(memory); }
+void operator delete[](void* memory, std::align_val_t) noexcept { weft::test::free_memory(memory); }
+void operator delete[](void* memory, std::size_t, std::align_val_t) noexcept { weft::test::free_memory(memory); }

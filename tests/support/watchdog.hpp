@@ -11,15 +11,19 @@
 #include <thread>
 #include <utility>
 
-#include <unistd.h>
+#include "tests/support/platform.hpp"
 
 namespace weft::test {
 
 // Prints every thread's stack to stderr if gdb is installed (it is not a dependency: without it, nothing): a
-// hang that shows up once in a thousand runs is then diagnosed from the log it left.
+// hang that shows up once in a thousand runs is then diagnosed from the log it left. Not on Windows (no gdb to
+// attach there, nor a shell's `command -v`).
 inline void print_thread_stacks() {
+#if defined(_WIN32)
+  return;
+#endif
   if (std::system("command -v gdb >/dev/null 2>&1") != 0) return;
-  const std::string command = "timeout 60 gdb -nx -batch -p " + std::to_string(::getpid()) +
+  const std::string command = "timeout 60 gdb -nx -batch -p " + std::to_string(process_id()) +
                               " -ex 'thread apply all bt 30' </dev/null 1>&2 2>/dev/null";
   std::fprintf(stderr, "WATCHDOG: the threads' stacks follow (gdb)\n");
   std::fflush(stderr);

@@ -16,11 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "tests/pipeline/pipeline_test_support.hpp"
 #include "tests/pool/pool_test_support.hpp"
 #include "tests/support/json_reader.hpp"
+#include "tests/support/platform.hpp"
 #include "weft/errors.hpp"
 #include "weft/pool.hpp"
 #include "weft/task_graph.hpp"
@@ -456,7 +455,7 @@ TEST_CASE("bad input: a zero max_events, a file that cannot be written") {
   }
   // And a path that works: the file parses.
   const auto file = std::filesystem::temp_directory_path() /
-                    (numbered("weft-trace-test-", static_cast<std::uint64_t>(::getpid())) + ".json");
+                    (numbered("weft-trace-test-", weft::test::process_id()) + ".json");
   trace.save(file.string());
   CHECK(std::filesystem::file_size(file) > 0);
   std::filesystem::remove(file);

@@ -1,0 +1,65 @@
+// Windows: the fault handler is a vectored exception handler (AddVectoredExceptionHandler) that asks the filter
+// about an access violation and then lets the search go on, so that the exception ends the process as it would
+// have without it (or reaches whatever handler was there first). The alternate stack is the room Windows keeps on
+// the thread's own stack for its exception handlers (SetThreadStackGuarantee): Windows runs them on the faulting
+// stack and has no sigaltstack.
+#include "src/fault_handler.hpp"
+
+#include <atomic>
+#include <mutex>
+
+#include <windows.h>
+
+namespace weft::os {
+namespace {
+
+// The filter, atomic because a later install_fault_filter may replace it while a fault on another thread reads it.
+std::atomic<FaultFilter> installed_filter{nullptr};
+void* installed_handler = nullptr;  // under install_mutex
+std::mutex install_mutex;
+
+LONG WINAPI on_exception(EXCEPTION_POINTERS* pointers) {
+  const EXCEPTION_RECORD* record = pointers != nullptr ? pointers->ExceptionRecord : nullptr;
+  if (record == nullptr || record->ExceptionCode != EXCEPTION_ACCESS_VIOLATION || record->NumberParameters < 2) {
+    return EXCEPTION_CONTINUE_SEARCH;
+  }
+  // acquire: pairs with install_fault_filter's release store.
+  const FaultFilter filter = installed_filter.load(std::memory_order_acquire);
+  // The second parameter of an access violation is the address it touched. Recognised or not, the search goes on:
+  // the filter only gets to say what happened before the process ends of it.
+  if (filter != nullptr) (void)filter(static_cast<std::uintptr_t>(record->ExceptionInformation[1]));
+  return EXCEPTION_CONTINUE_SEARCH;
+}
+
+}  // namespace
+
+bool install_fault_filter(FaultFilter filter) noexcept {
+  const std::lock_guard lock(install_mutex);
+  installed_filter.store(filter, std::memory_order_release);
+  if (installed_handler != nullptr) return true;
+  // First: ahead of handlers installed earlier, as the Linux handler sits on top of the one it found.
+  installed_handler = AddVectoredExceptionHandler(1, &on_exception);
+  return installed_handler != nullptr;
+}
+
+void write_stderr(const char* text, std::size_t length) noexcept {
+  HANDLE error = GetStdHandle(STD_ERROR_HANDLE);
+  if (error == nullptr || error == INVALID_HANDLE_VALUE) return;
+  while (length > 0) {
+    const DWORD chunk = length > 65536 ? 65536 : static_cast<DWORD>(length);
+    DWORD written = 0;
+    if (WriteFile(error, text, chunk, &written, nullptr) == 0 || written == 0) return;
+    text += written;
+    length -= written;
+  }
+}
+
+AlternateSignalStack::AlternateSignalStack() noexcept {
+  // The room is kept at the end of the thread's own stack for as long as the thread lives; nothing to undo.
+  ULONG size = static_cast<ULONG>(kSize);
+  active_ = SetThreadStackGuarantee(&size) != 0;
+}
+
+AlternateSignalStack::~AlternateSignalStack() = default;
+
+}  // namespace weft::os
