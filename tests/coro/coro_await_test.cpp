@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/coro/coro_configs.hpp"
 #include "weft/weft.hpp"
 
 namespace coro_await_test {
@@ -19,18 +20,9 @@ namespace {
 
 using weft::Task;
 
-struct Config {
-  unsigned threads;
-  bool fibers;
-};
-constexpr Config kConfigs[] = {{1, true}, {1, false}, {8, true}, {8, false}};
-
-weft::PoolOptions options_of(const Config& config) {
-  weft::PoolOptions options;
-  options.threads = config.threads;
-  options.fibers = config.fibers;
-  return options;
-}
+using weft::test::coro::Config;
+using weft::test::coro::kConfigs;
+using weft::test::coro::options_of;
 
 struct await_error : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/coro/coro_configs.hpp"
 #include "tests/support/sanitizers.hpp"
 #include "tests/support/stress.hpp"
 #include "weft/weft.hpp"
@@ -20,11 +21,8 @@ namespace {
 
 using weft::Task;
 
-struct Config {
-  unsigned threads;
-  bool fibers;
-};
-constexpr Config kConfigs[] = {{1, true}, {1, false}, {8, true}, {8, false}};
+using weft::test::coro::Config;
+using weft::test::coro::kConfigs;
 
 std::uint64_t rounds() {
   const std::uint64_t base = weft::test::kThreadSanitizer ? 20 : 100;

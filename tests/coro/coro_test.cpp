@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "tests/coro/coro_configs.hpp"
 #include "tests/support/sanitizers.hpp"
 #include "weft/weft.hpp"
 
@@ -37,18 +38,9 @@ using weft::Task;
   return (weft::test::kThreadSanitizer || weft::test::kAddressSanitizer || weft::test::emulated()) ? 10'000 : 1'000'000;
 }
 
-struct Config {
-  unsigned threads;
-  bool fibers;
-};
-constexpr Config kConfigs[] = {{1, true}, {1, false}, {8, true}, {8, false}};
-
-weft::PoolOptions options_of(const Config& config) {
-  weft::PoolOptions options;
-  options.threads = config.threads;
-  options.fibers = config.fibers;
-  return options;
-}
+using weft::test::coro::Config;
+using weft::test::coro::kConfigs;
+using weft::test::coro::options_of;
 
 struct coro_error : std::runtime_error {
   using std::runtime_error::runtime_error;
