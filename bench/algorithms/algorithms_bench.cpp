@@ -119,11 +119,13 @@ double seconds(Call&& call) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// --- reduce ---
-std::int64_t weft_sum(const std::vector<std::int64_t>& v) {
+// --- reduce --- (the sum of int64s, or of int32s into an int64)
+template <class T>
+std::int64_t weft_sum(const std::vector<T>& v) {
   return weft::parallel_reduce(env->pool, v.begin(), v.end(), std::int64_t{0});
 }
-std::int64_t tbb_sum(const std::vector<std::int64_t>& v) {
+template <class T>
+std::int64_t tbb_sum(const std::vector<T>& v) {
   std::int64_t r = 0;
   env->arena.execute([&] {
     r = tbb::parallel_reduce(
@@ -700,21 +702,7 @@ void bm_int_sum(benchmark::State& state, bool weft) {
   bool ok = true;
   for (auto _ : state) {
     std::int64_t r = 0;
-    state.SetIterationTime(seconds([&] {
-      if (weft) {
-        r = weft::parallel_reduce(env->pool, v.begin(), v.end(), std::int64_t{0});
-      } else {
-        env->arena.execute([&] {
-          r = tbb::parallel_reduce(
-              tbb::blocked_range<std::size_t>(0, v.size()), std::int64_t{0},
-              [&](const tbb::blocked_range<std::size_t>& range, std::int64_t acc) {
-                for (std::size_t i = range.begin(); i != range.end(); ++i) acc += v[i];
-                return acc;
-              },
-              std::plus<>());
-        });
-      }
-    }));
+    state.SetIterationTime(seconds([&] { r = weft ? weft_sum(v) : tbb_sum(v); }));
     ok = ok && r == want;
   }
   if (!ok) state.SkipWithError("wrong result");
