@@ -457,8 +457,9 @@ void bm_queens(benchmark::State& state, bool weft) {
   if (!ok) state.SkipWithError("wrong result");
 }
 
-void bm_reduce(benchmark::State& state, bool weft) {
-  const auto& v = env->data.ints;
+// Times the sum of `v` by weft or oneTBB, checking each result against std::accumulate's.
+template <class T>
+void time_sum(benchmark::State& state, bool weft, const std::vector<T>& v) {
   const std::int64_t want = std::accumulate(v.begin(), v.end(), std::int64_t{0});
   bool ok = true;
   for (auto _ : state) {
@@ -468,6 +469,8 @@ void bm_reduce(benchmark::State& state, bool weft) {
   }
   if (!ok) state.SkipWithError("wrong result");
 }
+
+void bm_reduce(benchmark::State& state, bool weft) { time_sum(state, weft, env->data.ints); }
 
 void bm_transform_reduce(benchmark::State& state, bool weft) {
   const auto& v = env->data.doubles;
@@ -698,14 +701,7 @@ void bm_int_sum(benchmark::State& state, bool weft) {
     for (auto& x : ints) x = static_cast<std::int32_t>(random() % 1000);
     return ints;
   }();
-  const std::int64_t want = std::accumulate(v.begin(), v.end(), std::int64_t{0});
-  bool ok = true;
-  for (auto _ : state) {
-    std::int64_t r = 0;
-    state.SetIterationTime(seconds([&] { r = weft ? weft_sum(v) : tbb_sum(v); }));
-    ok = ok && r == want;
-  }
-  if (!ok) state.SkipWithError("wrong result");
+  time_sum(state, weft, v);
 }
 
 // --- peak RSS of fib(30) by task groups. Each measurement is a fresh process (this executable again, with
