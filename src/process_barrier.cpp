@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string_view>
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -13,26 +12,14 @@ namespace {
 
 long membarrier(int command) noexcept { return syscall(SYS_membarrier, command, 0, 0); }
 
-bool switched_off() noexcept {
-  const char* const value = std::getenv("WEFT_PROCESS_BARRIER");
-  return value != nullptr && std::string_view(value) == "off";
-}
-
 bool register_process() noexcept {
-  if (switched_off()) return false;
+  if (process_barrier_switched_off()) return false;
   const long supported = membarrier(MEMBARRIER_CMD_QUERY);
   if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
   return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }
 
 }  // namespace
-
-std::string_view process_barrier_unknown_setting() noexcept {
-  const char* const value = std::getenv("WEFT_PROCESS_BARRIER");
-  if (value == nullptr) return {};
-  const std::string_view setting(value);
-  return setting == "off" ? std::string_view() : setting;
-}
 
 bool process_barrier_available() noexcept {
   // Registration is per process and idempotent; the static only saves the system calls after the first.

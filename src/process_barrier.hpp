@@ -22,6 +22,9 @@ namespace weft::os {
 // fence-on-both-sides protocols run on machines whose kernel has the barrier too.
 [[nodiscard]] bool process_barrier_available() noexcept;
 
+// True if the environment variable WEFT_PROCESS_BARRIER is "off" (src/process_barrier_setting.cpp, for every OS).
+[[nodiscard]] bool process_barrier_switched_off() noexcept;
+
 // The value of WEFT_PROCESS_BARRIER when it is set to something other than "off" or nothing (a value the switch
 // does not understand, which a pool refuses with weft::invalid_option); empty otherwise.
 [[nodiscard]] std::string_view process_barrier_unknown_setting() noexcept;

@@ -4,18 +4,10 @@
 // version of it is a stub (below).
 #include "src/process_barrier.hpp"
 
-#include <cstdlib>
-#include <string_view>
-
 #include <windows.h>
 
 namespace weft::os {
 namespace {
-
-bool switched_off() noexcept {
-  const char* const value = std::getenv("WEFT_PROCESS_BARRIER");
-  return value != nullptr && std::string_view(value) == "off";
-}
 
 // Whether this is Wine rather than Windows: Wine's ntdll exports wine_get_version. Wine 8.0 implements
 // FlushProcessWriteBuffers as a stub that does nothing (it logs "NtFlushProcessWriteBuffers stub"), which would
@@ -28,16 +20,9 @@ bool under_wine() noexcept {
 
 }  // namespace
 
-std::string_view process_barrier_unknown_setting() noexcept {
-  const char* const value = std::getenv("WEFT_PROCESS_BARRIER");
-  if (value == nullptr) return {};
-  const std::string_view setting(value);
-  return setting == "off" ? std::string_view() : setting;
-}
-
 bool process_barrier_available() noexcept {
   // The switch is read once, as on Linux: the answer must not change while a pool relies on it.
-  static const bool available = !switched_off() && !under_wine();
+  static const bool available = !process_barrier_switched_off() && !under_wine();
   return available;
 }
 
