@@ -53,6 +53,14 @@ class CoroWaitList {
     }
   }
 
+  // close(), for the list's owner once nothing can push any more (its destructor: every awaiter holds a share of
+  // what owns the list, so none is left): no read-modify-write when the list is closed already, as it is once the
+  // awaited thing completed, or empty. acquire: the entries of waiters pushed since, if any, as in close().
+  void close_unshared() noexcept {
+    CoroWaiter* const head = head_.load(std::memory_order_acquire);
+    if (head != nullptr && head != closed_mark()) close();
+  }
+
   // True once close() was called (acquire: then what the closer did before is visible).
   [[nodiscard]] bool closed() const noexcept { return head_.load(std::memory_order_acquire) == closed_mark(); }
 

@@ -64,7 +64,7 @@ class JobStateBase {
   // Closes the waiters' list, if the job never closed it (it never ran): a coroutine that awaited it was resumed
   // by its scope's run end already (its awaiter held this state until then), and what is left on the list is only
   // its entry's reference, which this releases.
-  virtual ~JobStateBase() { waiters_.close(); }
+  virtual ~JobStateBase() { waiters_.close_unshared(); }
 
   [[nodiscard]] const ScopeShared* scope() const noexcept { return scope_.get(); }
   // The scope's shared part, for a coroutine awaiting the job (weft/task.hpp); and who keeps it alive.
