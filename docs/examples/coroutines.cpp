@@ -18,6 +18,7 @@
 #include <weft/task.hpp>
 #include <weft/task_graph.hpp>
 #include <weft/task_scope.hpp>
+#include <weft/task_when.hpp>
 #include <weft/wait_group.hpp>
 
 namespace {

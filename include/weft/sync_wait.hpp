@@ -9,10 +9,12 @@
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "weft/event.hpp"
 #include "weft/pool.hpp"
 #include "weft/task.hpp"
+#include "weft/task_when.hpp"
 
 namespace weft {
 
@@ -173,6 +175,22 @@ template <class... T>
 typename WhenAny<T...>::value_type sync_wait(WhenAny<T...>&& any) {
   WhenAny<T...> owned = std::move(any);
   return detail::sync_wait_impl<WhenAny<T...>, typename WhenAny<T...>::value_type>(owned);
+}
+
+// sync_wait over weft::when_all(std::vector<Task<T>>): their values in the vector's order, or the first exception
+// in that order.
+template <class T>
+std::vector<detail::when_all_value_t<T>> sync_wait(WhenAllRange<T>&& all) {
+  WhenAllRange<T> owned = std::move(all);
+  return detail::sync_wait_impl<WhenAllRange<T>, std::vector<detail::when_all_value_t<T>>>(owned);
+}
+
+// sync_wait over weft::when_any(std::vector<Task<T>>): the first Task to end, its index and value, or its
+// exception; the others run on to their ends after this returns (see WhenAnyRange).
+template <class T>
+typename WhenAnyRange<T>::value_type sync_wait(WhenAnyRange<T>&& any) {
+  WhenAnyRange<T> owned = std::move(any);
+  return detail::sync_wait_impl<WhenAnyRange<T>, typename WhenAnyRange<T>::value_type>(owned);
 }
 
 // Fire and forget: runs the Task as a task on `pool`, and nobody waits for it. pool.spawn(task) is the same call

@@ -31,6 +31,7 @@
 #include "weft/task_graph.hpp"
 #include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
+#include "weft/task_when.hpp"
 #include "weft/timer.hpp"
 #include "weft/trace.hpp"
 #include "weft/version.hpp"

@@ -47,6 +47,7 @@
 #include "weft/task_graph.hpp"
 #include "weft/task_group.hpp"
 #include "weft/task_scope.hpp"
+#include "weft/task_when.hpp"
 #include "weft/timer.hpp"
 #include "weft/trace.hpp"
 #include "weft/wait_group.hpp"
@@ -713,6 +714,32 @@ weft::Task<void> settle_both() {
   auto [a, b] = co_await weft::when_all_settled(may_fail(), other());
   if (!a.has_value()) log(a.error);  // b is independent of a's failure
   (void)b;
+}
+// task_when.hpp: the forms over a vector
+weft::Task<int> square(int i) { co_return i* i; }
+weft::Task<int> sum_of_squares(int n) {
+  std::vector<weft::Task<int>> parts;
+  for (int i = 1; i <= n; ++i) parts.push_back(square(i));
+  int sum = 0;
+  for (int v : co_await weft::when_all(std::move(parts))) sum += v;
+  co_return sum;
+}
+weft::Task<std::string> fetch(std::string url) { co_return url; }
+weft::Task<std::size_t> first_mirror(const std::vector<std::string>& urls) {
+  std::vector<weft::Task<std::string>> mirrors;
+  for (const auto& url : urls) mirrors.push_back(fetch(url));
+  weft::WhenAnyResult<std::string> first = co_await weft::when_any(std::move(mirrors));
+  co_return first.index;
+}
+weft::Task<int> may_fail(int i) {
+  if (i == 2) throw std::runtime_error("two");
+  co_return i;
+}
+weft::Task<std::size_t> count_outcomes() {
+  std::vector<weft::Task<int>> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(may_fail(i));
+  std::vector<weft::Settled<int>> outcomes = co_await weft::when_all_settled(std::move(jobs));
+  co_return outcomes.size();
 }
 weft::Task<int> count_until_stopped(weft::Pool& pool) {
   co_await pool.schedule();
