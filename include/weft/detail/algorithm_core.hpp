@@ -99,11 +99,10 @@ struct Blocks {
 // op(...op(op(T(tr(x0)), tr(x1)), tr(x2))..., tr(x[n-1])) over n >= 1 elements: the partial of one block.
 template <class T, class It, class Op, class Tr>
 [[nodiscard]] T fold_block(It it, std::size_t n, const Op& op, const Tr& tr) {
+  // The iterator alone walks (no index beside it), so the loop compiles as oneTBB's does, by pointer.
+  const It last = std::next(it, static_cast<std::iter_difference_t<It>>(n));
   T acc(std::invoke(tr, *it));
-  for (std::size_t k = 1; k < n; ++k) {
-    ++it;
-    acc = std::invoke(op, std::move(acc), std::invoke(tr, *it));
-  }
+  for (++it; it != last; ++it) acc = std::invoke(op, std::move(acc), std::invoke(tr, *it));
   return acc;
 }
 
