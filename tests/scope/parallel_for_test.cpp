@@ -282,10 +282,10 @@ TEST_CASE("long loops and reductions from an outside thread: the caller sleeps a
     const Watchdog watchdog(named("long loops", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     std::mt19937_64 rng(seed_for("long loops"));
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 2; ++round) {
       const auto n = static_cast<int>(2000 + rng() % 3000);
       std::vector<unsigned> cost(static_cast<std::size_t>(n));
-      for (auto& c : cost) c = static_cast<unsigned>(rng() % 4000);
+      for (auto& c : cost) c = static_cast<unsigned>(rng() % 2000);
       RunCounts runs(static_cast<std::size_t>(n));
       weft::parallel_for(pool, 0, n, [&](int i) {
         runs.ran(static_cast<std::size_t>(i));
@@ -298,7 +298,7 @@ TEST_CASE("long loops and reductions from an outside thread: the caller sleeps a
     weft::parallel_for(pool, 0, 8, [&](int i) {
       weft::parallel_for(pool, 0, 600, [&](int j) {
         cells.ran(static_cast<std::size_t>(i * 600 + j));
-        busy_work(2000);
+        busy_work(1000);
       });
     });
     check_exactly_once(cells);
@@ -306,7 +306,7 @@ TEST_CASE("long loops and reductions from an outside thread: the caller sleeps a
     std::exception_ptr error;
     try {
       weft::parallel_for(pool, 0, 4000, [](int i) {
-        busy_work(2000);
+        busy_work(1000);
         if (i == 3333) throw LoopFailure("at 3333");
       });
     } catch (...) {
@@ -321,7 +321,7 @@ TEST_CASE("long loops and reductions from an outside thread: the caller sleeps a
       std::atomic<int> ran{0};
       auto loop = scope.parallel_for(0, 4000, [&](int) {
         if (ran.fetch_add(1) == 100) scope.cancel();
-        busy_work(2000);
+        busy_work(1000);
       });
       CHECK(scope.run_and_wait() == weft::RunStatus::Cancelled);
       CHECK(ran.load() <= 4000);
