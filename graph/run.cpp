@@ -62,7 +62,7 @@ bool RunState::is_caller_inside() const noexcept {
   return current() == this || detail::SubflowAccess::current_child_run() == this;
 }
 
-RunStatus RunState::wait() {
+RunStatus RunState::wait(bool spin_outside) {
   // The innermost first: a child runs nested inside its node's join on one worker, inside both.
   if (detail::SubflowAccess::current_child_run() == this)
     throw would_deadlock(
@@ -73,7 +73,7 @@ RunStatus RunState::wait() {
         "weft::Run::wait: called from inside one of the run's own nodes; the run cannot end while it waits");
   if (!done()) fiber::require_stack("weft::Run::wait (or TaskScope::wait)");
   help_as_outside_waiter();
-  (void)wait_until(sync::Clock::time_point::max());
+  (void)wait_until(sync::Clock::time_point::max(), spin_outside);
   if (has_error_.load(std::memory_order_acquire)) std::rethrow_exception(first_error_);
   return cancelled() ? RunStatus::Cancelled : RunStatus::Completed;
 }
@@ -84,8 +84,9 @@ void RunState::help_as_outside_waiter() noexcept {
   (void)help_from_own_slot([this] { return done(); });
 }
 
-bool RunState::wait_until(sync::Clock::time_point deadline) {
-  return sync::wait_until([this] { return done(); }, done_signal_, deadline);
+bool RunState::wait_until(sync::Clock::time_point deadline, bool spin_outside) {
+  return sync::wait_until([this] { return done(); }, done_signal_, deadline,
+                          spin_outside ? sync::kOutsideSpin : std::chrono::nanoseconds::zero());
 }
 
 void RunState::wait_quietly() noexcept {

@@ -66,8 +66,9 @@ class RunState {
   void set_noun(const char* noun) noexcept { noun_ = noun; }
 
   // For Run.
-  RunStatus wait();
-  bool wait_until(sync::Clock::time_point deadline);
+  // `spin_outside` false: a thread that is not a worker sleeps at once (a wait known to be long).
+  RunStatus wait(bool spin_outside = true);
+  bool wait_until(sync::Clock::time_point deadline, bool spin_outside = true);
   void cancel() noexcept;
   [[nodiscard]] bool done() const noexcept { return done_.load(std::memory_order_acquire); }
   // detail::GraphAccess::attach_waiter: a coroutine's waiter, woken by complete() after done_ is set; false if

@@ -123,7 +123,9 @@ const graph::RunState* detail::SubflowAccess::current_child_run() noexcept {
   return child != nullptr ? child->run_ : nullptr;
 }
 
-void Subflow::join() {
+void Subflow::join() { join(true); }
+
+void Subflow::join(bool spin_outside) {
   // The running child counts in each of its ancestors' children until it returns: joining one of them
   // from here could never end. A child joining its own Subflow (the usual case) is none of its own ancestors:
   // it skips the walk, which costs a load per level of nesting (callgrind, fib(20) through Subflow: a
@@ -149,7 +151,7 @@ void Subflow::join() {
   // wait, and nothing to reset (only a wait announces a sleeper, and it resets the count before it returns).
   if (!has_unfinished()) return;
   fiber::require_stack("weft::Subflow::join");
-  join_children();
+  join_children(spin_outside);
 }
 
 // How a joiner sleeps: it announces itself first, so that the last child knows to wake it.
@@ -170,12 +172,13 @@ void Subflow::announce_sleeper() noexcept {
   if (!children_.announce()) run_->finish_unit();  // never the run's last: this joiner's execution holds another
 }
 
-void Subflow::join_children() noexcept {
+void Subflow::join_children(bool spin_outside) noexcept {
   // An outside thread running this node (it helps its run) does not run the children itself: they are
   // usually a parallel_for's chunks, and with every worker busy the caller would be one thread more than there
   // are cores, which slows a compute-bound parallel_for (docs/perf-log.md).
   JoinSleeper sleeper{*this};
-  sync::wait_until([this] { return !has_unfinished(); }, sleeper);
+  sync::wait_until([this] { return !has_unfinished(); }, sleeper, sync::Clock::time_point::max(),
+                   spin_outside ? sync::kOutsideSpin : std::chrono::nanoseconds::zero());
   // No child is left to touch the count (the last one's decrement was its final access): clear the announcement,
   // whose unit that child owns now.
   children_.reset();

@@ -155,7 +155,7 @@ Pool& GraphAccess::pool_of(const Run& run) noexcept { return run.state_->pool();
 
 void GraphAccess::cancel_live(void* live) noexcept { static_cast<graph::RunState*>(live)->cancel(); }
 
-RunStatus GraphAccess::wait(Run& run, const Caller& caller) {
+RunStatus GraphAccess::wait(Run& run, const Caller& caller, bool spin_outside) {
   if (run.state_ != nullptr && run.state_->is_caller_inside()) {
     std::string message = caller.call;
     message += ": called from inside one of the run's own ";
@@ -163,6 +163,7 @@ RunStatus GraphAccess::wait(Run& run, const Caller& caller) {
     message += "s (or a subflow child of one); the run cannot end while it waits";
     throw would_deadlock(message);
   }
+  if (!spin_outside && run.state_ != nullptr) return run.state_->wait(false);
   return run.wait();
 }
 

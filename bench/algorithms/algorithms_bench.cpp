@@ -15,7 +15,8 @@
 // histogram of 2^24 values through weft::PerWorker against tbb::combinable (local() once per element, the
 // lookup measured).
 // The head-to-head light rows: a sum of 10^7 int32 into an int64 (reduce_sum_int32_10M), and a parallel_for over
-// 10^4 items of one LCG step each (parallel_for_lcg_10000), each against oneTBB's default partitioner.
+// 10^4 and 10^6 items of one LCG step each (parallel_for_lcg_10000, parallel_for_lcg_1000000), each against
+// oneTBB's default partitioner.
 //
 // Both libraries get 2 threads (WEFT_BENCH_THREADS to change): a weft Pool of 2 workers, and a oneTBB
 // task_arena of 2 slots, one of which is the calling thread's (so oneTBB runs on the caller and one worker; weft
@@ -662,7 +663,8 @@ void bm_small_for(benchmark::State& state, std::size_t n, Front front) {
 }
 
 // --- the light loop of the head-to-head comparison: one LCG step per item, out[i] = out[i] * a + c over 10^4
-// uint64 items a call (the body a `for` over items of almost no work: what the split, start and join cost). ---
+// uint64 items a call (the body a `for` over items of almost no work: what the split, start and join cost), and
+// over 10^6 (how evenly the work is shared). ---
 constexpr std::uint64_t kLcgMul = 6364136223846793005ULL;
 constexpr std::uint64_t kLcgAdd = 1442695040888963407ULL;
 
@@ -836,11 +838,13 @@ int main(int argc, char** argv) {
           ->UseManualTime();
     }
   }
-  for (const bool weft : {true, false}) {
-    const std::string name = std::string("parallel_for_lcg_10000/") + (weft ? "weft" : "oneTBB");
-    benchmark::RegisterBenchmark(name.c_str(), [weft](benchmark::State& s) { bm_lcg_for(s, 10'000, weft); })
-        ->Unit(benchmark::kMicrosecond)
-        ->UseManualTime();
+  for (const std::size_t n : {std::size_t{10'000}, std::size_t{1'000'000}}) {
+    for (const bool weft : {true, false}) {
+      const std::string name = "parallel_for_lcg_" + std::to_string(n) + (weft ? "/weft" : "/oneTBB");
+      benchmark::RegisterBenchmark(name.c_str(), [n, weft](benchmark::State& s) { bm_lcg_for(s, n, weft); })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseManualTime();
+    }
   }
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", TBB_runtime_version());

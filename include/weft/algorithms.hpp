@@ -100,9 +100,12 @@ template <std::random_access_iterator It, class T, class Op = std::plus<>>
       return n == 0 ? init
                     : T(std::invoke(op, std::move(init), detail::fold_block<T>(first, n, op, detail::Identity{})));
     }
-    return detail::run_algorithm<T>(pool, "weft::parallel_reduce", [&](Subflow& sf) {
-      return detail::reduce_core(sf, first, n, std::move(init), op, detail::Identity{}, grain, kUnlimited);
-    });
+    return detail::run_algorithm<T>(
+        pool, "weft::parallel_reduce",
+        [&](Subflow& sf) {
+          return detail::reduce_core(sf, first, n, std::move(init), op, detail::Identity{}, grain, kUnlimited);
+        },
+        detail::long_share(n, pool.size()));
   } else {
     return init;
   }
@@ -133,9 +136,12 @@ template <std::random_access_iterator It, class T, class Op, class Tr>
         return n == 0 ? init
                       : T(std::invoke(reduce, std::move(init), detail::fold_block<T>(first, n, reduce, transform)));
       }
-      return detail::run_algorithm<T>(pool, "weft::parallel_transform_reduce", [&](Subflow& sf) {
-        return detail::reduce_core(sf, first, n, std::move(init), reduce, transform, grain, kUnlimited);
-      });
+      return detail::run_algorithm<T>(
+          pool, "weft::parallel_transform_reduce",
+          [&](Subflow& sf) {
+            return detail::reduce_core(sf, first, n, std::move(init), reduce, transform, grain, kUnlimited);
+          },
+          detail::long_share(n, pool.size()));
     }
   }
   return init;
@@ -276,9 +282,10 @@ Out blocking_scan(Pool& pool, const char* call, It first, It last, Out out, std:
   if (make_blocks(n, grain, pool.size()).count <= 1) {
     if (n != 0) scan_block(first, out, n, std::move(init), op, inclusive);
   } else {
-    static_cast<void>(run_algorithm<Unit>(pool, call, [&](Subflow& sf) {
-      return scan_core(sf, first, n, out, std::move(init), op, inclusive, grain, kUnlimited);
-    }));
+    static_cast<void>(run_algorithm<Unit>(
+        pool, call,
+        [&](Subflow& sf) { return scan_core(sf, first, n, out, std::move(init), op, inclusive, grain, kUnlimited); },
+        long_share(n, pool.size())));
   }
   return out + static_cast<std::iter_difference_t<Out>>(n);
 }

@@ -36,6 +36,7 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
   // index in it (the pool's tasks then run it all). Not on a pool that is shut down: that is refused (below) as
   // for any loop.
   std::size_t first = 0;
+  bool long_rest = false;
   const bool whole = n == 1 || (grain != 0 && n <= grain);
   if ((whole || grain == 0) && !pool.closed()) {
     std::exception_ptr error;
@@ -45,7 +46,7 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
           body(0, n);
           first = n;
         } else {
-          first = run_while_small(body, n, pool.size());
+          first = run_while_small(body, n, pool.size(), long_rest);
         }
       } catch (...) {
         error = std::current_exception();
@@ -59,14 +60,16 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
   const std::size_t left = n - first;
   TaskGraph graph;
   graph.add_node(
-      [&rest, left, grain](Subflow& sf) {
+      [&rest, left, grain, long_rest](Subflow& sf) {
         bool complete = false;
         // A piece's exception already went to the run, which wait() rethrows: nothing more to do with it.
-        static_cast<void>(run_split(rest, sf, left, grain, kUnlimited, complete));
+        static_cast<void>(run_split(rest, sf, left, grain, kUnlimited, complete, long_rest));
       },
       NodeOptions{.name = "parallel_for"});
   // Errors of the run (pool_closed) name weft::parallel_for, the call the user made.
-  GraphAccess::run(graph, pool, Caller{"weft::parallel_for"}).wait();
+  // A rest predicted long: an outside caller sleeps at once rather than spin beside the workers (kLongRest).
+  Run run = GraphAccess::run(graph, pool, Caller{"weft::parallel_for"});
+  (void)GraphAccess::wait(run, Caller{"weft::parallel_for"}, !long_rest);
 }
 }  // namespace detail
 
@@ -84,8 +87,10 @@ void run_blocking_for(Pool& pool, const Body& body, std::size_t n, std::size_t g
 //   workers costs): a loop that small runs entirely inline. The rest is cut into about 4 pieces per worker,
 //   each run as chunks of about 1/64 of a worker's share (f(lo, hi) is called about 64 times per worker, as
 //   oneTBB's auto_partitioner does), and a piece that is running gives half of what it has left to workers
-//   that ran dry. grain g > 0: chunks of at most g indices. A range of one index, or of at most `grain`, runs
-//   inline in the calling thread.
+//   that ran dry. While the workers run the rest, a calling thread that is not a worker waits: it looks for
+//   the end for a moment before it sleeps, unless the rest is predicted (at the pace of its start) to take a
+//   worker 100 microseconds or more, when it sleeps at once and leaves the cores to the workers. grain g > 0:
+//   chunks of at most g indices. A range of one index, or of at most `grain`, runs inline in the calling thread.
 // - Callable from any thread, and from inside a weft task or job (nested loops): a waiting worker runs other
 //   tasks meanwhile. The first exception thrown by f stops the chunks not yet started and is rethrown here.
 //   Throws pool_closed if the pool is shutting down.

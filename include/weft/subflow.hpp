@@ -33,6 +33,7 @@ class RunState;    // graph/run_state.hpp: one run of a TaskGraph
 }  // namespace graph
 namespace detail {
 struct SubflowAccess;  // graph/subflow_access.hpp: the executor's access to Subflow
+struct LongJoin;       // weft/detail/for_splitter.hpp: the parallel algorithms' join after long work
 
 // The state a SubflowChild handle shares with its child (Subflow::spawn_after). Public only because spawn_after is
 // a template; users name SubflowChild. Freed with the last of: the handles, the child, the successor edges.
@@ -248,6 +249,12 @@ class Subflow {
 
  private:
   friend struct detail::SubflowAccess;
+  friend struct detail::LongJoin;
+
+  // join(), with its refusals; `spin_outside` false: a thread that is not a worker sleeps at once rather than
+  // looking for a while first (a join known to wait long, where that thread's spin would only take a core from
+  // the workers that run the children).
+  void join(bool spin_outside);
 
   Subflow(graph::RunState& run, Subflow* parent, Priority priority, std::uint32_t node,
           std::uintptr_t owner_stack = 0) noexcept
@@ -383,7 +390,7 @@ class Subflow {
   void retain_spawned(detail::SelfTask* child, void (*destroy)(detail::SelfTask*) noexcept, std::string_view name);
   // join() without its refusals: the implicit joins (a node's or a child's end) must wait for the children,
   // which hold on to this Subflow until they finish.
-  void join_children() noexcept;
+  void join_children(bool spin_outside = true) noexcept;
   // Before a joiner sleeps: announces it, so that the last child wakes it (see children_).
   void announce_sleeper() noexcept;
   struct JoinSleeper;  // graph/subflow.cpp: join_children's way to sleep (announce_sleeper, then the signal)

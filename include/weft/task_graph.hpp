@@ -667,8 +667,9 @@ struct GraphAccess {
   // Cancels the run whose state run() stored (it stays alive while a node of it or a Run handle exists).
   static void cancel_live(void* live) noexcept;
   // Run::wait(), except that a call from inside the run (one of its nodes or their subflow children), which
-  // could never return, throws weft::would_deadlock naming caller.call.
-  static RunStatus wait(Run& run, const Caller& caller);
+  // could never return, throws weft::would_deadlock naming caller.call. `spin_outside` false: a thread that is
+  // not a worker sleeps at once instead of looking for a while first (a wait known to be long).
+  static RunStatus wait(Run& run, const Caller& caller, bool spin_outside = true);
   // For coroutines awaiting a run (weft/task.hpp) and a TaskScope's jobs: pushes `waiter` on the run's list of
   // waiters, woken once, on the thread that ends the run, after done() became true; false if the run is over
   // already (nothing pushed). `keep`, if given, is held by the run's state until the state is freed (so that the

@@ -61,9 +61,12 @@ inline constexpr std::chrono::microseconds kOutsideSpin{100};
 // Waits until ready() holds or the deadline passes (Clock::time_point::max(): none); returns ready().
 // On a worker of any weft pool the worker runs other tasks meanwhile; elsewhere the thread sleeps on `signal`.
 // `signal` is a Signal, or anything with Signal's sleep(ready, slice) that ends in one (a waiter that must
-// announce itself to its notifiers before each sleep: Subflow's join).
+// announce itself to its notifiers before each sleep: Subflow's join). `outside_spin`: how long a thread that is not
+// a worker looks before it sleeps (0 for a wait known to be long, where the spin would only take a core from the
+// workers).
 template <class Ready, class Sleeper = Signal>
-bool wait_until(Ready ready, Sleeper& signal, Clock::time_point deadline = Clock::time_point::max()) {
+bool wait_until(Ready ready, Sleeper& signal, Clock::time_point deadline = Clock::time_point::max(),
+                std::chrono::nanoseconds outside_spin = kOutsideSpin) {
   if (ready()) return true;
   if (engine::Worker* self = engine::Engine::this_thread_worker()) {
     return self->engine.wait_on_worker(*self, ready, deadline,
@@ -74,7 +77,9 @@ bool wait_until(Ready ready, Sleeper& signal, Clock::time_point deadline = Clock
   // CPU to a searching worker and cost a context switch each time (perf: a 50-node run's samples in
   // __schedule), which made a small run markedly longer (docs/perf-log.md). The spin is bounded
   // (kOutsideSpin), so on a machine with fewer cores than threads it delays the workers by at most that.
-  const auto spin_until = std::min(deadline, Clock::now() + kOutsideSpin);
+  const auto spin_until = outside_spin == std::chrono::nanoseconds::zero()
+                              ? Clock::time_point::min()
+                              : std::min(deadline, Clock::now() + outside_spin);
   while (Clock::now() < spin_until) {
     if (ready()) return true;
     atomics::cpu_relax();

@@ -9,6 +9,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "tests/scope/scope_test_support.hpp"
+#include "weft/algorithms.hpp"
 
 namespace {
 
@@ -267,6 +269,75 @@ TEST_CASE("a costly tail after an almost free prefix is shared, not run by the c
     CHECK(std::count(hits.begin(), hits.end(), std::uint8_t{1}) == kCount);
     CHECK(tail_on_caller.load() <= kTail / 2);
     CHECK(tail_threads.size() >= 2);
+  }
+}
+
+// A loop whose rest is predicted to take at least detail::kLongRest a worker, or a reduction or scan of at least
+// detail::kLongShare elements a worker: an outside caller then sleeps at once in the join instead of looking for the
+// end first. Random costs (so the pieces are stolen and split at random points), nesting, an exception and a
+// cancelled scope loop: every index still runs exactly once, or the error comes back, and nothing hangs.
+TEST_CASE("long loops and reductions from an outside thread: the caller sleeps at once, nothing is lost") {
+  for (const unsigned workers : {1u, 2u, 4u}) {
+    INFO("workers = " << workers);
+    const Watchdog watchdog(named("long loops", workers), patience(60));
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::mt19937_64 rng(seed_for("long loops"));
+    for (int round = 0; round < 2; ++round) {
+      const auto n = static_cast<int>(2000 + rng() % 3000);
+      std::vector<unsigned> cost(static_cast<std::size_t>(n));
+      for (auto& c : cost) c = static_cast<unsigned>(rng() % 2000);
+      RunCounts runs(static_cast<std::size_t>(n));
+      weft::parallel_for(pool, 0, n, [&](int i) {
+        runs.ran(static_cast<std::size_t>(i));
+        busy_work(cost[static_cast<std::size_t>(i)]);
+      });
+      check_exactly_once(runs);
+    }
+    // Nested: each outer index runs a long inner loop (the inner callers are workers, or the outside caller).
+    RunCounts cells(8 * 600);
+    weft::parallel_for(pool, 0, 8, [&](int i) {
+      weft::parallel_for(pool, 0, 600, [&](int j) {
+        cells.ran(static_cast<std::size_t>(i * 600 + j));
+        busy_work(1000);
+      });
+    });
+    check_exactly_once(cells);
+    // An exception in the long rest comes back; the pool goes on.
+    std::exception_ptr error;
+    try {
+      weft::parallel_for(pool, 0, 4000, [](int i) {
+        busy_work(1000);
+        if (i == 3333) throw LoopFailure("at 3333");
+      });
+    } catch (...) {
+      error = std::current_exception();
+    }
+    pool.wait_idle();  // see "an exception from f is rethrown"
+    REQUIRE(error != nullptr);
+    CHECK_THROWS_WITH_AS(std::rethrow_exception(error), "at 3333", LoopFailure);
+    // A cancelled scope loop ends, its job reporting that it did not complete.
+    {
+      weft::TaskScope scope{pool};
+      std::atomic<int> ran{0};
+      auto loop = scope.parallel_for(0, 4000, [&](int) {
+        if (ran.fetch_add(1) == 100) scope.cancel();
+        busy_work(1000);
+      });
+      CHECK(scope.run_and_wait() == weft::RunStatus::Cancelled);
+      CHECK(ran.load() <= 4000);
+      CHECK_THROWS(loop.get());  // cancelled before every index ran
+    }
+    // Reductions and scans long enough to count as long (kLongShare elements a worker and more).
+    const std::size_t size = std::size_t{1} << 21;
+    std::vector<std::int32_t> v(workers == 4 ? size * 2 : size);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>(i % 7);
+    const std::int64_t expected = std::accumulate(v.begin(), v.end(), std::int64_t{0});
+    CHECK(weft::parallel_reduce(pool, v.begin(), v.end(), std::int64_t{0}) == expected);
+    std::vector<std::int64_t> prefix(v.size());
+    weft::parallel_inclusive_scan(pool, v.begin(), v.end(), prefix.begin(), std::plus<std::int64_t>());
+    CHECK(prefix.back() == expected);
+    CHECK(prefix[v.size() / 2] ==
+          std::accumulate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2) + 1, std::int64_t{0}));
   }
 }
 

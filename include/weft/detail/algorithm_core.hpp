@@ -99,11 +99,10 @@ struct Blocks {
 // op(...op(op(T(tr(x0)), tr(x1)), tr(x2))..., tr(x[n-1])) over n >= 1 elements: the partial of one block.
 template <class T, class It, class Op, class Tr>
 [[nodiscard]] T fold_block(It it, std::size_t n, const Op& op, const Tr& tr) {
+  // The iterator alone walks (no index beside it), so the loop compiles as oneTBB's does, by pointer.
+  const It last = std::next(it, static_cast<std::iter_difference_t<It>>(n));
   T acc(std::invoke(tr, *it));
-  for (std::size_t k = 1; k < n; ++k) {
-    ++it;
-    acc = std::invoke(op, std::move(acc), std::invoke(tr, *it));
-  }
+  for (++it; it != last; ++it) acc = std::invoke(op, std::move(acc), std::invoke(tr, *it));
   return acc;
 }
 
@@ -135,7 +134,8 @@ Outcome<T> reduce_core(Subflow& sf, It first, std::size_t n, T init, const Op& o
     }
   };
   bool complete = false;
-  outcome.error = run_split(body, sf, blocks.count, block_grain(grain), concurrency, complete);
+  outcome.error = run_split(body, sf, blocks.count, block_grain(grain), concurrency, complete,
+                            long_share(n, sf.pool().size()));
   if (outcome.error || !complete) return outcome;
   T acc = std::move(init);
   for (std::optional<T>& partial : partials) acc = std::invoke(op, std::move(acc), std::move(*partial));
@@ -161,7 +161,8 @@ Outcome<T> range_reduce_core(Subflow& sf, std::size_t n, const T& identity, cons
     partials[lo].emplace(fold(blocks.begin(lo), blocks.end(hi - 1), T(identity)));
   };
   bool complete = false;
-  outcome.error = run_split(body, sf, blocks.count, block_grain(grain), concurrency, complete);
+  outcome.error = run_split(body, sf, blocks.count, block_grain(grain), concurrency, complete,
+                            long_share(n, sf.pool().size()));
   if (outcome.error || !complete) return outcome;
   std::optional<T> acc;
   for (std::optional<T>& partial : partials) {
@@ -220,7 +221,8 @@ Outcome<Unit> scan_core(Subflow& sf, It first, std::size_t n, Out out, std::opti
     }
   };
   bool complete = false;
-  outcome.error = run_split(sum_blocks, sf, blocks.count - 1, block_grain(grain), concurrency, complete);
+  outcome.error = run_split(sum_blocks, sf, blocks.count - 1, block_grain(grain), concurrency, complete,
+                            long_share(n, sf.pool().size()));
   if (outcome.error || !complete) return outcome;
   std::optional<T> offset = std::move(init);
   for (std::optional<T>& slot : carry) {
@@ -240,7 +242,8 @@ Outcome<Unit> scan_core(Subflow& sf, It first, std::size_t n, Out out, std::opti
     }
   };
   complete = false;
-  outcome.error = run_split(scan_blocks, sf, blocks.count, block_grain(grain), concurrency, complete);
+  outcome.error = run_split(scan_blocks, sf, blocks.count, block_grain(grain), concurrency, complete,
+                            long_share(n, sf.pool().size()));
   if (!outcome.error && complete) outcome.value.emplace();
   return outcome;
 }
@@ -397,13 +400,15 @@ Outcome<Unit> invoke_core(Subflow& sf, Tuple& fs) {
 
 // Runs core(Subflow&) -> Outcome<T> as the one node of a TaskGraph on `pool` and returns its value; Run::wait()
 // rethrows the first exception (and runs other tasks meanwhile on a worker, so nested calls neither idle a
-// worker nor deadlock). `call` names the public call in the run's own errors (pool_closed).
+// worker nor deadlock). `call` names the public call in the run's own errors (pool_closed). `long_work`: the
+// algorithm is known to take at least kLongRest, so a calling thread that is not a worker sleeps at once.
 template <class T, class Core>
-T run_algorithm(Pool& pool, const char* call, Core&& core) {
+T run_algorithm(Pool& pool, const char* call, Core&& core, bool long_work = false) {
   std::optional<T> result;
   TaskGraph graph;
   graph.add_node([&result, &core](Subflow& sf) { result = std::move(core(sf).value); }, NodeOptions{.name = call});
-  GraphAccess::run(graph, pool, Caller{call}).wait();
+  Run run = GraphAccess::run(graph, pool, Caller{call});
+  (void)GraphAccess::wait(run, Caller{call}, !long_work);
   if (!result) [[unlikely]] {
     // wait() returned, so no piece threw and nothing was cancelled: every piece ran. Not reached.
     throw std::logic_error(std::string(call) + ": internal error: the run ended without a result");

@@ -54,7 +54,12 @@ class IndexRange {
     if constexpr (std::invocable<const F&, I, I>) {
       f_(at(lo), at(hi));
     } else {
-      for (std::size_t k = lo; k < hi; ++k) f_(at(k));
+      // The index itself walks, its bound and f held in locals: a store of f that may alias first_ (a size_t
+      // index beside uint64_t data) cannot make the loop re-read it, so the loop compiles as a plain counted
+      // loop. Every value of i lies in [first, last], so ++i never overflows.
+      const F& f = f_;
+      const I end = at(hi);
+      for (I i = at(lo); i != end; ++i) f(i);
     }
   }
 
@@ -78,7 +83,13 @@ class StridedRange {
       : first_(first), magnitude_(magnitude), down_(down), f_(std::move(f)) {}
 
   void operator()(std::size_t lo, std::size_t hi) const {
-    for (std::size_t k = lo; k < hi; ++k) f_(at(k));
+    // The index walks by +-|step| in the unsigned type (wrapping past `last` after the final call is harmless),
+    // with its step and f in locals, so nothing is re-read from this object per index.
+    using U = std::make_unsigned_t<I>;
+    const F& f = f_;
+    const auto delta = static_cast<U>(down_ ? U{0} - static_cast<U>(magnitude_) : static_cast<U>(magnitude_));
+    auto u = static_cast<U>(at(lo));
+    for (std::size_t left = hi - lo; left != 0; --left, u = static_cast<U>(u + delta)) f(static_cast<I>(u));
   }
 
  private:
@@ -213,10 +224,12 @@ class ElementRange {
   void operator()(std::size_t lo, std::size_t hi) const {
     using D = std::iter_difference_t<It>;
     It begin = first_ + static_cast<D>(lo);
+    const It end = first_ + static_cast<D>(hi);
     if constexpr (std::invocable<const F&, It, It>) {
-      f_(begin, first_ + static_cast<D>(hi));
+      f_(begin, end);
     } else {
-      for (std::size_t k = lo; k < hi; ++k, ++begin) f_(*begin);
+      const F& f = f_;
+      for (; begin != end; ++begin) f(*begin);
     }
   }
 

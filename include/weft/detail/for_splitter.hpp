@@ -214,6 +214,20 @@ class ForSplitter {
 // starting the pool's workers on it costs (posting, waking a parked worker, joining), so a loop predicted to
 // take less runs inline, and one that turns out longer pays at most about this much serially first.
 inline constexpr std::chrono::microseconds kInlineBudget{20};
+// How long the rest of a loop, shared by the workers, must be predicted to take for the calling thread, if it is
+// not a worker, to sleep at once in the join: a thread outside the pool otherwise looks for the end for about
+// 100 us before it sleeps (the wait's spin, which lets a short run end without a sleep and a wake-up), and with
+// as many workers as cores that spin takes a core from a worker for as long (1.3 to 1.5x on a loop of 10^6
+// light items on 2 cores; docs/perf-log.md). A rest this long ends after the spin would have anyway.
+inline constexpr std::chrono::microseconds kLongRest{100};
+// Elements a worker's share of a reduction or scan must reach for its join to count as long (kLongRest): these
+// have no inline start to measure a pace, and a fold of 2^19 elements takes longer than kLongRest even at a tenth
+// of a nanosecond each.
+inline constexpr std::size_t kLongShare = std::size_t{1} << 19;
+[[nodiscard]] inline bool long_share(std::size_t n, unsigned workers) noexcept {
+  return n / std::max<unsigned>(workers, 1) >= kLongShare;
+}
+
 // How many blocks run_while_small runs between two looks at the clock, at most (it starts at 1 and doubles): a
 // look costs more than a block of a tiny body, and each look has just found the whole loop, at the pace so far,
 // within the budget.
@@ -226,11 +240,13 @@ inline constexpr std::size_t kMaxInlineStride = 8;
 // The clock is read after 1, 2, 4, then every kMaxInlineStride blocks (each stretch one body call): a loop
 // whose late indices are costly (a costly tail) runs at most that many blocks of them here (an eighth of a
 // worker's share) before the rest is shared. Exceptions of body propagate (nothing else has started).
+// `long_rest`, set when not all ran: whether the rest, shared by `workers` at the pace so far, is predicted to take
+// at least kLongRest.
 // Timed with the cycle clock, and not at every block: a steady_clock read per block was a large share of a small
 // loop's time, and even a cycle-clock read per block made a loop of tiny bodies several times slower
 // (docs/perf-log.md).
 template <class Body>
-[[nodiscard]] std::size_t run_while_small(const Body& body, std::size_t n, unsigned workers) {
+[[nodiscard]] std::size_t run_while_small(const Body& body, std::size_t n, unsigned workers, bool& long_rest) {
   const std::uint64_t start = now_cycles();
   // A constant where the clock's rate is one (x86); on ARM64 the rate is read from the CPU.
   const auto budget = static_cast<double>(kInlineBudget.count()) * static_cast<double>(cycles_per_microsecond());
@@ -247,11 +263,23 @@ template <class Body>
     const auto spent = static_cast<double>(now_cycles() - start);
     // The whole loop at the pace so far (spent * n / done, multiplied out); a loop that grows costlier is
     // stopped by `spent` itself.
-    if (spent * static_cast<double>(n) > budget * static_cast<double>(done)) break;
+    if (spent * static_cast<double>(n) > budget * static_cast<double>(done)) {
+      // The rest per worker at the same pace, spent * (n - done) / done / workers, against kLongRest.
+      const auto shares = static_cast<double>(done) * static_cast<double>(std::max<unsigned>(workers, 1));
+      long_rest = spent * static_cast<double>(n - done) >=
+                  static_cast<double>(kLongRest.count()) * static_cast<double>(cycles_per_microsecond()) * shares;
+      break;
+    }
     stride = std::min(stride * 2, kMaxInlineStride);
   }
   return done;
 }
+
+// Subflow's join for weft's templates, the calling thread sleeping at once when it is not a worker: for a join
+// after work predicted to last at least kLongRest.
+struct LongJoin {
+  static void join(Subflow& sf, bool long_work) { sf.join(!long_work); }
+};
 
 // Pool::run_here for weft's templates: runs `work()` (noexcept) on the calling thread as a task of `pool`.
 struct PoolRunHere {
@@ -264,10 +292,10 @@ struct PoolRunHere {
 // The body of a parallel_for node: splits, joins, and says how it went. Throws only after the join (so the
 // splitter on this frame outlives every piece), and only what starting threw (e.g. pool_closed), which the
 // run has not seen yet. Returns the first exception of a piece (the run has seen it) or null; `complete`
-// tells whether every index ran.
+// tells whether every index ran. `long_work`: the loop is predicted to take at least kLongRest (LongJoin).
 template <class Body>
 std::exception_ptr run_split(const Body& body, Subflow& sf, std::size_t n, std::size_t grain, unsigned concurrency,
-                             bool& complete) {
+                             bool& complete, bool long_work = false) {
   ForSplitter<Body> splitter(body, sf, n, grain, concurrency);
   std::exception_ptr start_error;
   try {
@@ -275,7 +303,7 @@ std::exception_ptr run_split(const Body& body, Subflow& sf, std::size_t n, std::
   } catch (...) {
     start_error = std::current_exception();  // e.g. pool_closed: pieces spawned so far still need the join
   }
-  sf.join();
+  LongJoin::join(sf, long_work && start_error == nullptr);
   complete = start_error == nullptr && splitter.complete();
   if (start_error) std::rethrow_exception(start_error);
   return splitter.error();

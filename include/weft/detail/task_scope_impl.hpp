@@ -109,8 +109,9 @@ Job<void> TaskScope::add_for_job(const char* who, std::span<const AnyJob> deps, 
                            // Automatic partitioning: this thread starts on the range, and a loop too small to
                            // be worth spawning for ends here (detail::run_while_small).
                            std::size_t first = 0;
+                           bool long_rest = false;
                            if (grain == 0 && concurrency == kUnlimited && !sf.cancelled()) {
-                             first = detail::run_while_small(body, n, sf.pool().size());
+                             first = detail::run_while_small(body, n, sf.pool().size(), long_rest);
                              if (first == n) {
                                state.set_done();
                                return;
@@ -121,7 +122,7 @@ Job<void> TaskScope::add_for_job(const char* who, std::span<const AnyJob> deps, 
                            };
                            bool complete = false;
                            const std::exception_ptr error = detail::run_split(rest, sf, n - first, grain, concurrency,
-                                                                              complete);
+                                                                              complete, long_rest);
                            // A chunk's exception already reached the run (the chunk rethrew it): only the job
                            // keeps it.
                            if (error) {
