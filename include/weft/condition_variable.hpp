@@ -16,6 +16,10 @@
 
 namespace weft {
 
+namespace detail {
+struct CoroWordAccess;
+}  // namespace detail
+
 // Contract:
 // - As std::condition_variable with std::unique_lock<std::mutex>: wait(lock) releases the mutex, waits for a
 //   notify, and holds the mutex again when it returns; spurious wake-ups happen (notify_one may release more
@@ -24,6 +28,8 @@ namespace weft {
 //   `lock` is locked again there), runs other tasks on a worker without fibers, and blocks elsewhere; so do the
 //   timed waits, until notified or the deadline.
 // - A lock that does not hold its mutex throws std::logic_error ("weft::ConditionVariable::wait: ...").
+// - In a weft::Task coroutine, `co_await weft::notified(cv, lock)` (weft/task.hpp) waits without holding a thread
+//   or a fiber stack.
 // - A task must not hold a std::mutex across a wait that may suspend, other than through this class: a
 //   std::mutex must be unlocked by the thread that locked it.
 // - Any member from any thread. Not copyable or movable. Destroy it only once no thread waits on it; a woken
@@ -83,6 +89,8 @@ class ConditionVariable {
   // The generation (notifies counted modulo 2^31), and whether a waiter sleeps on it
   // (weft/detail/primitive_word.hpp).
   std::atomic<std::uint32_t> generation_{0};
+
+  friend struct detail::CoroWordAccess;  // co_await weft::notified (weft/task.hpp) waits on the generation
 };
 
 }  // namespace weft

@@ -1,8 +1,9 @@
 // weft::Task<T>: a C++20 coroutine that runs on weft's pools, and what it may co_await: another Task, a
 // weft::Future, a weft::AsyncTask, a TaskScope's weft::Job, a TaskGraph's weft::Run, a weft::Event or WaitGroup,
-// Pool::schedule(); a Task's stop token (weft::with_stop_token, weft::this_coro::stop_token). weft::when_all,
-// when_any and when_all_settled over Tasks are in weft/task_when.hpp; sync_wait and spawn (which start a Task from
-// outside a coroutine) in weft/sync_wait.hpp; weft::Generator in weft/generator.hpp.
+// a weft::ConditionVariable (weft::notified), Pool::schedule(); a Task's stop token (weft::with_stop_token,
+// weft::this_coro::stop_token). weft::when_all, when_any and when_all_settled over Tasks are in
+// weft/task_when.hpp; sync_wait and spawn (which start a Task from outside a coroutine) in weft/sync_wait.hpp;
+// weft::Generator in weft/generator.hpp.
 #pragma once
 
 #include "weft/detail/require_cpp20.hpp"
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -23,6 +25,7 @@
 #include <utility>
 
 #include "weft/async_task.hpp"
+#include "weft/condition_variable.hpp"
 #include "weft/detail/coro_resumer.hpp"
 #include "weft/detail/coro_wait_list.hpp"
 #include "weft/detail/future_state.hpp"
@@ -269,6 +272,12 @@ class AsyncTaskAwaiter {
 // was taken, the count is zero). Throws std::bad_alloc, and std::length_error for a full Mode::Auto event.
 [[nodiscard]] bool coro_await_event(Event& event, std::coroutine_handle<> handle, bool* dropped);
 [[nodiscard]] bool coro_await_group(WaitGroup& group, std::coroutine_handle<> handle, bool* dropped);
+// co_await weft::notified(cv, lock): reads the generation with `lock` held, unlocks it, and parks the coroutine
+// until a notify bumps the generation (true), or returns false with `lock` unlocked if one did already. Awaited
+// from no pool's task, waits as cv.wait(lock) (the thread blocks) and returns false with `lock` held. Throws
+// std::bad_alloc (`lock` still held then).
+[[nodiscard]] bool coro_await_notify(ConditionVariable& cv, std::unique_lock<std::mutex>& lock,
+                                     std::coroutine_handle<> handle, bool* dropped);
 
 // Resumes `handle` as a task of `pool` (null: here, on this thread). A pool that refuses the task (shut down)
 // resumes it here after setting *dropped.
@@ -316,6 +325,32 @@ class WaitGroupAwaiter {
 
  private:
   WaitGroup& group_;
+  bool dropped_ = false;
+};
+
+class NotifiedAwaiter {
+ public:
+  NotifiedAwaiter(ConditionVariable& cv, std::unique_lock<std::mutex>& lock) noexcept : cv_(cv), lock_(lock) {}
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> awaiting) {
+    if (!lock_.owns_lock())
+      throw std::logic_error("co_await weft::notified: the lock does not hold its mutex (lock it before the wait)");
+    return coro_await_notify(cv_, lock_, awaiting, &dropped_);
+  }
+  // Locks the mutex again, on the thread the coroutine resumed on, before anything else; not when the pool
+  // refused the resumption: the coroutine then runs inside the notifier's notify, whose thread may hold the mutex.
+  void await_resume() {
+    if (dropped_) {
+      throw task_dropped(
+          "co_await weft::notified: the pool was shut down before it could resume the awaiting coroutine (the lock "
+          "does not hold the mutex)");
+    }
+    if (!lock_.owns_lock()) lock_.lock();
+  }
+
+ private:
+  ConditionVariable& cv_;
+  std::unique_lock<std::mutex>& lock_;
   bool dropped_ = false;
 };
 
@@ -650,6 +685,36 @@ inline detail::RunAwaiter operator co_await(const Run& run) noexcept { return de
 //   }
 inline detail::EventAwaiter operator co_await(Event& event) noexcept { return detail::EventAwaiter(event); }
 inline detail::WaitGroupAwaiter operator co_await(WaitGroup& group) noexcept { return detail::WaitGroupAwaiter(group); }
+
+// co_await weft::notified(cv, lock): ConditionVariable::wait(lock) for a coroutine. Releases `lock`, suspends until
+// a notify_one or notify_all of `cv` after this call, and holds the mutex again when the co_await returns.
+//
+// Contract:
+// - As ConditionVariable::wait: `lock` must hold its mutex (else std::logic_error); wake-ups may be spurious
+//   (notify_one may release more than one waiter), so re-check the condition in a loop, as the example does.
+// - The coroutine suspends without holding a thread or a fiber stack, and resumes as a task of the pool whose task
+//   suspended it, where it locks the mutex again (blocking that worker while another thread holds it, as a
+//   std::mutex does). A notify made under the mutex is therefore safe: the woken coroutine locks it on a worker.
+// - Awaited from no pool's task (a coroutine that sync_wait started on a plain thread, before its first
+//   suspension), it blocks that thread as cv.wait(lock) does.
+// - If the pool refuses to resume the coroutine (shut down), it resumes inside the notify that woke it, and the
+//   co_await throws weft::task_dropped without locking the mutex again (`lock` does not own it then: the
+//   notifier's thread may hold it).
+// - `cv` must outlive the wait. A coroutine whose notify never comes stays suspended, and its frame is never freed.
+//
+// Example:
+//   weft::Task<int> take(weft::Pool& pool, std::mutex& m, weft::ConditionVariable& cv, std::deque<int>& queue) {
+//     co_await pool.schedule();
+//     std::unique_lock lock(m);
+//     while (queue.empty()) co_await weft::notified(cv, lock);  // no worker waits meanwhile
+//     int item = queue.front();
+//     queue.pop_front();
+//     co_return item;
+//   }
+[[nodiscard]] inline detail::NotifiedAwaiter notified(ConditionVariable& cv,
+                                                      std::unique_lock<std::mutex>& lock) noexcept {
+  return detail::NotifiedAwaiter(cv, lock);
+}
 
 // Gives `task` a stop token to poll: the Task, and every Task it starts (by co_await or when_all) that was given
 // none of its own, read it with `co_await weft::this_coro::stop_token`. Returns the Task, to be started as any

@@ -167,7 +167,6 @@ template <class... T>
   return WhenAll<T...>(std::move(tasks)...);
 }
 
-
 // The awaitable weft::when_all(std::vector<Task<T>>) returns: WhenAll over a vector. co_await on it runs every
 // Task, in parallel on the pool whose task is awaiting it, and gives a std::vector of their values in the
 // vector's order (std::monostate for a Task<void>).
@@ -182,7 +181,8 @@ class [[nodiscard]] WhenAllRange {
   // The tasks to run; each must be valid and never started (checked when awaited).
   explicit WhenAllRange(std::vector<Task<T>> tasks) noexcept : tasks_(std::move(tasks)) {}
   // Takes over other's Tasks (before it is awaited; moving a started one throws std::logic_error).
-  WhenAllRange(WhenAllRange&& other) : tasks_(std::move(other.tasks_)) {  // NOLINT(performance-noexcept-move-constructor)
+  WhenAllRange(WhenAllRange&& other)
+      : tasks_(std::move(other.tasks_)) {  // NOLINT(performance-noexcept-move-constructor)
     if (other.started_) throw std::logic_error("weft::when_all: moved while awaited");
   }
   WhenAllRange& operator=(WhenAllRange&&) = delete;
@@ -213,7 +213,8 @@ class [[nodiscard]] WhenAllRange {
     // The first member is not started until this returns, so none of the others can be the last to end: the
     // awaiting coroutine (and this object, with the vector) lives on while the others are started.
     Pool* const pool = detail::coro_current_pool();
-    for (std::size_t i = 1; i < tasks_.size(); ++i) detail::start_elsewhere(pool, detail::TaskAccess::handle(tasks_[i]));
+    for (std::size_t i = 1; i < tasks_.size(); ++i)
+      detail::start_elsewhere(pool, detail::TaskAccess::handle(tasks_[i]));
     return detail::TaskAccess::handle(tasks_.front());
   }
   std::vector<detail::when_all_value_t<T>> await_resume() {
@@ -376,7 +377,6 @@ Task<std::tuple<Settled<T>...>> settle_all(Task<T>... tasks) {
   co_return std::move(settled);
 }
 
-
 // when_any over a vector: the members' shared state, with the list of their wrappers, which the starting thread
 // reads through a share of this state (the awaiting coroutine may end, and free its WhenAnyRange, meanwhile).
 template <class V>
@@ -456,7 +456,8 @@ class [[nodiscard]] WhenAny {
   void make_members(std::index_sequence<I...> /*indices*/) {
     std::size_t made = 0;
     try {
-      ((members_[I] = detail::any_member<detail::StoreAlternative<I>>(state_, I, std::move(std::get<I>(tasks_))).handle(),
+      ((members_[I] = detail::any_member<detail::StoreAlternative<I>>(state_, I, std::move(std::get<I>(tasks_)))
+                          .handle(),
         ++made),
        ...);
     } catch (...) {
@@ -476,7 +477,6 @@ template <class... T>
 [[nodiscard]] WhenAny<T...> when_any(Task<T>&&... tasks) noexcept {
   return WhenAny<T...>(std::move(tasks)...);
 }
-
 
 // The awaitable weft::when_any(std::vector<Task<T>>) returns: WhenAny over a vector of Tasks of one type. Gives the
 // first to end: its index in the vector and its value (std::monostate for a Task<void>), or rethrows its exception.
@@ -507,8 +507,9 @@ class [[nodiscard]] WhenAnyRange {
     for (Task<T>& task : tasks_) promises_.push_back(&detail::TaskAccess::handle(task).promise());
     try {
       for (std::size_t i = 0; i < tasks_.size(); ++i) {
-        state->members.push_back(detail::any_member<detail::StoreValue>(
-            std::shared_ptr<detail::AnyState<V>>(state), i, std::move(tasks_[i])).handle());
+        state->members.push_back(
+            detail::any_member<detail::StoreValue>(std::shared_ptr<detail::AnyState<V>>(state), i, std::move(tasks_[i]))
+                .handle());
       }
     } catch (...) {
       for (std::coroutine_handle<> member : state->members) member.destroy();  // frees them and their Tasks

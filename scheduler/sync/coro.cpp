@@ -1,11 +1,12 @@
 // The compiled half of weft's coroutines (weft/task.hpp): which pool a coroutine is running on, where a spawned
-// Task's exception goes, and how a coroutine waits on a weft::Event or WaitGroup without a thread. Everything
-// else of Task, sync_wait, spawn and when_all is inline in the headers.
+// Task's exception goes, and how a coroutine waits on a weft::Event, WaitGroup or ConditionVariable without a
+// thread. Everything else of Task, sync_wait, spawn and when_all is inline in the headers.
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "scheduler/fiber/fiber_lot.hpp"
 #include "scheduler/sync/coro_word.hpp"
 #include "scheduler/sync/word_protocol.hpp"
+#include "weft/condition_variable.hpp"
 #include "weft/detail/coro_resumer.hpp"
 #include "weft/event.hpp"
 #include "weft/pool.hpp"
@@ -33,6 +35,7 @@ void coro_report_error(Pool& pool, std::exception_ptr error) noexcept {
 struct CoroWordAccess {
   static std::atomic<std::uint32_t>& word(Event& event) noexcept { return event.state_; }
   static std::atomic<std::uint32_t>& word(WaitGroup& group) noexcept { return group.state_; }
+  static std::atomic<std::uint32_t>& word(ConditionVariable& cv) noexcept { return cv.generation_; }
 };
 
 }  // namespace detail
@@ -50,7 +53,7 @@ using Lot = fiber::BasicFiberLot<>;
 // fibers' wake-ups never scan coroutines and a build without fibers has it too.
 Lot coro_lot;
 
-enum class Kind : std::uint8_t { manual, automatic, group };
+enum class Kind : std::uint8_t { manual, automatic, group, generation };
 
 // One coroutine's wait on a word, on the heap (the awaiter in its frame only points here): the lot's entry,
 // what to resume and where. Freed just before the coroutine resumes.
@@ -61,6 +64,7 @@ struct WordAwait {
   std::coroutine_handle<> handle;
   Pool* pool = nullptr;  // where it resumes (the pool whose task suspended); null: on the waking thread
   bool* dropped = nullptr;
+  std::uint32_t seen = 0;  // Kind::generation: the generation read under the mutex; any other value is a notify
 };
 
 // Tries the wait once more: true if it may resume (the event is set, the count is zero, an Auto release was
@@ -80,6 +84,9 @@ bool try_or_park(WordAwait& w) noexcept {
         break;
       case Kind::group:
         if (value == 0) return true;
+        break;
+      case Kind::generation:
+        if (value != w.seen) return true;
         break;
       case Kind::automatic:
         if (word::auto_releases(value) != 0) {
@@ -177,6 +184,23 @@ bool await_word(std::atomic<std::uint32_t>& atom, Kind kind, std::coroutine_hand
   return true;
 }
 
+bool await_notify(std::atomic<std::uint32_t>& generation, std::unique_lock<std::mutex>& lock,
+                  std::coroutine_handle<> handle, bool* dropped) {
+  auto w = std::make_unique<WordAwait>();  // first: a failure leaves the lock held, nothing parked
+  w->word = &generation;
+  w->kind = Kind::generation;
+  w->handle = handle;
+  w->pool = detail::coro_current_pool();
+  w->dropped = dropped;
+  // Read with the mutex held, as ConditionVariable::wait does: a notify after the caller checked its condition
+  // (under the mutex) bumps the generation past this value, so the wait below cannot miss it.
+  w->seen = generation.load(std::memory_order_acquire) & kWordValue;
+  lock.unlock();
+  if (try_or_park(*w)) return false;  // notified already: await_resume locks again
+  (void)w.release();                  // parked: the lot's wake-up owns it now
+  return true;
+}
+
 }  // namespace
 
 void coro_wake_word(std::atomic<std::uint32_t>& word) noexcept {
@@ -199,6 +223,18 @@ bool coro_await_event(Event& event, std::coroutine_handle<> handle, bool* droppe
 
 bool coro_await_group(WaitGroup& group, std::coroutine_handle<> handle, bool* dropped) {
   return sync::await_word(CoroWordAccess::word(group), sync::Kind::group, handle, dropped);
+}
+
+bool coro_await_notify(ConditionVariable& cv, std::unique_lock<std::mutex>& lock, std::coroutine_handle<> handle,
+                       bool* dropped) {
+  if (coro_current_pool() == nullptr) {
+    // On a plain thread (sync_wait's, before the first suspension): a wake-up there would resume the coroutine
+    // inside the notifier's notify, where it would lock the mutex the notifier may hold. It blocks instead, as
+    // any plain thread's wait does.
+    cv.wait(lock);
+    return false;
+  }
+  return sync::await_notify(CoroWordAccess::word(cv), lock, handle, dropped);
 }
 
 }  // namespace detail

@@ -688,7 +688,8 @@ void start_member(weft::Pool& pool) {
   pool.spawn(greet());  // greet() returns a weft::Task<void>
 }
 
-// task.hpp: co_await on a Job, a Run, an Event and a WaitGroup; when_any and when_all_settled; stop tokens
+// task.hpp: co_await on a Job, a Run, an Event, a WaitGroup and a ConditionVariable; when_any and when_all_settled;
+// stop tokens
 weft::Task<int> use(weft::TaskScope& scope, weft::Job<int> job) {
   co_await scope.pool().schedule();
   co_return co_await job * 2;
@@ -700,6 +701,14 @@ weft::Task<void> after_graph(weft::TaskGraph& graph, weft::Pool& pool) {
 weft::Task<void> consumer(weft::Event& ready, weft::WaitGroup& pending) {
   co_await ready;    // no worker waits meanwhile
   co_await pending;  // every done() called
+}
+weft::Task<int> take(weft::Pool& pool, std::mutex& m, weft::ConditionVariable& cv, std::deque<int>& queue) {
+  co_await pool.schedule();
+  std::unique_lock lock(m);
+  while (queue.empty()) co_await weft::notified(cv, lock);  // no worker waits meanwhile
+  int item = queue.front();
+  queue.pop_front();
+  co_return item;
 }
 weft::Task<int> fetch(int where) { co_return where; }
 weft::Task<std::size_t> first_of(int primary, int mirror) {

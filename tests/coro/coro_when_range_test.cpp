@@ -190,7 +190,8 @@ TEST_CASE("the vector forms refuse an empty vector for when_any, and an empty or
     (void)weft::sync_wait(weft::when_any(with_hole()));
     FAIL("when_any over an empty Task");
   } catch (const std::logic_error& e) {
-    CHECK(message_has(e, "weft::when_any: the weft::Task is empty (default-constructed or moved from) (the Task at index 1)"));
+    CHECK(message_has(
+        e, "weft::when_any: the weft::Task is empty (default-constructed or moved from) (the Task at index 1)"));
   }
   CHECK_THROWS_WITH_AS((void)weft::when_all_settled(with_hole()),
                        "weft::when_all_settled: the weft::Task is empty (default-constructed or moved from) (the Task "
