@@ -672,8 +672,11 @@ inline detail::RunAwaiter operator co_await(const Run& run) noexcept { return de
 //   thread that signals, inside signal() or done().
 // - What the signalling thread did before signal() / done() is visible after the co_await.
 // - The primitive must outlive the wait: destroy it only once no thread and no coroutine waits on it (a
-//   coroutine resumed from it may destroy it at once). A coroutine suspended on a primitive that is never
-//   signalled stays suspended, and its frame is never freed.
+//   coroutine resumed from it may destroy it at once).
+// - A coroutine suspended on a primitive that is not signalled before its pool stops is resumed by the pool's
+//   shutdown (or destructor), after its workers joined, on that thread, and its co_await throws
+//   weft::task_dropped; so its frame is freed as it unwinds, and nothing is left pointing at the pool. One
+//   suspended outside any pool stays suspended until it is signalled.
 // - A Mode::Auto event counts a suspended coroutine among its waits in progress (std::length_error past 32,767).
 // - If the pool refuses to resume the coroutine (shut down), the co_await throws weft::task_dropped (an Auto
 //   event's signal is not consumed then).
@@ -700,7 +703,8 @@ inline detail::WaitGroupAwaiter operator co_await(WaitGroup& group) noexcept { r
 // - If the pool refuses to resume the coroutine (shut down), it resumes inside the notify that woke it, and the
 //   co_await throws weft::task_dropped without locking the mutex again (`lock` does not own it then: the
 //   notifier's thread may hold it).
-// - `cv` must outlive the wait. A coroutine whose notify never comes stays suspended, and its frame is never freed.
+// - `cv` must outlive the wait. A coroutine whose notify has not come when its pool stops is resumed by the
+//   shutdown with task_dropped, as for an Event (above).
 //
 // Example:
 //   weft::Task<int> take(weft::Pool& pool, std::mutex& m, weft::ConditionVariable& cv, std::deque<int>& queue) {

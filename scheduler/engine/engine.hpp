@@ -64,6 +64,13 @@ class RunningFrame {
   const unsigned thread_index_;
 };
 
+// What another part does with a pool once its engine has stopped: weft::sync's coroutine lot resumes, with
+// weft::task_dropped, the coroutines parked there for that pool (they could resume nowhere else, and the pool's
+// memory is about to go). Called by finish_shutdown after every worker joined, once per pool; set once, before
+// any pool stops (a static initializer of the part that sets it). Not on any hot path.
+using StoppedHook = void (*)(Pool& pool) noexcept;
+void set_stopped_hook(StoppedHook hook) noexcept;
+
 class Engine {
  public:
   // Validates the options (weft::invalid_option naming the field), starts the workers and waits until each
@@ -161,6 +168,9 @@ class Engine {
   [[nodiscard]] TimerQueue& timers() noexcept { return timers_; }
   // No shutdown has begun: post/submit are accepted (a snapshot: a shutdown may begin right after).
   [[nodiscard]] bool accepting() const noexcept { return lifecycle_.accepting(); }
+  // The shutdown has stopped the engine: no task of it starts any more (its workers are joined, or are being).
+  // Read with acquire; it stays true.
+  [[nodiscard]] bool stopped() const noexcept { return lifecycle_.state() == State::stopped; }
   // A DropPending shutdown (or shutdown_for's deadline) has begun: no pending task starts any more, and
   // front-ends stop work they run in place at its next boundary (a graph's next node). False after a Drain,
   // even once the pool has stopped: a Drain stops no accepted work.

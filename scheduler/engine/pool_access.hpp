@@ -35,6 +35,9 @@ struct PoolAccess {
 
   [[nodiscard]] static engine::Engine& engine(Pool& pool) noexcept { return *pool.engine_; }
 
+  // The pool's shutdown has stopped it: no task of it starts any more (engine::Engine::stopped).
+  [[nodiscard]] static bool stopped(const Pool& pool) noexcept { return pool.engine_->stopped(); }
+
   // The pool of the innermost task the calling thread runs, or null (engine::Engine::current_pool).
   [[nodiscard]] static Pool* current() noexcept { return engine::Engine::current_pool(); }
 

@@ -1,5 +1,6 @@
 // Shutdown: the gate closed and drained, the state raised (lifecycle.hpp), pending tasks dropped (and counted, user
 // work only), workers joined. Idle detection, which a Drain waits for, is idle.cpp's.
+#include <atomic>
 #include <string>
 
 #include "scheduler/engine/engine.hpp"
@@ -14,7 +15,12 @@ namespace {
 // Set by a dropped closure's destructor that had nothing left to do (Engine::note_drop_was_empty).
 thread_local bool tls_drop_was_empty = false;
 
+// Set once by a static initializer (weft::sync's coroutine lot), read by every shutdown after its join.
+std::atomic<StoppedHook> stopped_hook{nullptr};
+
 }  // namespace
+
+void set_stopped_hook(StoppedHook hook) noexcept { stopped_hook.store(hook, std::memory_order_release); }
 
 void Engine::begin_shutdown(State target, DropCause cause) {
   lifecycle_.close();
@@ -78,6 +84,11 @@ std::uint64_t Engine::finish_shutdown() {
   }
   count += dropped_by_waiters_.load(std::memory_order_relaxed);  // the joins ordered these
   dropped_.fetch_add(count, std::memory_order_relaxed);
+  // Coroutines parked for this pool (co_await on an Event, WaitGroup or ConditionVariable) resume here, on this
+  // thread, with task_dropped: lifecycle_.stop() above refuses any that would park from now on.
+  if (const StoppedHook hook = stopped_hook.load(std::memory_order_acquire); hook != nullptr && pool_ != nullptr) {
+    hook(*pool_);
+  }
   joined_ = true;
   idle_.notify();
   return count;

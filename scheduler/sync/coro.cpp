@@ -67,12 +67,18 @@ struct WordAwait {
   std::uint32_t seen = 0;  // Kind::generation: the generation read under the mutex; any other value is a notify
 };
 
-// Tries the wait once more: true if it may resume (the event is set, the count is zero, an Auto release was
-// taken); false once it is parked in the lot (then another thread owns it: nothing of it is touched after).
+// What trying a wait once more came to.
+enum class Outcome : std::uint8_t {
+  resume,   // it may resume: the event is set, the count is zero, an Auto release was taken, a notify came
+  parked,   // it is parked in the lot: another thread owns it now, and nothing of it is touched after
+  refused,  // not ready, and its pool has stopped: it resumes with task_dropped (drop below)
+};
+
+// Tries the wait once more (see Outcome).
 // Follows word::sleep: announce kWordWaiters with a CAS from a value that is not ready, then park only while the
 // word still holds it (the lot checks under its bucket's lock). The notifier's RMW clears the bit and, having
 // read it, wakes the word (PrimitiveParking::wake_all in wait_primitives.cpp, which also reaches this lot).
-bool try_or_park(WordAwait& w) noexcept {
+Outcome try_or_park(WordAwait& w) noexcept {
   std::atomic<std::uint32_t>& atom = *w.word;
   // acquire: a value that says ready makes what its notifier did before visible to the resumed coroutine.
   std::uint32_t seen = atom.load(std::memory_order_acquire);
@@ -80,17 +86,17 @@ bool try_or_park(WordAwait& w) noexcept {
     const std::uint32_t value = seen & kWordValue;
     switch (w.kind) {
       case Kind::manual:
-        if ((value & word::kEventSet) != 0) return true;
+        if ((value & word::kEventSet) != 0) return Outcome::resume;
         break;
       case Kind::group:
-        if (value == 0) return true;
+        if (value == 0) return Outcome::resume;
         break;
       case Kind::generation:
-        if (value != w.seen) return true;
+        if (value != w.seen) return Outcome::resume;
         break;
       case Kind::automatic:
         if (word::auto_releases(value) != 0) {
-          if (word::auto_take(atom)) return true;  // acquire inside: pairs with auto_signal's release
+          if (word::auto_take(atom)) return Outcome::resume;  // acquire inside: pairs with auto_signal's release
           seen = atom.load(std::memory_order_acquire);
           continue;
         }
@@ -106,9 +112,15 @@ bool try_or_park(WordAwait& w) noexcept {
       }
       seen |= kWordWaiters;
     }
+    // A stopped pool resumes nothing: the wait is refused rather than parked for good. The lot reads the same
+    // test again under its bucket's lock (after its fence), so a stop that comes after this look either finds the
+    // wait in the lot (the stopped hook's take_owned) or is seen there; then the loop comes back here.
+    const auto stopped = [&w]() noexcept { return w.pool != nullptr && detail::PoolAccess::stopped(*w.pool); };
+    if (stopped()) return Outcome::refused;
     w.waiter.word = &atom;
+    w.waiter.owner = w.pool;
     w.waiter.payload = &w;
-    if (coro_lot.enqueue_if(atom, seen, w.waiter)) return false;
+    if (coro_lot.enqueue_if(atom, seen, w.waiter, stopped)) return Outcome::parked;
     seen = atom.load(std::memory_order_acquire);  // the word changed meanwhile: judge the new value
   }
 }
@@ -122,6 +134,13 @@ void finish(WordAwait* w, bool dropped) noexcept {
   handle.resume();
 }
 
+// Resumes, with task_dropped, a wait that its pool will never resume: an Auto wait leaves its count first,
+// consuming no signal.
+void drop(WordAwait* w) noexcept {
+  if (w->kind == Kind::automatic) (void)word::auto_leave(*w->word, true);
+  finish(w, true);
+}
+
 // Runs a woken wait on the pool it came from: tries again, and resumes the coroutine or parks it again (a wake-up
 // may be spurious: another waiter took an Auto release first, or the wake was meant for an earlier object at the
 // same address).
@@ -133,15 +152,22 @@ class WokenWait {
   WokenWait(const WokenWait&) = delete;
   WokenWait& operator=(const WokenWait&) = delete;
   // Never run (the pool refused it, or dropped it at a shutdown): the coroutine resumes here, and its co_await
-  // throws weft::task_dropped. An Auto wait leaves its count first, consuming no signal.
+  // throws weft::task_dropped.
   ~WokenWait() {
-    if (w_ == nullptr) return;
-    if (w_->kind == Kind::automatic) (void)word::auto_leave(*w_->word, true);
-    finish(std::exchange(w_, nullptr), true);
+    if (w_ != nullptr) drop(std::exchange(w_, nullptr));
   }
   void operator()() noexcept {
     WordAwait* const w = std::exchange(w_, nullptr);
-    if (try_or_park(*w)) finish(w, false);
+    switch (try_or_park(*w)) {
+      case Outcome::resume:
+        finish(w, false);
+        break;
+      case Outcome::parked:
+        break;
+      case Outcome::refused:
+        drop(w);
+        break;
+    }
   }
 
  private:
@@ -158,6 +184,23 @@ void on_wake(WordAwait* w) noexcept {
   } catch (...) {
     // Refused: the WokenWait's destructor has resumed the coroutine with task_dropped.
   }
+}
+
+// The end of a co_await's first try: true if the coroutine suspends (parked: the lot's wake-up owns the wait now);
+// false if it goes on at once, ready or, its pool stopped, with *dropped set (an Auto wait has left its count).
+bool suspend_or_not(std::unique_ptr<WordAwait> w) noexcept {
+  switch (try_or_park(*w)) {
+    case Outcome::resume:
+      return false;
+    case Outcome::parked:
+      (void)w.release();
+      return true;
+    case Outcome::refused:
+      if (w->kind == Kind::automatic) (void)word::auto_leave(*w->word, true);
+      *w->dropped = true;
+      return false;
+  }
+  return false;
 }
 
 // Throws std::bad_alloc (nothing counted or parked then) and, for a full Auto event, std::length_error.
@@ -179,9 +222,7 @@ bool await_word(std::atomic<std::uint32_t>& atom, Kind kind, std::coroutine_hand
         break;
     }
   }
-  if (try_or_park(*w)) return false;
-  (void)w.release();  // parked: the lot's wake-up owns it now
-  return true;
+  return suspend_or_not(std::move(w));
 }
 
 bool await_notify(std::atomic<std::uint32_t>& generation, std::unique_lock<std::mutex>& lock,
@@ -196,10 +237,25 @@ bool await_notify(std::atomic<std::uint32_t>& generation, std::unique_lock<std::
   // (under the mutex) bumps the generation past this value, so the wait below cannot miss it.
   w->seen = generation.load(std::memory_order_acquire) & kWordValue;
   lock.unlock();
-  if (try_or_park(*w)) return false;  // notified already: await_resume locks again
-  (void)w.release();                  // parked: the lot's wake-up owns it now
-  return true;
+  return suspend_or_not(std::move(w));  // not suspended: await_resume locks again, unless dropped
 }
+
+// engine::StoppedHook: the waits parked for `pool` resume here with task_dropped (the pool has stopped and will
+// never run them; finish_shutdown calls this after its workers joined).
+void drop_parked(Pool& pool) noexcept {
+  Lot::Waiter* taken = coro_lot.take_owned(&pool);
+  while (taken != nullptr) {
+    Lot::Waiter* const next = taken->next;  // read first: the wait is freed as it resumes
+    drop(static_cast<WordAwait*>(taken->payload));
+    taken = next;
+  }
+}
+
+// Installs drop_parked before main: a program that parks coroutines links this file, and with it this object.
+struct InstallStoppedHook {
+  InstallStoppedHook() noexcept { engine::set_stopped_hook(&drop_parked); }
+};
+const InstallStoppedHook install_stopped_hook;
 
 }  // namespace
 
