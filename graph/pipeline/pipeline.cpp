@@ -22,18 +22,49 @@ namespace {
 
 }  // namespace
 
-void Pipeline::require_open(const char* who, std::uint32_t from) const {
-  if (from + 1 == stages_.size() && stages_.back().kind != StageKind::sink) return;
+void Pipeline::require_open(const char* who, std::uint32_t from, std::uint32_t port) const {
+  const Stage& stage = stages_[from];
+  if (port < stage.to.size() && stage.to[port] == kOpen) return;
   std::string message = who;
-  message += ": the stream of stage '" + stages_[from].name + "' of pipeline '" + name_ + "' already feeds stage '";
-  message += stages_[from + 1 < stages_.size() ? from + 1 : from].name;
-  message += "': a stream feeds exactly one stage";
+  message += ": the stream of stage '" + stage.name + "'";
+  if (stage.kind == StageKind::fork) message += " (branch " + std::to_string(port) + ")";
+  message += " of pipeline '" + name_ + "' ";
+  if (port >= stage.to.size()) {
+    message += "does not exist (a sink has no stream)";
+  } else {
+    const Stage& consumer = stages_[stage.to[port]];
+    if (consumer.kind == StageKind::fork) {
+      message += "was forked by stage '" + consumer.name + "': consume the branches it returned instead";
+    } else {
+      message += "already feeds stage '" + consumer.name +
+                 "': a stream feeds exactly one stage (to feed several, fork it with broadcast or split)";
+    }
+  }
   throw invalid_graph(message);
 }
 
-std::uint32_t Pipeline::add(const char* who, std::uint32_t from, StageKind kind, StageOptions options,
-                            std::unique_ptr<StageBody> body, std::size_t size, std::size_t align) {
-  if (kind != StageKind::source) require_open(who, from);
+bool Pipeline::complete() const noexcept {
+  for (const Stage& stage : stages_) {
+    for (const std::uint32_t to : stage.to) {
+      if (to == kOpen) return false;
+    }
+  }
+  return !stages_.empty();
+}
+
+const std::string& Pipeline::open_stage_name() const {
+  for (const Stage& stage : stages_) {
+    for (const std::uint32_t to : stage.to) {
+      if (to == kOpen) return stage.name;
+    }
+  }
+  return stages_.back().name;
+}
+
+std::uint32_t Pipeline::add(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind,
+                            StageOptions options, std::unique_ptr<StageBody> body, std::size_t size, std::size_t align,
+                            std::uint32_t outputs) {
+  if (kind != StageKind::source) require_open(who, from, port);
   const auto index = static_cast<std::uint32_t>(stages_.size());
   std::string name = options.name;
   if (name.empty()) name = kind == StageKind::source ? std::string("source") : "stage " + std::to_string(index);
@@ -75,7 +106,9 @@ std::uint32_t Pipeline::add(const char* who, std::uint32_t from, StageKind kind,
   options.name = name;
   slot_size_ = std::max(slot_size_, size);
   slot_align_ = std::max(slot_align_, align);
-  stages_.push_back(Stage{std::move(name), std::move(options), kind, std::move(body)});
+  std::vector<std::uint32_t> to(kind == StageKind::sink ? 0 : outputs, kOpen);  // before any change: may throw
+  stages_.push_back(Stage{std::move(name), std::move(options), kind, std::move(body), from, std::move(to)});
+  if (kind != StageKind::source) stages_[from].to[port] = index;
   return index;
 }
 

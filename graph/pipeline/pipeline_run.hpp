@@ -2,9 +2,11 @@
 // (pool tasks) that take items through the stages.
 //
 // Invariants:
+// - The stages form a tree from the source: each stage consumes one output of an earlier stage (next_ holds the
+//   consumer of each stage's first output); a fork stage (broadcast, split) has one output per branch.
 // - An item lives in a slot (a Slot header followed by storage for any of the pipeline's types). The slots
-//   alive in a segment (the stages between the source, or a fan-out stage, and the next fan-out stage or the
-//   sink) never exceed that segment's budget: the sum of capacity + concurrency of the stages consuming its
+//   alive in a segment (the stages between the source, a fan-out stage or a fork stage, and the next fan-out or
+//   fork stage or sink, every branch of a fork included) never exceed that segment's budget: the sum of capacity + concurrency of the stages consuming its
 //   items (plus 1, the source, in the first), capped at the source's StageOptions::live_tokens (so a slot is an
 //   item's token: taken before the source's call or a fan-out's next element, given back when the slot is
 //   freed: by the sink, or for an item filtered out or dropped once its marker has passed the Order::Input
@@ -30,7 +32,10 @@
 //   cost, and no item is alive but the source's, the carrier holding the source's turn runs every item through
 //   every stage itself, without locks (nobody else can reach a stage: every item comes from the source). It
 //   leaves the mode when items get slower, setting each Order::Input stage's next number to the source's.
-//   Pipelines with a fan-out stage always use the shared mode.
+//   Pipelines with a fan-out or fork stage always use the shared mode.
+// - A fork stage works as a fan-out stage does: its input becomes a fan state (the item), which hands out a copy
+//   per branch (broadcast; the last branch gets the item itself) or the item to one branch (split), each in a
+//   slot of the fork's own segment, numbered in that branch's order (Order::Input stages of a branch follow it).
 // - A carrier checks for a stop (an exception, an Overflow::Fail, a cancelled run) before each body. Once
 //   stopped, carriers leave their items where they are; after the last task ended, the run's owner destroys
 //   every item still in a slot, exactly once.
@@ -156,6 +161,8 @@ class Run {
   [[nodiscard]] bool run_solo(Slot* slot) noexcept;
   void run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
   void run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh) noexcept;
+  // The fan state in `fan` handed out its last element: destroys it, frees its slot, ends the stage's body.
+  void end_fan(Carrier& carrier, Slot* fan, std::uint32_t stage) noexcept;
   // Hands `slot` (an item, or a marker) to `stage` (kNone: out of the pipeline). `producer`: the stage whose
   // slot (0: the source's turn) the caller holds for this item, or kNone. Returns true if the item found an
   // Order::Any stage's Block inbox full and parked holding that slot: the caller must not release it, the stage
@@ -188,13 +195,14 @@ class Run {
   Subflow& subflow_;
   graph::RunState& run_state_;
   const std::vector<Pipeline::Stage>& stages_;
-  std::uint32_t last_;  // the sink
+  std::uint32_t last_;  // the last stage added (a pipeline without forks: its sink)
   std::size_t storage_offset_;
   std::size_t stride_;
   std::size_t align_;
   std::unique_ptr<StageState[]> states_;  // one per stage, each on its own cache lines
   [[nodiscard]] StageState& state(std::uint32_t stage) const noexcept;
   std::vector<std::uint32_t> segment_of_;  // the segment of the items a stage produces
+  std::vector<std::uint32_t> next_;        // the stage consuming a stage's (first) output, or kNone
   // Tracing (RunState::tracer): the recorder, or null; and each stage's name interned in it.
   tracing::TraceImpl* tracer_ = nullptr;
   std::vector<std::uint32_t> trace_names_;

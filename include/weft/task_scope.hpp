@@ -4,7 +4,9 @@
 
 #include "weft/detail/require_cpp20.hpp"
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -363,9 +365,29 @@ class TaskScope {
   // A fan-out stage: f(item) -> a range; each element goes on as an item of the resulting Stream.
   template <class T, class F>
   auto fan_out(const Stream<T>& in, F&& f, StageOptions options = {});
-  // The end of a pipeline: f(item) for every item. The Job<void> finishes when the whole pipeline did.
+  // The end of a pipeline (or of one branch of it): f(item) for every item. The Job<void> finishes when the
+  // whole pipeline did: with forks, when the last item has left every sink (each sink returns the same job).
   template <class T, class F>
   Job<void> sink(const Stream<T>& in, F&& f, StageOptions options = {});
+  // A fork stage that gives every item to N branches: returns N streams, each to be consumed by one stage;
+  // branch j < N - 1 gets a copy of each item (T must be copyable), branch N - 1 the item itself. `in` is
+  // consumed: giving it to another stage throws weft::invalid_graph. Each branch gets the items in the order
+  // the fork took them (a serial fork, the default, with Order::Input: the order of `in`). The slowest branch
+  // bounds the pipeline: the fork hands out an item's copies only while the branches' shared budget has room
+  // (see docs/pipelines.md). options.concurrency/capacity/order/overflow act as for any stage.
+  // Example: auto [left, right] = scope.broadcast<2>(values, {.name = "tee"});
+  template <std::size_t N, class T>
+  [[nodiscard]] std::array<Stream<T>, N> broadcast(const Stream<T>& in, StageOptions options = {});
+  // A fork stage that gives each item to exactly one of N branches, in turn (round-robin: item k of the fork to
+  // branch k mod N, k counted in the order the fork takes them). Items are moved, never copied.
+  // Example: auto [even, odd] = scope.split<2>(jobs);
+  template <std::size_t N, class T>
+  [[nodiscard]] std::array<Stream<T>, N> split(const Stream<T>& in, StageOptions options = {});
+  // A fork stage that gives each item to branch route(item) (route takes a const T& and returns an integer in
+  // 0 .. N - 1). Another value fails the run with std::out_of_range naming the stage, the pipeline and the value.
+  // Example: auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
+  template <std::size_t N, class T, class F>
+  [[nodiscard]] std::array<Stream<T>, N> split(const Stream<T>& in, F&& route, StageOptions options = {});
 
   // Starts the run. Throws graph_busy if the scope already ran (one-shot), else what TaskGraph::run throws
   // (pool_closed, invalid_option for an affinity past the pool's workers): the jobs then never run.
@@ -518,7 +540,11 @@ class TaskScope {
   // Checks `in` (valid, of this scope, not consumed yet) and adds the stage after it.
   template <class Out, class Body, class T>
   Stream<Out> add_stage(const char* who, const Stream<T>& in, detail::StageKind kind, std::unique_ptr<Body> body,
-                        StageOptions options, std::size_t size, std::size_t align);
+                        StageOptions options, std::size_t size, std::size_t align, std::uint32_t outputs = 1);
+  // Adds a fork stage (broadcast, split) after `in` and returns its N branches.
+  template <class T, std::size_t N, class Body>
+  std::array<Stream<T>, N> add_fork(const char* who, const Stream<T>& in, std::unique_ptr<Body> body,
+                                    StageOptions options, std::size_t size, std::size_t align);
   void require_building(const char* who) const;
   // KeepGoing, once the run is over: fills shared_->skipped_because from the run's outcomes.
   void note_skipped_jobs() noexcept;

@@ -2,6 +2,7 @@
 // weft/task_scope.hpp.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <ranges>
@@ -31,7 +32,7 @@ auto TaskScope::add_source(std::span<const AnyJob> deps, F&& f, StageOptions opt
     if (name.empty()) name = "pipeline " + std::to_string(graph_.size());
     const Priority priority = options.priority;
     auto pipeline = std::make_shared<detail::Pipeline>(shared_.get(), name);
-    (void)pipeline->add(who, 0, detail::StageKind::source, std::move(options),
+    (void)pipeline->add(who, 0, 0, detail::StageKind::source, std::move(options),
                         std::make_unique<detail::SourceBody<T, D>>(std::forward<F>(f)), sizeof(T), alignof(T));
     NodeOptions node;
     node.name = name;
@@ -127,10 +128,76 @@ Job<void> TaskScope::sink(const Stream<T>& in, F&& f, StageOptions options) {
   }
 }
 
+template <std::size_t N, class T>
+std::array<Stream<T>, N> TaskScope::broadcast(const Stream<T>& in, StageOptions options) {
+  static_assert(N >= 1 && N <= kMaxBranches,
+                "weft::TaskScope::broadcast<N>(stream): N must be 1 .. weft::kMaxBranches");
+  static_assert(std::is_copy_constructible_v<T>,
+                "weft::TaskScope::broadcast<N>(stream): every branch gets its own copy of each item, so the item "
+                "type must be copyable (share large or move-only data through a std::shared_ptr<const X>)");
+  if constexpr (std::is_copy_constructible_v<T> && N >= 1 && N <= kMaxBranches) {
+    using State = detail::BroadcastState<T>;
+    return add_fork<T, N>("weft::TaskScope::broadcast", in, std::make_unique<detail::BroadcastBody<T, N>>(),
+                          std::move(options), sizeof(State), alignof(State));
+  } else {
+    return {};
+  }
+}
+
+template <std::size_t N, class T>
+std::array<Stream<T>, N> TaskScope::split(const Stream<T>& in, StageOptions options) {
+  static_assert(N >= 1 && N <= kMaxBranches, "weft::TaskScope::split<N>(stream): N must be 1 .. weft::kMaxBranches");
+  if constexpr (N >= 1 && N <= kMaxBranches) {
+    using Body = detail::SplitBody<T, N, detail::RoundRobin>;
+    using State = detail::SplitState<T>;
+    auto body = std::make_unique<Body>(detail::RoundRobin{});
+    return add_fork<T, N>("weft::TaskScope::split", in, std::move(body), std::move(options), sizeof(State),
+                          alignof(State));
+  } else {
+    return {};
+  }
+}
+
+template <std::size_t N, class T, class F>
+std::array<Stream<T>, N> TaskScope::split(const Stream<T>& in, F&& route, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(N >= 1 && N <= kMaxBranches,
+                "weft::TaskScope::split<N>(stream, route): N must be 1 .. weft::kMaxBranches");
+  static_assert(detail::SplitRoute<D, T>,
+                "weft::TaskScope::split<N>(stream, route): route must take the item as const T& and return the "
+                "index (an integer, 0 .. N - 1) of the branch it goes to");
+  if constexpr (detail::SplitRoute<D, T> && N >= 1 && N <= kMaxBranches) {
+    constexpr const char* who = "weft::TaskScope::split";
+    detail::require_callable(route, who);
+    using Body = detail::SplitBody<T, N, D>;
+    using State = detail::SplitState<T>;
+    auto body = std::make_unique<Body>(std::forward<F>(route));
+    return add_fork<T, N>(who, in, std::move(body), std::move(options), sizeof(State), alignof(State));
+  } else {
+    return {};
+  }
+}
+
+template <class T, std::size_t N, class Body>
+std::array<Stream<T>, N> TaskScope::add_fork(const char* who, const Stream<T>& in, std::unique_ptr<Body> body,
+                                             StageOptions options, std::size_t size, std::size_t align) {
+  Body* named = body.get();
+  const Stream<T> forked = add_stage<T>(who, in, detail::StageKind::fork, std::move(body), std::move(options),
+                                        size > sizeof(T) ? size : sizeof(T), align > alignof(T) ? align : alignof(T),
+                                        static_cast<std::uint32_t>(N));
+  if constexpr (requires { named->name(std::string(), std::string()); }) {
+    named->name(forked.pipeline_->stage_name(forked.stage_), forked.pipeline_->name());
+  }
+  std::array<Stream<T>, N> branches;
+  for (std::size_t j = 0; j < N; ++j)
+    branches[j] = Stream<T>(forked.pipeline_, forked.stage_, static_cast<std::uint32_t>(j));
+  return branches;
+}
+
 template <class Out, class Body, class T>
 Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::StageKind kind,
-                                 std::unique_ptr<Body> body, StageOptions options, std::size_t size,
-                                 std::size_t align) {
+                                 std::unique_ptr<Body> body, StageOptions options, std::size_t size, std::size_t align,
+                                 std::uint32_t outputs) {
   require_building(who);
   if (!in.valid()) {
     std::string message = who;
@@ -140,12 +207,14 @@ Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::S
   }
   if (in.pipeline_->scope() != shared_.get()) {
     std::string message = who;
-    message += ": the stream of stage '" + in.pipeline_->last_stage_name() + "' of pipeline '" + in.pipeline_->name() +
+    message += ": the stream of stage '" + in.pipeline_->stage_name(in.stage_) + "' of pipeline '" +
+               in.pipeline_->name() +
                "' belongs to another TaskScope: a stage may only consume streams of its own "
                "scope";
     throw invalid_graph(message);
   }
-  const std::uint32_t index = in.pipeline_->add(who, in.stage_, kind, std::move(options), std::move(body), size, align);
+  const std::uint32_t index = in.pipeline_->add(who, in.stage_, in.port_, kind, std::move(options), std::move(body),
+                                                size, align, outputs);
   return Stream<Out>(in.pipeline_, index);
 }
 
