@@ -65,6 +65,41 @@ std::uint32_t Pipeline::add(const char* who, std::uint32_t from, std::uint32_t p
                             StageOptions options, std::unique_ptr<StageBody> body, std::size_t size, std::size_t align,
                             std::uint32_t outputs) {
   if (kind != StageKind::source) require_open(who, from, port);
+  const std::uint32_t index = push(who, from, port, kind, std::move(options), std::move(body), size, align, outputs);
+  if (kind != StageKind::source) stages_[from].to[port] = index;
+  return index;
+}
+
+std::uint32_t Pipeline::add_join(const char* who, const std::vector<Output>& inputs, StageKind kind,
+                                 StageOptions options, std::unique_ptr<StageBody> body, std::size_t size,
+                                 std::size_t align) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    require_open(who, inputs[i].stage, inputs[i].port);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (inputs[j].stage == inputs[i].stage && inputs[j].port == inputs[i].port) {
+        throw invalid_graph(std::string(who) + ": the stream of stage '" + stages_[inputs[i].stage].name +
+                            "' of pipeline '" + name_ + "' is given twice (inputs " + std::to_string(j) + " and " +
+                            std::to_string(i) + "): a stream feeds exactly one stage");
+      }
+    }
+  }
+  if (options.order != Order::Any) {
+    refuse_option(who, options.name.empty() ? "stage " + std::to_string(stages_.size()) : options.name, name_, "order",
+                  options.order == Order::Input ? "Order::Input" : std::to_string(static_cast<int>(options.order)),
+                  kind == StageKind::join ? "Order::Any: a join pairs its items by position or by key"
+                                          : "Order::Any: a merge takes its items as they arrive");
+  }
+  std::vector<Output> kept(inputs);  // before any change: may throw
+  const std::uint32_t index = push(who, inputs[0].stage, inputs[0].port, kind, std::move(options), std::move(body),
+                                   size, align, 1);
+  stages_[index].inputs = std::move(kept);
+  for (const Output& input : inputs) stages_[input.stage].to[input.port] = index;
+  return index;
+}
+
+std::uint32_t Pipeline::push(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind,
+                             StageOptions options, std::unique_ptr<StageBody> body, std::size_t size, std::size_t align,
+                             std::uint32_t outputs) {
   const auto index = static_cast<std::uint32_t>(stages_.size());
   std::string name = options.name;
   if (name.empty()) name = kind == StageKind::source ? std::string("source") : "stage " + std::to_string(index);
@@ -107,8 +142,7 @@ std::uint32_t Pipeline::add(const char* who, std::uint32_t from, std::uint32_t p
   slot_size_ = std::max(slot_size_, size);
   slot_align_ = std::max(slot_align_, align);
   std::vector<std::uint32_t> to(kind == StageKind::sink ? 0 : outputs, kOpen);  // before any change: may throw
-  stages_.push_back(Stage{std::move(name), std::move(options), kind, std::move(body), from, std::move(to)});
-  if (kind != StageKind::source) stages_[from].to[port] = index;
+  stages_.push_back(Stage{std::move(name), std::move(options), kind, std::move(body), from, std::move(to), port});
   return index;
 }
 

@@ -10,6 +10,7 @@
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
 #include "scheduler/atomics/cpu_relax.hpp"
+#include "weft/detail/pipeline_join.hpp"
 
 namespace weft::detail::pipeline {
 
@@ -61,31 +62,50 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
   stride_ = round_up(storage_offset_ + pipeline.slot_size(), align_);
   const std::size_t workers = subflow.pool().size();
   const std::size_t n = stages_.size();
-  // segment_in[k]: the segment of the items stage k consumes (the source: 0). Every stage comes after the one it
-  // consumes, so one pass in index order sees each producer's segment first.
-  std::vector<std::uint32_t> segment_in(n, 0);
+  // feeds[k]: the segments whose slots may hold the items stage k consumes; outs[k]: those of the items it
+  // makes. A fan-out or fork stage's items have a segment of their own (shared by every branch of a fork); a
+  // merge's are its inputs'; a join's tuples are built in input 0's slots. Every stage comes after the stages it
+  // consumes, so one pass in index order sees them first.
+  std::vector<std::vector<std::uint32_t>> feeds(n);
+  std::vector<std::vector<std::uint32_t>> outs(n);
   segment_of_.assign(n, 0);
   next_.assign(n, kNone);
   segments_.emplace_back();
   segments_[0].budget = 1;  // the source's item
+  outs[0] = {0};
   for (std::uint32_t k = 0; k < n; ++k) {
     if (!stages_[k].to.empty()) next_[k] = stages_[k].to[0];
   }
   for (std::uint32_t k = 1; k < n; ++k) {
     const Pipeline::Stage& stage = stages_[k];
-    segment_in[k] = segment_of_[stage.from];
-    const std::size_t concurrency = std::min<std::size_t>(stage.options.concurrency, workers + 1);
-    segments_[segment_in[k]].budget += stage.options.capacity + concurrency;
-    if (stage.kind == StageKind::fan_out || stage.kind == StageKind::fork) {
-      // A fan-out stage's elements, or a fork's copies (or, split, the items it routes), are new items of a
-      // segment of their own, shared by every branch of a fork.
-      solo_allowed_ = false;
-      segments_.emplace_back();
-      segments_.back().producer = k;
-      segment_of_[k] = static_cast<std::uint32_t>(segments_.size() - 1);
+    if (stage.inputs.empty()) {
+      feeds[k] = outs[stage.from];
     } else {
-      segment_of_[k] = segment_in[k];
+      for (const Pipeline::Output& input : stage.inputs) {
+        for (const std::uint32_t segment : outs[input.stage]) {
+          if (std::find(feeds[k].begin(), feeds[k].end(), segment) == feeds[k].end()) feeds[k].push_back(segment);
+        }
+      }
     }
+    const std::size_t concurrency = std::min<std::size_t>(stage.options.concurrency, workers + 1);
+    for (const std::uint32_t segment : feeds[k]) segments_[segment].budget += stage.options.capacity + concurrency;
+    switch (stage.kind) {
+      case StageKind::fan_out:
+      case StageKind::fork:
+        segments_.emplace_back();
+        segments_.back().producer = k;
+        segment_of_[k] = static_cast<std::uint32_t>(segments_.size() - 1);
+        outs[k] = {segment_of_[k]};
+        break;
+      case StageKind::join:
+        outs[k] = outs[stage.inputs[0].stage];
+        break;
+      default:
+        outs[k] = feeds[k];
+        break;
+    }
+    // run_solo takes one slot through the stages in index order: a chain of map stages and a sink only.
+    if (stage.kind != StageKind::map && stage.kind != StageKind::sink) solo_allowed_ = false;
   }
   // StageOptions::live_tokens: each segment's slots (an item alive holds one from its making to its end) are at
   // most that many, whatever the stages' options allow. Any budget >= 1 keeps the run going: a slot freed goes
@@ -116,23 +136,48 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
     state.overflow = options.overflow;
     state.ordered = k != 0 && options.order == Order::Input;
     if (state.ordered) {
+      // The numbers waiting are of items alive in the segments feeding the stage.
+      std::size_t span = 0;
+      for (const std::uint32_t segment : feeds[k]) span += segments_[segment].budget;
       std::size_t size = 1;
-      while (size < segments_[segment_in[k]].budget) size *= 2;
+      while (size < span) size *= 2;
       state.ring.assign(size, nullptr);
       state.mask = size - 1;
     }
   }
   // A marker leaving stage k (an item filtered out there, or dropped on its way into k) goes to the next
-  // Order::Input stage consuming the same segment, along the stages each consuming the one before; a fan-out or
-  // fork stage ends the segment (its items have numbers of their own).
+  // Order::Input stage along the stages each consuming the one before, or to a join by position (which loses
+  // the item's partners). A stage that numbers its items anew (fan-out, fork, merge, join) ends the walk, its
+  // own number included: a marker leaving it has no one to tell.
+  const auto renumbers = [](StageKind kind) {
+    return kind == StageKind::fan_out || kind == StageKind::fork || kind == StageKind::merge || kind == StageKind::join;
+  };
   for (std::uint32_t k = 0; k < n; ++k) {
-    if (states_[k].kind == StageKind::fan_out || states_[k].kind == StageKind::fork) continue;
-    for (std::uint32_t j = next_[k]; j != kNone && segment_in[j] == segment_in[k]; j = next_[j]) {
+    if (renumbers(states_[k].kind)) continue;
+    for (std::uint32_t j = next_[k]; j != kNone; j = next_[j]) {
+      if (states_[j].kind == StageKind::join) {
+        if (static_cast<JoinBody*>(states_[j].body)->by_position()) states_[k].next_ordered = j;
+        break;
+      }
       if (states_[j].ordered) {
         states_[k].next_ordered = j;
         break;
       }
-      if (states_[j].kind == StageKind::fan_out || states_[j].kind == StageKind::fork) break;
+      if (renumbers(states_[j].kind)) break;
+    }
+  }
+  // A join tells its inputs apart by the stage that numbered an item (and the branch, after a fork): walk back
+  // from each input to the source, fan-out, fork, merge or join that did.
+  for (std::uint32_t k = 0; k < n; ++k) {
+    if (states_[k].kind != StageKind::join) continue;
+    for (const Pipeline::Output& input : stages_[k].inputs) {
+      std::uint32_t stage = input.stage;
+      std::uint32_t port = input.port;
+      while (stage != 0 && !renumbers(stages_[stage].kind)) {
+        port = stages_[stage].from_port;
+        stage = stages_[stage].from;
+      }
+      states_[k].join_origins.push_back(Origin{stage, stages_[stage].kind == StageKind::fork ? port : 0});
     }
   }
 }

@@ -29,6 +29,7 @@ std::exception_ptr Run::run(bool& completed) noexcept {
   // Once every task ended, none touches this run any more. acquire: pairs with task_ended()'s decrement, so
   // what the tasks did is seen here. On a worker, the wait runs other tasks (the pipeline's among them).
   sync::wait_until([this] { return tasks_.load(std::memory_order_acquire) == 0; }, run_state_.subflow_signal());
+  check_end();
   bool all_freed = true;
   for (const Segment& segment : segments_) all_freed = all_freed && segment.live == 0;
   completed = !stop_.load(std::memory_order_relaxed) && source_ended_ && all_freed;
@@ -224,6 +225,8 @@ bool Run::call_source(Carrier& carrier, Slot* slot) noexcept {
     return false;
   }
   slot->holder = 0;
+  slot->origin = 0;
+  slot->port = 0;
   return true;
 }
 
@@ -302,6 +305,11 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
   }
   if (produced) {
     slot->holder = stage;
+    if (s.kind == StageKind::merge) {  // a merge numbers its items anew, in the order they leave it
+      slot->seq = state(stage).emitted.fetch_add(1, std::memory_order_relaxed);
+      slot->origin = stage;
+      slot->port = 0;
+    }
     if (deliver(carrier, slot, next_[stage], stage)) return;  // parked: it holds this stage's slot
   } else {
     slot->marker = true;
@@ -338,6 +346,8 @@ void Run::run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh)
       return;
     }
     element->holder = stage;
+    element->origin = stage;
+    element->port = port;
     if (s.kind == StageKind::fork) {
       element->seq = s.port_emitted[port].fetch_add(1, std::memory_order_relaxed);
       trace_stage(stage, element->seq, traced_from);
@@ -364,6 +374,10 @@ bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32
     return false;
   }
   StageState& s = state(stage);
+  if (s.kind == StageKind::join) [[unlikely]] {  // no inbox: the item waits there for its partners, in its slot
+    arrive_join(carrier, slot, stage);
+    return false;
+  }
   if (!s.ordered) {  // markers never come here
     s.lock.lock();
     if (s.running < s.concurrency) {

@@ -6,12 +6,12 @@
 //   consumer of each stage's first output); a fork stage (broadcast, split) has one output per branch.
 // - An item lives in a slot (a Slot header followed by storage for any of the pipeline's types). The slots
 //   alive in a segment (the stages between the source, a fan-out stage or a fork stage, and the next fan-out or
-//   fork stage or sink, every branch of a fork included) never exceed that segment's budget: the sum of capacity + concurrency of the stages consuming its
-//   items (plus 1, the source, in the first), capped at the source's StageOptions::live_tokens (so a slot is an
-//   item's token: taken before the source's call or a fan-out's next element, given back when the slot is
-//   freed: by the sink, or for an item filtered out or dropped once its marker has passed the Order::Input
-//   stages after it). A producer that finds the budget spent registers itself and
-//   returns; the next slot freed in the segment is handed to it (no thread waits).
+//   fork stage or sink, every branch of a fork included) never exceed that segment's budget: the sum of capacity +
+//   concurrency of the stages consuming its items (plus 1, the source, in the first), capped at the source's
+//   StageOptions::live_tokens (so a slot is an item's token: taken before the source's call or a fan-out's next
+//   element, given back when the slot is freed: by the sink, or for an item filtered out or dropped once its marker has
+//   passed the Order::Input stages after it). A producer that finds the budget spent registers itself and returns; the
+//   next slot freed in the segment is handed to it (no thread waits).
 // - A stage runs at most `concurrency` bodies at once: `running` counts its taken slots. An item arriving at a
 //   stage with a free slot (and, for Order::Input, being the next in order) takes one and its carrier goes on
 //   with it; otherwise it waits in the inbox. A slot freed starts the next waiting item. So an Order::Any
@@ -88,8 +88,16 @@ struct Slot {
   std::uint32_t holder = kNone;  // the stage whose output (or fan state) the storage holds; kNone: empty
   std::uint32_t segment = 0;
   std::uint32_t held = kNone;  // parked on a full Block inbox: the stage whose slot it holds (0: the source's turn)
+  std::uint32_t origin = 0;    // the stage that gave it `seq`: the source, a fan-out, fork, merge or join stage
+  std::uint32_t port = 0;      // after a fork stage: the branch it went to
   bool fan_state = false;      // the storage holds the holder's fan state, not an item
   bool marker = false;         // an item filtered out or dropped: only its number goes on
+};
+
+// Where an item got its number: the stage and (a fork's) branch. A join tells its inputs apart by it.
+struct Origin {
+  std::uint32_t stage = 0;
+  std::uint32_t port = 0;
 };
 
 // A FIFO of slots linked through Slot::next.
@@ -168,6 +176,13 @@ class Run {
   // Order::Any stage's Block inbox full and parked holding that slot: the caller must not release it, the stage
   // does once the item enters the inbox.
   bool deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer = kNone) noexcept;
+  // An item (or a marker) reached a join stage: records it, and builds and sends on the tuple it completes.
+  void arrive_join(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // Destroys an item at a join whose partner was lost, and frees its slot.
+  void lose(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // Once every task ended: fails the run if a join still holds items (its inputs ended unequally) or if items
+  // are left with nobody to take them on (a stall: items wait for partners the bound leaves no room to make).
+  void check_end() noexcept;
   // A parked item entered its inbox: gives back the producer's slot it held.
   void unpark(Carrier& carrier, std::uint32_t held) noexcept;
   // Drops the item in `slot` at `stage` (Overflow::Drop): it goes on as a marker.

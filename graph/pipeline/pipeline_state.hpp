@@ -41,6 +41,8 @@ struct alignas(atomics::kCacheLine) Run::StageState {
   std::atomic<std::uint64_t> emitted{0};
   // A fork stage: per branch, the number of its next element in that branch's order (relaxed, as `emitted`).
   std::unique_ptr<std::atomic<std::uint64_t>[]> port_emitted;
+  // A join stage: per input, the stage that numbered its items (and the branch, after a fork).
+  std::vector<Origin> join_origins;
 };
 
 inline Run::StageState& Run::state(std::uint32_t stage) const noexcept { return states_[stage]; }

@@ -388,6 +388,32 @@ class TaskScope {
   // Example: auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
   template <std::size_t N, class T, class F>
   [[nodiscard]] std::array<Stream<T>, N> split(const Stream<T>& in, F&& route, StageOptions options = {});
+  // A join by position: the n-th item of each stream (in the order its fork stage or source handed them out)
+  // make the n-th tuple, as oneTBB's join_node<queueing> when every branch keeps its order; the tuples go on in
+  // the order they are completed. The streams must come from one source (branches of its forks); an item
+  // filtered out or dropped on one branch takes its partners with it (counted in RunStats::dropped_by_stage
+  // under the join). Inputs that end unequally fail the run with weft::unmatched_items naming the join and the
+  // items left on each input. The item types must be nothrow move constructible.
+  // Example: auto pairs = scope.join(std::tuple{squares, cubes}, {.name = "pair"});
+  template <class... Ts>
+  [[nodiscard]] Stream<std::tuple<Ts...>> join(const std::tuple<Stream<Ts>...>& in, StageOptions options = {});
+  // A join by key: one item of each stream with equal keys (key(item), called on items of every stream, perhaps
+  // on several at once) make a tuple, as oneTBB's join_node<key_matching>; several items of one stream with one
+  // key are matched in their arrival order. Items still waiting for a partner when the inputs end fail the run
+  // with weft::unmatched_items; waiting items count against the pipeline's bound (see docs/pipelines.md).
+  // Example: auto orders = scope.join_by_key(std::tuple{heads, bodies}, [](const auto& part) { return part.id; });
+  template <class... Ts, class F>
+  [[nodiscard]] Stream<std::tuple<Ts...>> join_by_key(const std::tuple<Stream<Ts>...>& in, F&& key,
+                                                      StageOptions options = {});
+  // A merge: the items of every stream (of one source) go on as one stream, in the order they arrive. An empty
+  // list of streams throws weft::invalid_graph.
+  // Example: auto all = scope.merge({left, right}, {.name = "both"});
+  template <class T>
+  [[nodiscard]] Stream<T> merge(std::span<const Stream<T>> in, StageOptions options = {});
+  template <class T>
+  [[nodiscard]] Stream<T> merge(std::initializer_list<Stream<T>> in, StageOptions options = {}) {
+    return merge(std::span<const Stream<T>>(in.begin(), in.size()), std::move(options));
+  }
 
   // Starts the run. Throws graph_busy if the scope already ran (one-shot), else what TaskGraph::run throws
   // (pool_closed, invalid_option for an affinity past the pool's workers): the jobs then never run.
@@ -541,6 +567,12 @@ class TaskScope {
   template <class Out, class Body, class T>
   Stream<Out> add_stage(const char* who, const Stream<T>& in, detail::StageKind kind, std::unique_ptr<Body> body,
                         StageOptions options, std::size_t size, std::size_t align, std::uint32_t outputs = 1);
+  // Checks `inputs` (not empty, valid, of this scope, of one pipeline) and adds a join or merge stage after them.
+  template <class Out, class Body>
+  Stream<Out> add_joined(const char* who, const std::vector<detail::StreamInput>& inputs, detail::StageKind kind,
+                         std::unique_ptr<Body> body, StageOptions options);
+  template <class... Ts>
+  static std::vector<detail::StreamInput> inputs_of(const std::tuple<Stream<Ts>...>& in);
   // Adds a fork stage (broadcast, split) after `in` and returns its N branches.
   template <class T, std::size_t N, class Body>
   std::array<Stream<T>, N> add_fork(const char* who, const Stream<T>& in, std::unique_ptr<Body> body,

@@ -23,44 +23,6 @@
 namespace weft::test {
 namespace {
 
-// A counted item that can be copied (a broadcast copies its items): a copy is one more item of the census.
-class Copied {
- public:
-  Copied(Census& census, std::uint64_t value) noexcept : census_(&census), value_(value), holds_(true) {
-    census_->made();
-  }
-  Copied(const Copied& other) noexcept : census_(other.census_), value_(other.value_), holds_(other.holds_) {
-    if (holds_) {
-      census_->made();
-    } else {
-      census_->moved();
-    }
-  }
-  Copied(Copied&& other) noexcept : census_(other.census_), value_(other.value_), holds_(other.holds_) {
-    other.holds_ = false;
-    census_->moved();
-  }
-  Copied& operator=(const Copied&) = delete;
-  Copied& operator=(Copied&&) = delete;
-  ~Copied() {
-    if (holds_) census_->ended();
-    census_->destroyed();
-  }
-  [[nodiscard]] std::uint64_t value() const noexcept { return value_; }
-
- private:
-  Census* census_;
-  std::uint64_t value_;
-  bool holds_;
-};
-
-[[nodiscard]] auto copied_below(Census& census, std::uint64_t n) {
-  return [&census, next = std::uint64_t{0}, n]() mutable -> std::optional<Copied> {
-    if (next == n) return std::nullopt;
-    return Copied(census, next++);
-  };
-}
-
 // How often each branch saw each item.
 class Seen {
  public:
@@ -90,13 +52,12 @@ TEST_CASE("broadcast: every branch gets every item exactly once, through paralle
       auto values = scope.source(copied_below(census, items), {.name = "numbers"});
       auto branches = scope.broadcast<3>(values, {.name = "tee", .capacity = 2});
       for (std::size_t b = 0; b < 3; ++b) {
-        auto staged = scope.stage(
-            branches[b],
-            [seed, b](Copied c) {
-              random_spin(seed + b, c.value(), 200);
-              return c;
-            },
-            {.concurrency = kUnlimited, .capacity = 2});
+        auto staged = scope.stage(branches[b],
+                                  [seed, b](Copied c) {
+                                    random_spin(seed + b, c.value(), 200);
+                                    return c;
+                                  },
+                                  {.concurrency = kUnlimited, .capacity = 2});
         (void)scope.sink(staged, [&seen, b](const Copied& c) { seen.see(b, c.value()); });
       }
       CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -126,14 +87,14 @@ TEST_CASE("broadcast: a branch with Order::Input sees the items in the fork's or
     std::array<std::vector<std::uint64_t>, 2> got;
     std::array<Stream<std::uint64_t>, 2> branches{left, right};
     for (std::size_t b = 0; b < 2; ++b) {
-      auto staged = scope.stage(
-          branches[b],
-          [seed, b](std::uint64_t v) -> std::optional<std::uint64_t> {
-            random_spin(seed + b, v, 100);
-            if (b == 1 && v % 5 == 0) return std::nullopt;  // a filter: the Input sink skips its place
-            return v;
-          },
-          {.concurrency = kUnlimited});
+      auto staged = scope.stage(branches[b],
+                                [seed, b](std::uint64_t v) -> std::optional<std::uint64_t> {
+                                  random_spin(seed + b, v, 100);
+                                  if (b == 1 && v % 5 == 0)
+                                    return std::nullopt;  // a filter: the Input sink skips its place
+                                  return v;
+                                },
+                                {.concurrency = kUnlimited});
       (void)scope.sink(staged, [&got, b](std::uint64_t v) { got[b].push_back(v); }, {.order = Order::Input});
     }
     CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -185,19 +146,18 @@ TEST_CASE("split by route: each item reaches the branch its route names, exactly
       if (next == items) return std::nullopt;
       return std::make_unique<std::uint64_t>(next++);
     });
-    auto routed = scope.split<4>(
-        values, [](const std::unique_ptr<std::uint64_t>& v) { return static_cast<int>(*v % 7 % 4); },
-        {.concurrency = kUnlimited});
+    auto routed = scope.split<4>(values,
+                                 [](const std::unique_ptr<std::uint64_t>& v) { return static_cast<int>(*v % 7 % 4); },
+                                 {.concurrency = kUnlimited});
     Seen seen(4, items);
     std::atomic<bool> misrouted{false};
     for (std::size_t b = 0; b < 4; ++b) {
-      (void)scope.sink(
-          routed[b],
-          [&, b](std::unique_ptr<std::uint64_t> v) {
-            if (*v % 7 % 4 != b) misrouted.store(true);
-            seen.see(b, *v);
-          },
-          {.concurrency = 2});
+      (void)scope.sink(routed[b],
+                       [&, b](std::unique_ptr<std::uint64_t> v) {
+                         if (*v % 7 % 4 != b) misrouted.store(true);
+                         seen.see(b, *v);
+                       },
+                       {.concurrency = 2});
     }
     CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK_FALSE(misrouted.load());
@@ -214,13 +174,15 @@ TEST_CASE("a split route's index out of range fails the run, naming the stage an
         Pool pool(PoolOptions{.threads = workers});
         TaskScope scope{pool};
         auto values = scope.source(counted_below(census, 200), {.name = "jobs"});
-        auto branches = scope.split<3>(
-            values, [bad](const Counted& c) { return c.value() == 57 ? bad : static_cast<int>(c.value() % 3); },
-            {.name = "router"});
+        auto branches = scope.split<3>(values,
+                                       [bad](const Counted& c) {
+                                         return c.value() == 57 ? bad : static_cast<int>(c.value() % 3);
+                                       },
+                                       {.name = "router"});
         for (auto& branch : branches) (void)scope.sink(branch, [](Counted) {});
-        check_throws_naming<std::out_of_range>(
-            [&] { (void)scope.run_and_wait(); },
-            {"stage 'router'", "pipeline 'jobs'", "returned " + std::to_string(bad), "3 branches (0 .. 2)"});
+        check_throws_naming<std::out_of_range>([&] { (void)scope.run_and_wait(); },
+                                               {"stage 'router'", "pipeline 'jobs'", "returned " + std::to_string(bad),
+                                                "3 branches (0 .. 2)"});
       }
       check_balanced(census);
     });
@@ -237,8 +199,8 @@ TEST_CASE("the slowest branch bounds the pipeline: items and copies alive never 
     const StageOptions fast{.concurrency = kUnlimited, .capacity = 1};
     const StageOptions slow{.capacity = 3};
     const StageOptions quick_sink{.capacity = 1};
-    const std::int64_t bound =
-        segment_bound({fork}, workers, true) + segment_bound({fast, quick_sink, slow}, workers, false);
+    const std::int64_t bound = segment_bound({fork}, workers, true) +
+                               segment_bound({fast, quick_sink, slow}, workers, false);
     Census census;
     std::atomic<std::uint64_t> slow_sum{0};
     std::atomic<std::uint64_t> fast_sum{0};
@@ -247,8 +209,10 @@ TEST_CASE("the slowest branch bounds the pipeline: items and copies alive never 
       TaskScope scope{pool};
       auto values = scope.source(copied_below(census, items));
       auto [a, b] = scope.broadcast<2>(values, fork);
-      auto passed = scope.stage(a, [](Copied c) { return c; }, fast);
-      (void)scope.sink(passed, [&](const Copied& c) { fast_sum.fetch_add(c.value()); }, quick_sink);
+      auto passed = scope.stage(
+          a, [](Copied c) { return c; }, fast);
+      (void)scope.sink(
+          passed, [&](const Copied& c) { fast_sum.fetch_add(c.value()); }, quick_sink);
       (void)scope.sink(
           b,
           [&](const Copied& c) {

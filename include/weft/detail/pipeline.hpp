@@ -366,7 +366,14 @@ template <class F, class T>
 concept SplitRoute = std::is_invocable_v<F&, const T&> && std::is_integral_v<std::invoke_result_t<F&, const T&>> &&
                      !std::is_same_v<std::invoke_result_t<F&, const T&>, bool>;
 
-enum class StageKind : std::uint8_t { source, map, fan_out, fork, sink };
+// One stream given to a join or merge (the parts of a weft::Stream that TaskScope reads).
+struct StreamInput {
+  const std::shared_ptr<Pipeline>* pipeline;
+  std::uint32_t stage;
+  std::uint32_t port;
+};
+
+enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sink };
 
 // The description of one pipeline, filled in stage by stage by TaskScope (source, stage, fan_out, sink) and run
 // once, inside the scope job the source made (graph/pipeline/pipeline_run.cpp). The stages form a tree from the
@@ -386,6 +393,17 @@ class Pipeline {
   // the largest object the stage leaves in an item slot. Returns the new stage's index.
   std::uint32_t add(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind, StageOptions options,
                     std::unique_ptr<StageBody> body, std::size_t size, std::size_t align, std::uint32_t outputs = 1);
+
+  // One output of a stage: (stage, port).
+  struct Output {
+    std::uint32_t stage;
+    std::uint32_t port;
+  };
+  // Adds a join or merge stage consuming every stream of `inputs` (at least one; a position join or key join
+  // needs two): invalid_graph if one of them already feeds a stage or is given twice, invalid_option for a bad
+  // option (Order::Input: a join pairs by position or key, a merge takes its items as they arrive).
+  std::uint32_t add_join(const char* who, const std::vector<Output>& inputs, StageKind kind, StageOptions options,
+                         std::unique_ptr<StageBody> body, std::size_t size, std::size_t align);
 
   // Throws invalid_graph (naming `who`, the pipeline and the stage) unless output `port` of stage `from` feeds
   // nothing yet.
@@ -414,6 +432,8 @@ class Pipeline {
     std::unique_ptr<StageBody> body;
     std::uint32_t from = 0;              // the stage whose output it consumes (the source: 0, unused)
     std::vector<std::uint32_t> to = {};  // per output: the stage consuming it, or kOpen
+    std::uint32_t from_port = 0;         // which output of `from`
+    std::vector<Output> inputs = {};     // a join or merge stage: every stream it consumes, `from` the first
   };
   static constexpr std::uint32_t kOpen = ~std::uint32_t{0};
   [[nodiscard]] const std::vector<Stage>& stages() const noexcept { return stages_; }
@@ -424,6 +444,10 @@ class Pipeline {
   Job<void> job;
 
  private:
+  // Checks the options, names the stage and appends it (its input not yet marked consumed).
+  std::uint32_t push(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind, StageOptions options,
+                     std::unique_ptr<StageBody> body, std::size_t size, std::size_t align, std::uint32_t outputs);
+
   const void* scope_;
   std::string name_;
   std::vector<Stage> stages_;

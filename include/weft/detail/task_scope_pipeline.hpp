@@ -8,10 +8,13 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "weft/detail/pipeline.hpp"
+#include "weft/detail/pipeline_join.hpp"
 #include "weft/task_scope.hpp"
 
 namespace weft {
@@ -192,6 +195,108 @@ std::array<Stream<T>, N> TaskScope::add_fork(const char* who, const Stream<T>& i
   for (std::size_t j = 0; j < N; ++j)
     branches[j] = Stream<T>(forked.pipeline_, forked.stage_, static_cast<std::uint32_t>(j));
   return branches;
+}
+
+template <class... Ts>
+Stream<std::tuple<Ts...>> TaskScope::join(const std::tuple<Stream<Ts>...>& in, StageOptions options) {
+  static_assert(sizeof...(Ts) >= 2, "weft::TaskScope::join(streams): join two or more streams");
+  static_assert((std::is_nothrow_move_constructible_v<Ts> && ...),
+                "weft::TaskScope::join(streams): the items must be nothrow move constructible (a join moves them "
+                "into the tuple)");
+  if constexpr (sizeof...(Ts) >= 2 && (std::is_nothrow_move_constructible_v<Ts> && ...)) {
+    using Tuple = std::tuple<Ts...>;
+    return add_joined<Tuple>("weft::TaskScope::join", inputs_of(in), detail::StageKind::join,
+                             std::make_unique<detail::PositionJoinBody<Ts...>>(), std::move(options));
+  } else {
+    return {};
+  }
+}
+
+template <class... Ts, class F>
+Stream<std::tuple<Ts...>> TaskScope::join_by_key(const std::tuple<Stream<Ts>...>& in, F&& key, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(sizeof...(Ts) >= 2, "weft::TaskScope::join_by_key(streams, key): join two or more streams");
+  static_assert((std::is_nothrow_move_constructible_v<Ts> && ...),
+                "weft::TaskScope::join_by_key(streams, key): the items must be nothrow move constructible (a join "
+                "moves them into the tuple)");
+  static_assert(detail::JoinKey<D, Ts...>,
+                "weft::TaskScope::join_by_key(streams, key): key must take an item of every stream (as const T&) "
+                "and return keys of one type");
+  if constexpr (sizeof...(Ts) >= 2 && (std::is_nothrow_move_constructible_v<Ts> && ...) && detail::JoinKey<D, Ts...>) {
+    using K = detail::join_key_t<D, Ts...>;
+    static_assert(detail::HashableKey<K>,
+                  "weft::TaskScope::join_by_key(streams, key): the key type must be default constructible, "
+                  "movable, equality comparable and hashable by std::hash");
+    if constexpr (detail::HashableKey<K>) {
+      constexpr const char* who = "weft::TaskScope::join_by_key";
+      detail::require_callable(key, who);
+      using Tuple = std::tuple<Ts...>;
+      return add_joined<Tuple>(who, inputs_of(in), detail::StageKind::join,
+                               std::make_unique<detail::KeyJoinBody<K, D, Ts...>>(std::forward<F>(key)),
+                               std::move(options));
+    } else {
+      return {};
+    }
+  } else {
+    return {};
+  }
+}
+
+template <class T>
+Stream<T> TaskScope::merge(std::span<const Stream<T>> in, StageOptions options) {
+  std::vector<detail::StreamInput> inputs;
+  inputs.reserve(in.size());
+  for (const Stream<T>& stream : in)
+    inputs.push_back(detail::StreamInput{&stream.pipeline_, stream.stage_, stream.port_});
+  return add_joined<T>("weft::TaskScope::merge", inputs, detail::StageKind::merge,
+                       std::make_unique<detail::MergeBody<T>>(), std::move(options));
+}
+
+template <class... Ts>
+std::vector<detail::StreamInput> TaskScope::inputs_of(const std::tuple<Stream<Ts>...>& in) {
+  return std::apply(
+      [](const auto&... stream) {
+        return std::vector<detail::StreamInput>{detail::StreamInput{&stream.pipeline_, stream.stage_, stream.port_}...};
+      },
+      in);
+}
+
+template <class Out, class Body>
+Stream<Out> TaskScope::add_joined(const char* who, const std::vector<detail::StreamInput>& inputs,
+                                  detail::StageKind kind, std::unique_ptr<Body> body, StageOptions options) {
+  require_building(who);
+  if (inputs.empty()) {
+    throw invalid_graph(std::string(who) + ": no streams given (an empty merge has nothing to take items from)");
+  }
+  const std::shared_ptr<detail::Pipeline>* first = nullptr;
+  std::vector<detail::Pipeline::Output> outputs;
+  outputs.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::shared_ptr<detail::Pipeline>& pipeline = *inputs[i].pipeline;
+    if (pipeline == nullptr) {
+      throw invalid_graph(std::string(who) + ": stream " + std::to_string(i) +
+                          " is empty (a default-constructed weft::Stream)" +
+                          (options.name.empty() ? std::string() : ", given to stage '" + options.name + "'"));
+    }
+    if (pipeline->scope() != shared_.get()) {
+      throw invalid_graph(std::string(who) + ": stream " + std::to_string(i) + " (of stage '" +
+                          pipeline->stage_name(inputs[i].stage) + "' of pipeline '" + pipeline->name() +
+                          "') belongs to another TaskScope: a stage may only consume streams of its own scope");
+    }
+    if (first == nullptr) {
+      first = &pipeline;
+    } else if (pipeline != *first) {
+      throw invalid_graph(std::string(who) + ": stream " + std::to_string(i) + " comes from pipeline '" +
+                          pipeline->name() + "', stream 0 from pipeline '" + (*first)->name() +
+                          "': the streams joined or merged must come from one source (fork its stream with "
+                          "broadcast or split)");
+    }
+    outputs.push_back(detail::Pipeline::Output{inputs[i].stage, inputs[i].port});
+  }
+  const std::shared_ptr<detail::Pipeline> pipeline = *first;
+  const std::uint32_t index = pipeline->add_join(who, outputs, kind, std::move(options), std::move(body), sizeof(Out),
+                                                 alignof(Out));
+  return Stream<Out>(pipeline, index);
 }
 
 template <class Out, class Body, class T>
