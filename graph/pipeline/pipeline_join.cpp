@@ -98,8 +98,7 @@ void Run::check_end() noexcept {
     if (source_ended_ && live == total) {
       fail(error_of<weft::unmatched_items>("weft::TaskScope: join '", stages_[k].name, "' of pipeline '",
                                            pipeline_.name(), "': its inputs ended unequally, ", std::to_string(total),
-                                           " item(s) left without a partner (", which,
-                                           "); they are destroyed"));
+                                           " item(s) left without a partner (", which, "); they are destroyed"));
     } else {
       fail(error_of<weft::would_deadlock>(
           "weft::TaskScope: pipeline '", pipeline_.name(), "' cannot go on: join '", stages_[k].name, "' holds ",

@@ -44,7 +44,8 @@ inline constexpr std::size_t kMaxBranches = 64;
 //
 // Memory: the items alive in a pipeline at once (produced by the source and not yet consumed by the sink) never
 // exceed the sum, over its stages, of capacity + concurrency (a concurrency of kUnlimited counts as the pool's
-// workers + 1; a fan_out stage starts a new sum for the items it makes). The source waits for room (without
+// workers + 1; a fan_out stage, or a fork (broadcast, split), starts a new sum for the items it makes, over the
+// stages of every branch; a join or merge adds its share to each input's sum). The source waits for room (without
 // holding a thread) when that many are alive. Under Overflow::Block an item that finds an Order::Any stage's
 // inbox full parks holding back its producer (the source, or the stage before) until it enters the inbox; one
 // bound for an Order::Input stage, or a fan_out stage's element, waits beyond the inbox instead, within the

@@ -334,7 +334,8 @@ class TaskScope {
   // - The first exception of a stage (or weft::inbox_full from an Overflow::Fail stage) stops the source,
   //   destroys the items in flight, fails the sink's job with it and cancels the run (wait() rethrows it); a
   //   cancelled run stops the pipeline the same way, and its sink's job throws weft::job_cancelled.
-  // - Each stream feeds exactly one stage; a stream of another scope, or one already consumed, throws
+  // - Each stream feeds exactly one stage (to feed several, fork it: broadcast, split; branches meet again in a
+  //   join, join_by_key or merge); a stream of another scope, or one already consumed, throws
   //   weft::invalid_graph; run() throws invalid_graph if a pipeline has no sink. Bad options throw
   //   weft::invalid_option naming the call and the stage.
   //

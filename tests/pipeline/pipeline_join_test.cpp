@@ -89,20 +89,18 @@ TEST_CASE("join by position: an item filtered out on one branch takes its partne
       TaskScope scope{pool};
       auto values = scope.source(copied_below(census, items), {.name = "numbers"});
       auto [a, b] = scope.broadcast<2>(values, {.order = Order::Input});
-      auto odd = scope.stage(
-          a,
-          [](Copied v) -> std::optional<Copied> {
-            if (v.value() % 3 == 0) return std::nullopt;
-            return v;
-          },
-          {.concurrency = kUnlimited});
+      auto odd = scope.stage(a,
+                             [](Copied v) -> std::optional<Copied> {
+                               if (v.value() % 3 == 0) return std::nullopt;
+                               return v;
+                             },
+                             {.concurrency = kUnlimited});
       auto pairs = scope.join(std::tuple{odd, b}, {.name = "pair"});
-      (void)scope.sink(
-          pairs,
-          [&](const std::tuple<Copied, Copied>& t) {
-            if (std::get<0>(t).value() == std::get<1>(t).value()) got.push_back(std::get<0>(t).value());
-          },
-          {.order = Order::Input});
+      (void)scope.sink(pairs,
+                       [&](const std::tuple<Copied, Copied>& t) {
+                         if (std::get<0>(t).value() == std::get<1>(t).value()) got.push_back(std::get<0>(t).value());
+                       },
+                       {.order = Order::Input});
       CHECK(scope.run_and_wait() == RunStatus::Completed);
       stats = scope.stats();
     }
@@ -134,16 +132,17 @@ TEST_CASE("join by key: items with equal keys make one tuple, whatever order the
     TaskScope scope{pool};
     auto values = scope.source(numbers_below(items));
     auto [a, b] = scope.broadcast<2>(values);
-    auto names = scope.stage(
-        a,
-        [seed](std::uint64_t v) {
-          random_spin(seed, v, 200);
-          return std::pair<std::uint64_t, std::string>{v, std::to_string(v)};
-        },
-        {.concurrency = kUnlimited});
-    auto doubles = scope.stage(
-        b, [](std::uint64_t v) { return std::pair<std::uint64_t, std::uint64_t>{v, 2 * v}; },
-        {.concurrency = kUnlimited});
+    auto names = scope.stage(a,
+                             [seed](std::uint64_t v) {
+                               random_spin(seed, v, 200);
+                               return std::pair<std::uint64_t, std::string>{v, std::to_string(v)};
+                             },
+                             {.concurrency = kUnlimited});
+    auto doubles = scope.stage(b,
+                               [](std::uint64_t v) {
+                                 return std::pair<std::uint64_t, std::uint64_t>{v, 2 * v};
+                               },
+                               {.concurrency = kUnlimited});
     auto matched = scope.join_by_key(std::tuple{names, doubles}, [](const auto& part) { return part.first; },
                                      {.name = "by id"});
     (void)scope.sink(matched, [&](const auto& t) {
@@ -194,8 +193,8 @@ TEST_CASE("join inputs that end unequally fail the run with unmatched_items, nam
       TaskScope scope{pool};
       auto values = scope.source(counted_below(census, 100), {.name = "jobs"});
       // Items 0 .. 59 alternate; 60 .. 99 all go to branch 0: 70 on input 0, 30 on input 1.
-      auto [left, right] = scope.split<2>(
-          values, [](const Counted& c) { return c.value() < 60 ? c.value() % 2 : 0; }, {.name = "deal"});
+      auto [left, right] = scope.split<2>(values, [](const Counted& c) { return c.value() < 60 ? c.value() % 2 : 0; },
+                                          {.name = "deal"});
       auto pairs = scope.join(std::tuple{left, right}, {.name = "pair", .capacity = 64});
       std::atomic<int> made{0};
       (void)scope.sink(pairs, [&](const std::tuple<Counted, Counted>&) { made.fetch_add(1); });
@@ -218,8 +217,8 @@ TEST_CASE("a key join with missing keys fails the run at the end with unmatched_
       auto values = scope.source(counted_below(census, 40), {.name = "ids"});
       // Even items to a, odd to b; keys 0 .. 14 then 0 .. 4 again on each: repeated keys match in arrival order.
       auto [a, b] = scope.split<2>(values, {.order = Order::Input});
-      auto keyed =
-          scope.join_by_key(std::tuple{a, b}, [](const Counted& c) { return c.value() / 2 % 15; }, {.name = "kj"});
+      auto keyed = scope.join_by_key(std::tuple{a, b}, [](const Counted& c) { return c.value() / 2 % 15; },
+                                     {.name = "kj"});
       std::atomic<int> made{0};
       (void)scope.sink(keyed, [&](const std::tuple<Counted, Counted>& t) {
         if (std::get<0>(t).value() / 2 % 15 == std::get<1>(t).value() / 2 % 15) made.fetch_add(1);
@@ -234,15 +233,14 @@ TEST_CASE("a key join with missing keys fails the run at the end with unmatched_
       TaskScope scope{pool};
       auto values = scope.source(counted_below(second, 40), {.name = "ids"});
       auto [a, b] = scope.split<2>(values, {.name = "deal"});
-      auto fewer = scope.stage(
-          b,
-          [](Counted c) -> std::optional<Counted> {
-            if (c.value() == 7) return std::nullopt;  // key 3 of input 1 never comes
-            return c;
-          },
-          {.name = "filter"});
-      auto keyed =
-          scope.join_by_key(std::tuple{a, fewer}, [](const Counted& c) { return c.value() / 2; }, {.name = "kj"});
+      auto fewer = scope.stage(b,
+                               [](Counted c) -> std::optional<Counted> {
+                                 if (c.value() == 7) return std::nullopt;  // key 3 of input 1 never comes
+                                 return c;
+                               },
+                               {.name = "filter"});
+      auto keyed = scope.join_by_key(std::tuple{a, fewer}, [](const Counted& c) { return c.value() / 2; },
+                                     {.name = "kj"});
       (void)scope.sink(keyed, [](const std::tuple<Counted, Counted>&) {});
       check_throws_naming<unmatched_items>([&] { (void)scope.run_and_wait(); },
                                            {"join 'kj'", "pipeline 'ids'", "1 item(s)", "input 0 (stage 'deal'): 1",
@@ -283,14 +281,14 @@ TEST_CASE("an exception before a join, in a key function, or a cancel stops the 
         std::uint64_t next = 0;
         auto values = scope.source([&]() -> std::optional<Copied> { return Copied(census, next++); });
         auto [a, b] = scope.broadcast<2>(values);
-        auto checked = scope.stage(
-            a,
-            [&, kind](Copied v) {
-              if (kind == 0 && v.value() == 250) throw StageFailure("branch a failed at 250");
-              if (kind == 2 && v.value() >= 250 && started.load(std::memory_order_acquire)) scope.cancel();
-              return v;
-            },
-            {.concurrency = 3});
+        auto checked = scope.stage(a,
+                                   [&, kind](Copied v) {
+                                     if (kind == 0 && v.value() == 250) throw StageFailure("branch a failed at 250");
+                                     if (kind == 2 && v.value() >= 250 && started.load(std::memory_order_acquire))
+                                       scope.cancel();
+                                     return v;
+                                   },
+                                   {.concurrency = 3});
         auto keyed = scope.join_by_key(std::tuple{checked, b}, [kind](const Copied& v) {
           if (kind == 1 && v.value() == 250) throw StageFailure("key failed at 250");
           return v.value();
@@ -317,10 +315,16 @@ TEST_CASE("building a join or merge: every mistake is refused, naming it") {
     TaskScope scope{pool};
     auto one = scope.source(numbers_below(10), {.name = "one"});
     auto two = scope.source(numbers_below(10), {.name = "two"});
-    check_throws_naming<invalid_graph>([&] { (void)scope.join(std::tuple{one, two}); },
-                                       {"weft::TaskScope::join", "pipeline 'two'", "pipeline 'one'", "one source"});
-    check_throws_naming<invalid_graph>([&] { (void)scope.merge({one, two}); },
-                                       {"weft::TaskScope::merge", "one source"});
+    check_throws_naming<invalid_graph>(
+        [&] {
+          (void)scope.join(std::tuple{one, two});
+        },
+        {"weft::TaskScope::join", "pipeline 'two'", "pipeline 'one'", "one source"});
+    check_throws_naming<invalid_graph>(
+        [&] {
+          (void)scope.merge({one, two});
+        },
+        {"weft::TaskScope::merge", "one source"});
     (void)scope.sink(one, [](std::uint64_t) {});
     (void)scope.sink(two, [](std::uint64_t) {});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -330,10 +334,16 @@ TEST_CASE("building a join or merge: every mistake is refused, naming it") {
     auto foreign = other.source(numbers_below(10));
     auto [x, y] = other.broadcast<2>(foreign);
     TaskScope scope{pool};
-    check_throws_naming<invalid_graph>([&] { (void)scope.join(std::tuple{x, y}); },
-                                       {"weft::TaskScope::join", "another TaskScope"});
-    check_throws_naming<invalid_graph>([&] { (void)scope.merge({Stream<int>{}, Stream<int>{}}); },
-                                       {"weft::TaskScope::merge", "stream 0 is empty"});
+    check_throws_naming<invalid_graph>(
+        [&] {
+          (void)scope.join(std::tuple{x, y});
+        },
+        {"weft::TaskScope::join", "another TaskScope"});
+    check_throws_naming<invalid_graph>(
+        [&] {
+          (void)scope.merge({Stream<int>{}, Stream<int>{}});
+        },
+        {"weft::TaskScope::merge", "stream 0 is empty"});
     check_throws_naming<invalid_graph>([&] { (void)scope.merge(std::span<const Stream<int>>{}); },
                                        {"weft::TaskScope::merge", "no streams"});
     (void)other.sink(other.merge({x, y}), [](std::uint64_t) {});
@@ -343,17 +353,19 @@ TEST_CASE("building a join or merge: every mistake is refused, naming it") {
     TaskScope scope{pool};
     auto values = scope.source(numbers_below(10), {.name = "numbers"});
     auto [a, b, c] = scope.broadcast<3>(values, {.name = "tee"});
-    check_throws_naming<invalid_graph>([&] { (void)scope.join(std::tuple{a, a}); },
-                                       {"weft::TaskScope::join", "given twice (inputs 0 and 1)"});
+    check_throws_naming<invalid_graph>(
+        [&] {
+          (void)scope.join(std::tuple{a, a});
+        },
+        {"weft::TaskScope::join", "given twice (inputs 0 and 1)"});
     (void)scope.sink(c, [](std::uint64_t) {}, {.name = "end"});
-    check_throws_naming<invalid_graph>([&] { (void)scope.merge({a, c}); },
-                                       {"(branch 2)", "already feeds stage 'end'"});
+    check_throws_naming<invalid_graph>([&] { (void)scope.merge({a, c}); }, {"(branch 2)", "already feeds stage 'end'"});
     auto pairs = scope.join(std::tuple{a, b}, {.name = "pair"});
     check_throws_naming<invalid_graph>([&] { (void)scope.sink(b, [](std::uint64_t) {}); },
                                        {"(branch 1)", "already feeds stage 'pair'"});
-    check_throws_naming<invalid_option>(
-        [&] { (void)scope.merge({pairs}, {.name = "m", .order = Order::Input}); },
-        {"weft::TaskScope::merge", "stage 'm'", "order = Order::Input", "as they arrive"});
+    check_throws_naming<invalid_option>([&] { (void)scope.merge({pairs}, {.name = "m", .order = Order::Input}); },
+                                        {"weft::TaskScope::merge", "stage 'm'", "order = Order::Input",
+                                         "as they arrive"});
     (void)scope.sink(pairs, [](const std::tuple<std::uint64_t, std::uint64_t>&) {});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
   }
