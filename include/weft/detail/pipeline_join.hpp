@@ -202,9 +202,9 @@ template <class F, class... Ts>
 using join_key_t = std::common_type_t<std::decay_t<std::invoke_result_t<F&, const Ts&>>...>;
 
 template <class K>
-concept HashableKey = requires(const K& k) {
-  { std::hash<K>{}(k) } -> std::convertible_to<std::size_t>;
-  { k == k } -> std::convertible_to<bool>;
+concept HashableKey = requires(const K& a, const K& b) {
+  { std::hash<K>{}(a) } -> std::convertible_to<std::size_t>;
+  { a == b } -> std::convertible_to<bool>;
 } && std::is_default_constructible_v<K> && std::is_move_constructible_v<K>;
 
 }  // namespace weft::detail
