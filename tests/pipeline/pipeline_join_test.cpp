@@ -184,6 +184,43 @@ TEST_CASE("merge: every item of every input goes on exactly once") {
   });
 }
 
+// docs/pipelines.md's bound for the flow-graph shape (every stage at its default capacity): 1 + (16 + 1) in the
+// source's segment; 3 x (16 + W + 1) for the parallel branches, (16 + 1) for the join and (16 + 1) for the sink
+// after it in the fork's: 3W + 103. The census counts every item but the two integer results waiting at the join.
+TEST_CASE("broadcast -> three branches -> join -> slow sink: items alive never exceed the documented bound") {
+  const std::uint64_t items = stress_count(kThreadSanitizer ? 200 : 2'000);
+  for_each_mode_and_worker_count([&](unsigned workers) {
+    const Watchdog watchdog(named("join bound", workers), patience(60));
+    const std::int64_t bound = 3 * static_cast<std::int64_t>(workers) + 103;
+    Census census;
+    std::atomic<std::uint64_t> sum{0};
+    {
+      Pool pool(PoolOptions{.threads = workers});
+      TaskScope scope{pool};
+      auto values = scope.source(copied_below(census, items));
+      auto [a, b, c] = scope.broadcast<3>(values);
+      const StageOptions parallel{.concurrency = kUnlimited};
+      auto same = scope.stage(
+          a, [](Copied v) { return v; }, parallel);
+      auto squares = scope.stage(
+          b, [](const Copied& v) { return v.value() * v.value(); }, parallel);
+      auto twice = scope.stage(
+          c, [](const Copied& v) { return 2 * v.value(); }, parallel);
+      auto joined = scope.join(std::tuple{same, squares, twice});
+      (void)scope.sink(joined, [&](const std::tuple<Copied, std::uint64_t, std::uint64_t>& t) {
+        busy_work(300);
+        sum.fetch_add(std::get<0>(t).value() + std::get<2>(t) / 2 -
+                      std::get<1>(t) / std::max<std::uint64_t>(1, std::get<0>(t).value()));
+      });
+      CHECK(scope.run_and_wait() == RunStatus::Completed);
+    }
+    CHECK(sum.load() == items * (items - 1) / 2);  // v + v - v
+    INFO("peak " << census.peak() << ", bound " << bound);
+    CHECK(census.peak() <= bound);
+    check_balanced(census);
+  });
+}
+
 TEST_CASE("join inputs that end unequally fail the run with unmatched_items, naming what was left") {
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("join unequal", workers), patience(60));
