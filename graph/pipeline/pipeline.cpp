@@ -22,18 +22,84 @@ namespace {
 
 }  // namespace
 
-void Pipeline::require_open(const char* who, std::uint32_t from) const {
-  if (from + 1 == stages_.size() && stages_.back().kind != StageKind::sink) return;
+void Pipeline::require_open(const char* who, std::uint32_t from, std::uint32_t port) const {
+  const Stage& stage = stages_[from];
+  if (port < stage.to.size() && stage.to[port] == kOpen) return;
   std::string message = who;
-  message += ": the stream of stage '" + stages_[from].name + "' of pipeline '" + name_ + "' already feeds stage '";
-  message += stages_[from + 1 < stages_.size() ? from + 1 : from].name;
-  message += "': a stream feeds exactly one stage";
+  message += ": the stream of stage '" + stage.name + "'";
+  if (stage.kind == StageKind::fork) message += " (branch " + std::to_string(port) + ")";
+  message += " of pipeline '" + name_ + "' ";
+  if (port >= stage.to.size()) {
+    message += "does not exist (a sink has no stream)";
+  } else {
+    const Stage& consumer = stages_[stage.to[port]];
+    if (consumer.kind == StageKind::fork) {
+      message += "was forked by stage '" + consumer.name + "': consume the branches it returned instead";
+    } else {
+      message += "already feeds stage '" + consumer.name +
+                 "': a stream feeds exactly one stage (to feed several, fork it with broadcast or split)";
+    }
+  }
   throw invalid_graph(message);
 }
 
-std::uint32_t Pipeline::add(const char* who, std::uint32_t from, StageKind kind, StageOptions options,
-                            std::unique_ptr<StageBody> body, std::size_t size, std::size_t align) {
-  if (kind != StageKind::source) require_open(who, from);
+bool Pipeline::complete() const noexcept {
+  for (const Stage& stage : stages_) {
+    for (const std::uint32_t to : stage.to) {
+      if (to == kOpen) return false;
+    }
+  }
+  return !stages_.empty();
+}
+
+const std::string& Pipeline::open_stage_name() const {
+  for (const Stage& stage : stages_) {
+    for (const std::uint32_t to : stage.to) {
+      if (to == kOpen) return stage.name;
+    }
+  }
+  return stages_.back().name;
+}
+
+std::uint32_t Pipeline::add(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind,
+                            StageOptions options, std::unique_ptr<StageBody> body, std::size_t size, std::size_t align,
+                            std::uint32_t outputs) {
+  if (kind != StageKind::source) require_open(who, from, port);
+  const std::uint32_t index = push(who, from, port, kind, std::move(options), std::move(body), size, align, outputs);
+  if (kind != StageKind::source) stages_[from].to[port] = index;
+  return index;
+}
+
+std::uint32_t Pipeline::add_join(const char* who, const std::vector<Output>& inputs, StageKind kind,
+                                 StageOptions options, std::unique_ptr<StageBody> body, std::size_t size,
+                                 std::size_t align) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    require_open(who, inputs[i].stage, inputs[i].port);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (inputs[j].stage == inputs[i].stage && inputs[j].port == inputs[i].port) {
+        throw invalid_graph(std::string(who) + ": the stream of stage '" + stages_[inputs[i].stage].name +
+                            "' of pipeline '" + name_ + "' is given twice (inputs " + std::to_string(j) + " and " +
+                            std::to_string(i) + "): a stream feeds exactly one stage");
+      }
+    }
+  }
+  if (options.order != Order::Any) {
+    refuse_option(who, options.name.empty() ? "stage " + std::to_string(stages_.size()) : options.name, name_, "order",
+                  options.order == Order::Input ? "Order::Input" : std::to_string(static_cast<int>(options.order)),
+                  kind == StageKind::join ? "Order::Any: a join pairs its items by position or by key"
+                                          : "Order::Any: a merge takes its items as they arrive");
+  }
+  std::vector<Output> kept(inputs);  // before any change: may throw
+  const std::uint32_t index = push(who, inputs[0].stage, inputs[0].port, kind, std::move(options), std::move(body),
+                                   size, align, 1);
+  stages_[index].inputs = std::move(kept);
+  for (const Output& input : inputs) stages_[input.stage].to[input.port] = index;
+  return index;
+}
+
+std::uint32_t Pipeline::push(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind,
+                             StageOptions options, std::unique_ptr<StageBody> body, std::size_t size, std::size_t align,
+                             std::uint32_t outputs) {
   const auto index = static_cast<std::uint32_t>(stages_.size());
   std::string name = options.name;
   if (name.empty()) name = kind == StageKind::source ? std::string("source") : "stage " + std::to_string(index);
@@ -75,7 +141,8 @@ std::uint32_t Pipeline::add(const char* who, std::uint32_t from, StageKind kind,
   options.name = name;
   slot_size_ = std::max(slot_size_, size);
   slot_align_ = std::max(slot_align_, align);
-  stages_.push_back(Stage{std::move(name), std::move(options), kind, std::move(body)});
+  std::vector<std::uint32_t> to(kind == StageKind::sink ? 0 : outputs, kOpen);  // before any change: may throw
+  stages_.push_back(Stage{std::move(name), std::move(options), kind, std::move(body), from, std::move(to), port});
   return index;
 }
 

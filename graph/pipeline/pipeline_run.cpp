@@ -1,12 +1,11 @@
 // One run of a TaskScope pipeline (see graph/pipeline/pipeline_run.hpp for the invariants).
 #include "graph/pipeline/pipeline_run.hpp"
 
-#include <algorithm>
 #include <new>
 #include <string>
-#include <thread>
 #include <utility>
 
+#include "graph/pipeline/pipeline_state.hpp"
 #include "graph/run_state.hpp"
 #include "graph/subflow_access.hpp"
 #include "scheduler/engine/pool_access.hpp"
@@ -17,196 +16,20 @@
 
 namespace weft::detail::pipeline {
 
-std::atomic<TestMode> test_mode{TestMode::automatic};
-
-void SpinLock::lock() noexcept {
-  unsigned spins = 0;
-  // acquire: pairs with unlock()'s release, so the holder's changes are seen by the next one.
-  while (held_.exchange(true, std::memory_order_acquire)) {
-    while (held_.load(std::memory_order_relaxed)) {
-      if (++spins < 64) {
-        atomics::cpu_relax();
-      } else {
-        std::this_thread::yield();
-      }
-    }
-  }
-}
-
-void SlotList::push(Slot* slot) noexcept {
-  slot->next = nullptr;
-  if (tail == nullptr) {
-    head = slot;
-  } else {
-    tail->next = slot;
-  }
-  tail = slot;
-  ++size;
-}
-
-Slot* SlotList::pop() noexcept {
-  Slot* slot = head;
-  if (slot == nullptr) return nullptr;
-  head = slot->next;
-  if (head == nullptr) tail = nullptr;
-  slot->next = nullptr;
-  --size;
-  return slot;
-}
-
-struct alignas(atomics::kCacheLine) Run::StageState {
-  // What carriers read of the stage on every item, set once before any runs.
-  StageBody* body = nullptr;
-  StageKind kind = StageKind::map;
-  bool last = false;
-  Priority priority = Priority::Normal;
-  // The next Order::Input stage of the segment after this one (where a marker from here goes), or kNone.
-  std::uint32_t next_ordered = kNone;
-
-  SpinLock lock;
-  unsigned running = 0;  // bodies running, or items that took a slot and are on their way to run
-  unsigned concurrency = 1;
-  std::size_t capacity = 1;
-  Overflow overflow = Overflow::Block;
-  bool ordered = false;
-  SlotList inbox;           // Order::Any: items waiting for a slot, oldest first
-  SlotList parked;          // Order::Any, Block: items that found the inbox full, holding their producer's slot
-  std::vector<Slot*> ring;  // Order::Input: waiting items and markers, at their number modulo its size
-  std::uint64_t mask = 0;
-  std::uint64_t next_seq = 0;  // Order::Input: the number the stage takes next
-  std::size_t waiting = 0;     // Order::Input: items (not markers) in the ring
-  std::uint64_t dropped = 0;
-  // A fan-out stage: the number of its next element, in its segment's order. relaxed: only the numbers' uniqueness
-  // matters; a serial Order::Input fan-out stage hands them out in its input's order anyway.
-  std::atomic<std::uint64_t> emitted{0};
-};
-
-inline Run::StageState& Run::state(std::uint32_t stage) const noexcept { return states_[stage]; }
-
-struct Run::Segment {
-  std::size_t budget = 0;
-  std::size_t live = 0;         // slots of the segment taken
-  SlotList waiters;             // fan states waiting for a slot of the segment
-  bool source_waiting = false;  // the source is waiting for a slot (segment 0)
-  std::uint32_t producer = 0;   // the source (0) or the fan-out stage whose elements the segment's items are
-};
-
 namespace {
-constexpr std::size_t kChunkSlots = 32;
-
 // A hand-off to another worker costs a spawn, a steal and the item's cache lines moving: a few hundred
 // nanoseconds. An item whose trip through the stages takes less is better carried by the thread that made it.
 constexpr std::uint64_t kHandOffNanoseconds = 1024;
 // The same in ticks of the cycle clock: 2048 on x86 (a constant there), from the timer's rate on ARM64.
 std::uint64_t hand_off_cycles() noexcept { return kHandOffNanoseconds * cycles_per_microsecond() / 1000; }
-
-std::size_t round_up(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
-
-// An E whose message is the parts joined; out of memory building it, the bad_alloc instead (a run still fails).
-template <class E, class... Parts>
-std::exception_ptr error_of(const Parts&... parts) noexcept {
-  try {
-    std::string message;
-    ((message += parts), ...);
-    return std::make_exception_ptr(E(message));
-  } catch (...) {
-    return std::current_exception();
-  }
-}
 }  // namespace
-
-Run::Run(Pipeline& pipeline, Subflow& subflow)
-    : pipeline_(pipeline),
-      subflow_(subflow),
-      run_state_(SubflowAccess::run(subflow)),
-      stages_(pipeline.stages()),
-      last_(static_cast<std::uint32_t>(pipeline.stages().size() - 1)) {
-  align_ = std::max(pipeline.slot_align(), alignof(Slot));
-  storage_offset_ = round_up(sizeof(Slot), align_);
-  stride_ = round_up(storage_offset_ + pipeline.slot_size(), align_);
-  const std::size_t workers = subflow.pool().size();
-  const std::size_t n = stages_.size();
-  // segment_in[k]: the segment of the items stage k consumes (the source: 0).
-  std::vector<std::uint32_t> segment_in(n, 0);
-  segment_of_.assign(n, 0);
-  segments_.emplace_back();
-  segments_[0].budget = 1;  // the source's item
-  for (std::uint32_t k = 1; k < n; ++k) {
-    const Pipeline::Stage& stage = stages_[k];
-    segment_in[k] = segment_of_[k - 1];
-    const std::size_t concurrency = std::min<std::size_t>(stage.options.concurrency, workers + 1);
-    segments_[segment_in[k]].budget += stage.options.capacity + concurrency;
-    if (stage.kind == StageKind::fan_out) {
-      solo_allowed_ = false;
-      segments_.emplace_back();
-      segments_.back().producer = k;
-      segment_of_[k] = static_cast<std::uint32_t>(segments_.size() - 1);
-    } else {
-      segment_of_[k] = segment_in[k];
-    }
-  }
-  // StageOptions::live_tokens: each segment's slots (an item alive holds one from its making to its end) are at
-  // most that many, whatever the stages' options allow. Any budget >= 1 keeps the run going: a slot freed goes
-  // to the source or to a fan state waiting for one, and the rings below are sized by the capped budget, which
-  // still exceeds the span of numbers an Order::Input stage can wait on (all of them alive, each in a slot).
-  const std::size_t tokens = stages_[0].options.live_tokens;
-  for (Segment& segment : segments_) segment.budget = std::min(segment.budget, tokens);
-  tracer_ = run_state_.tracer();
-  if (tracer_ != nullptr) {
-    trace_names_.reserve(n);
-    for (std::uint32_t k = 0; k < n; ++k) trace_names_.push_back(tracer_->intern(stages_[k].name));
-  }
-  test_mode_ = test_mode.load(std::memory_order_relaxed);
-  if (test_mode_ == TestMode::shared) solo_allowed_ = false;
-  states_ = std::make_unique<StageState[]>(n);
-  for (std::uint32_t k = 0; k < n; ++k) {
-    StageState& state = states_[k];
-    const StageOptions& options = stages_[k].options;
-    state.body = stages_[k].body.get();
-    state.kind = stages_[k].kind;
-    state.last = k == last_;
-    state.priority = options.priority;
-    state.concurrency = options.concurrency;
-    state.capacity = options.capacity;
-    state.overflow = options.overflow;
-    state.ordered = k != 0 && options.order == Order::Input;
-    if (state.ordered) {
-      std::size_t size = 1;
-      while (size < segments_[segment_in[k]].budget) size *= 2;
-      state.ring.assign(size, nullptr);
-      state.mask = size - 1;
-    }
-  }
-  // A marker leaving stage k (an item filtered out there, or dropped on its way into k) goes to the next
-  // Order::Input stage consuming the same segment; a fan-out stage ends the segment.
-  for (std::uint32_t k = 0; k < n; ++k) {
-    for (std::uint32_t j = k + 1; j < n && segment_in[j] == segment_in[k]; ++j) {
-      if (states_[j].ordered) {
-        states_[k].next_ordered = j;
-        break;
-      }
-    }
-  }
-}
-
-Run::~Run() {
-  // Every task has ended: destroy what is left in the slots (a stopped run's items), then the slots.
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    const std::size_t used = c + 1 == chunks_.size() ? chunk_used_ : kChunkSlots;
-    for (std::size_t i = 0; i < used; ++i) {
-      Slot* slot = std::launder(reinterpret_cast<Slot*>(chunks_[c] + i * stride_));
-      destroy_content(slot);
-      slot->~Slot();
-    }
-    ::operator delete(chunks_[c], std::align_val_t(align_));
-  }
-}
 
 std::exception_ptr Run::run(bool& completed) noexcept {
   carry(Step{Step::Kind::source, 0, nullptr, nullptr});
   // Once every task ended, none touches this run any more. acquire: pairs with task_ended()'s decrement, so
   // what the tasks did is seen here. On a worker, the wait runs other tasks (the pipeline's among them).
   sync::wait_until([this] { return tasks_.load(std::memory_order_acquire) == 0; }, run_state_.subflow_signal());
+  check_end();
   bool all_freed = true;
   for (const Segment& segment : segments_) all_freed = all_freed && segment.live == 0;
   completed = !stop_.load(std::memory_order_relaxed) && source_ended_ && all_freed;
@@ -369,7 +192,7 @@ void Run::run_source(Carrier& carrier, Slot* slot) noexcept {
     }
     if (!call_source(carrier, slot)) return;
     const bool was_free = !carrier.has;
-    if (deliver(carrier, std::exchange(slot, nullptr), 1, 0)) return;  // parked: it holds the source's turn
+    if (deliver(carrier, std::exchange(slot, nullptr), next_[0], 0)) return;  // parked: it holds the source's turn
     if (was_free && carrier.has) {
       // This carrier takes the item on. If items take long enough, another task calls the source meanwhile
       // (as oneTBB's input filter does); else this carrier keeps the turn and calls it again once free.
@@ -402,6 +225,8 @@ bool Run::call_source(Carrier& carrier, Slot* slot) noexcept {
     return false;
   }
   slot->holder = 0;
+  slot->origin = 0;
+  slot->port = 0;
   return true;
 }
 
@@ -466,7 +291,7 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
     return;
   }
   trace_stage(stage, slot->seq, traced_from);
-  if (s.kind == StageKind::fan_out) {
+  if (s.kind == StageKind::fan_out || s.kind == StageKind::fork) {
     slot->holder = stage;
     slot->fan_state = true;
     run_fan(carrier, slot, stage, nullptr);
@@ -480,7 +305,12 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
   }
   if (produced) {
     slot->holder = stage;
-    if (deliver(carrier, slot, stage + 1, stage)) return;  // parked: it holds this stage's slot
+    if (s.kind == StageKind::merge) {  // a merge numbers its items anew, in the order they leave it
+      slot->seq = state(stage).emitted.fetch_add(1, std::memory_order_relaxed);
+      slot->origin = stage;
+      slot->port = 0;
+    }
+    if (deliver(carrier, slot, next_[stage], stage)) return;  // parked: it holds this stage's slot
   } else {
     slot->marker = true;
     deliver(carrier, slot, s.next_ordered);
@@ -490,33 +320,52 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
 
 void Run::run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh) noexcept {
   const std::uint32_t segment = segment_of_[stage];
-  StageBody& body = *state(stage).body;
+  StageState& s = state(stage);
+  StageBody& body = *s.body;
   for (;;) {
-    if (stopping()) return;  // `fresh`, if any, is empty: ~Run only frees it
+    if (stopping()) return;             // `fresh`, if any, is empty: ~Run only frees it
+    if (body.finished(storage(fan))) {  // a fork's last copy went on: no slot to take only to learn it
+      if (fresh != nullptr) free_slot(carrier, std::exchange(fresh, nullptr));
+      end_fan(carrier, fan, stage);
+      return;
+    }
     Slot* element = fresh != nullptr ? std::exchange(fresh, nullptr) : acquire(segment, fan);
     if (element == nullptr) return;  // registered: the next slot freed in the segment resumes this fan state
     bool got = false;
+    std::uint32_t port = 0;
     const std::int64_t traced_from = trace_from();
     try {
-      got = body.next(storage(fan), storage(element));
+      got = body.next(storage(fan), storage(element), port);
     } catch (...) {
       fail(std::current_exception());
       return;
     }
     if (!got) {
-      body.destroy_state(storage(fan));
-      fan->holder = kNone;
-      fan->fan_state = false;
       free_slot(carrier, element);
-      free_slot(carrier, fan);
-      release(carrier, stage);
+      end_fan(carrier, fan, stage);
       return;
     }
     element->holder = stage;
-    element->seq = state(stage).emitted.fetch_add(1, std::memory_order_relaxed);
-    trace_stage(stage, element->seq, traced_from);
-    deliver(carrier, element, stage + 1);
+    element->origin = stage;
+    element->port = port;
+    if (s.kind == StageKind::fork) {
+      element->seq = s.port_emitted[port].fetch_add(1, std::memory_order_relaxed);
+      trace_stage(stage, element->seq, traced_from);
+      deliver(carrier, element, stages_[stage].to[port]);
+    } else {
+      element->seq = s.emitted.fetch_add(1, std::memory_order_relaxed);
+      trace_stage(stage, element->seq, traced_from);
+      deliver(carrier, element, next_[stage]);
+    }
   }
+}
+
+void Run::end_fan(Carrier& carrier, Slot* fan, std::uint32_t stage) noexcept {
+  state(stage).body->destroy_state(storage(fan));
+  fan->holder = kNone;
+  fan->fan_state = false;
+  free_slot(carrier, fan);
+  release(carrier, stage);
 }
 
 bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer) noexcept {
@@ -525,6 +374,10 @@ bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32
     return false;
   }
   StageState& s = state(stage);
+  if (s.kind == StageKind::join) [[unlikely]] {  // no inbox: the item waits there for its partners, in its slot
+    arrive_join(carrier, slot, stage);
+    return false;
+  }
   if (!s.ordered) {  // markers never come here
     s.lock.lock();
     if (s.running < s.concurrency) {
@@ -640,84 +493,6 @@ void Run::send_on(Carrier& carrier, std::uint32_t stage, SlotList& markers, Slot
   while (Slot* slot = starts.pop()) offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
   while (Slot* slot = markers.pop()) deliver(carrier, slot, state(stage).next_ordered);
 }
-
-Slot* Run::acquire(std::uint32_t segment, Slot* waiter) noexcept {
-  pool_lock_.lock();
-  Segment& g = segments_[segment];
-  if (g.live >= g.budget) {
-    if (waiter != nullptr) {
-      g.waiters.push(waiter);
-    } else {
-      g.source_waiting = true;
-    }
-    pool_lock_.unlock();
-    return nullptr;
-  }
-  Slot* slot = free_;
-  if (slot != nullptr) {
-    free_ = slot->next;
-  } else {
-    if (chunks_.empty() || chunk_used_ == kChunkSlots) {
-      try {
-        chunks_.reserve(chunks_.size() + 1);
-        chunks_.push_back(static_cast<std::byte*>(::operator new(kChunkSlots* stride_, std::align_val_t(align_))));
-      } catch (...) {
-        pool_lock_.unlock();
-        fail(std::current_exception());
-        return nullptr;
-      }
-      chunk_used_ = 0;
-    }
-    slot = ::new (chunks_.back() + chunk_used_ * stride_) Slot();
-    ++chunk_used_;
-  }
-  ++g.live;
-  pool_lock_.unlock();
-  slot->next = nullptr;
-  slot->segment = segment;
-  return slot;
-}
-
-void Run::free_slot(Carrier& carrier, Slot* slot) noexcept {
-  slot->holder = kNone;
-  slot->marker = false;
-  slot->fan_state = false;
-  if (carrier.source_turn && carrier.spare == nullptr && slot->segment == 0) {
-    // This carrier calls the source next: it keeps the slot (still counted in the budget) for that call.
-    carrier.spare = slot;
-    return;
-  }
-  pool_lock_.lock();
-  Segment& g = segments_[slot->segment];
-  if (g.source_waiting) {  // the slot goes straight to the source, still counted in the budget
-    g.source_waiting = false;
-    pool_lock_.unlock();
-    offer(carrier, Step{Step::Kind::source, 0, slot, nullptr});
-    return;
-  }
-  if (Slot* state = g.waiters.pop()) {  // likewise to the oldest fan state waiting for one
-    pool_lock_.unlock();
-    offer(carrier, Step{Step::Kind::fan, g.producer, state, slot});
-    return;
-  }
-  --g.live;
-  slot->next = free_;
-  free_ = slot;
-  pool_lock_.unlock();
-}
-
-void Run::destroy_content(Slot* slot) noexcept {
-  if (slot->holder == kNone) return;
-  StageBody& body = *state(slot->holder).body;
-  if (slot->fan_state) {
-    body.destroy_state(storage(slot));
-  } else {
-    body.destroy(storage(slot));
-  }
-  slot->holder = kNone;
-  slot->fan_state = false;
-}
-
 void Run::fail(std::exception_ptr error) noexcept {
   {
     // Recorded in the run under the lock too: two stages failing at once must leave the same exception first
@@ -731,20 +506,3 @@ void Run::fail(std::exception_ptr error) noexcept {
 }
 
 }  // namespace weft::detail::pipeline
-
-namespace weft::detail {
-
-std::exception_ptr Pipeline::run(Subflow& subflow, bool& completed) noexcept {
-  completed = false;
-  std::unique_ptr<pipeline::Run> run;
-  try {
-    run = std::make_unique<pipeline::Run>(*this, subflow);
-  } catch (...) {  // out of memory for the rings
-    std::exception_ptr error = std::current_exception();
-    SubflowAccess::record_exception(subflow, error);
-    return error;
-  }
-  return run->run(completed);
-}
-
-}  // namespace weft::detail

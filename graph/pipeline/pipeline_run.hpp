@@ -2,14 +2,16 @@
 // (pool tasks) that take items through the stages.
 //
 // Invariants:
+// - The stages form a tree from the source: each stage consumes one output of an earlier stage (next_ holds the
+//   consumer of each stage's first output); a fork stage (broadcast, split) has one output per branch.
 // - An item lives in a slot (a Slot header followed by storage for any of the pipeline's types). The slots
-//   alive in a segment (the stages between the source, or a fan-out stage, and the next fan-out stage or the
-//   sink) never exceed that segment's budget: the sum of capacity + concurrency of the stages consuming its
-//   items (plus 1, the source, in the first), capped at the source's StageOptions::live_tokens (so a slot is an
-//   item's token: taken before the source's call or a fan-out's next element, given back when the slot is
-//   freed: by the sink, or for an item filtered out or dropped once its marker has passed the Order::Input
-//   stages after it). A producer that finds the budget spent registers itself and
-//   returns; the next slot freed in the segment is handed to it (no thread waits).
+//   alive in a segment (the stages between the source, a fan-out stage or a fork stage, and the next fan-out or
+//   fork stage or sink, every branch of a fork included) never exceed that segment's budget: the sum of capacity +
+//   concurrency of the stages consuming its items (plus 1, the source, in the first), capped at the source's
+//   StageOptions::live_tokens (so a slot is an item's token: taken before the source's call or a fan-out's next
+//   element, given back when the slot is freed: by the sink, or for an item filtered out or dropped once its marker has
+//   passed the Order::Input stages after it). A producer that finds the budget spent registers itself and returns; the
+//   next slot freed in the segment is handed to it (no thread waits).
 // - A stage runs at most `concurrency` bodies at once: `running` counts its taken slots. An item arriving at a
 //   stage with a free slot (and, for Order::Input, being the next in order) takes one and its carrier goes on
 //   with it; otherwise it waits in the inbox. A slot freed starts the next waiting item. So an Order::Any
@@ -30,7 +32,10 @@
 //   cost, and no item is alive but the source's, the carrier holding the source's turn runs every item through
 //   every stage itself, without locks (nobody else can reach a stage: every item comes from the source). It
 //   leaves the mode when items get slower, setting each Order::Input stage's next number to the source's.
-//   Pipelines with a fan-out stage always use the shared mode.
+//   Pipelines with a fan-out or fork stage always use the shared mode.
+// - A fork stage works as a fan-out stage does: its input becomes a fan state (the item), which hands out a copy
+//   per branch (broadcast; the last branch gets the item itself) or the item to one branch (split), each in a
+//   slot of the fork's own segment, numbered in that branch's order (Order::Input stages of a branch follow it).
 // - A carrier checks for a stop (an exception, an Overflow::Fail, a cancelled run) before each body. Once
 //   stopped, carriers leave their items where they are; after the last task ended, the run's owner destroys
 //   every item still in a slot, exactly once.
@@ -83,8 +88,16 @@ struct Slot {
   std::uint32_t holder = kNone;  // the stage whose output (or fan state) the storage holds; kNone: empty
   std::uint32_t segment = 0;
   std::uint32_t held = kNone;  // parked on a full Block inbox: the stage whose slot it holds (0: the source's turn)
+  std::uint32_t origin = 0;    // the stage that gave it `seq`: the source, a fan-out, fork, merge or join stage
+  std::uint32_t port = 0;      // after a fork stage: the branch it went to
   bool fan_state = false;      // the storage holds the holder's fan state, not an item
   bool marker = false;         // an item filtered out or dropped: only its number goes on
+};
+
+// Where an item got its number: the stage and (a fork's) branch. A join tells its inputs apart by it.
+struct Origin {
+  std::uint32_t stage = 0;
+  std::uint32_t port = 0;
 };
 
 // A FIFO of slots linked through Slot::next.
@@ -156,11 +169,20 @@ class Run {
   [[nodiscard]] bool run_solo(Slot* slot) noexcept;
   void run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
   void run_fan(Carrier& carrier, Slot* fan, std::uint32_t stage, Slot* fresh) noexcept;
+  // The fan state in `fan` handed out its last element: destroys it, frees its slot, ends the stage's body.
+  void end_fan(Carrier& carrier, Slot* fan, std::uint32_t stage) noexcept;
   // Hands `slot` (an item, or a marker) to `stage` (kNone: out of the pipeline). `producer`: the stage whose
   // slot (0: the source's turn) the caller holds for this item, or kNone. Returns true if the item found an
   // Order::Any stage's Block inbox full and parked holding that slot: the caller must not release it, the stage
   // does once the item enters the inbox.
   bool deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer = kNone) noexcept;
+  // An item (or a marker) reached a join stage: records it, and builds and sends on the tuple it completes.
+  void arrive_join(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // Destroys an item at a join whose partner was lost, and frees its slot.
+  void lose(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // Once every task ended: fails the run if a join still holds items (its inputs ended unequally) or if items
+  // are left with nobody to take them on (a stall: items wait for partners the bound leaves no room to make).
+  void check_end() noexcept;
   // A parked item entered its inbox: gives back the producer's slot it held.
   void unpark(Carrier& carrier, std::uint32_t held) noexcept;
   // Drops the item in `slot` at `stage` (Overflow::Drop): it goes on as a marker.
@@ -188,13 +210,14 @@ class Run {
   Subflow& subflow_;
   graph::RunState& run_state_;
   const std::vector<Pipeline::Stage>& stages_;
-  std::uint32_t last_;  // the sink
+  std::uint32_t last_;  // the last stage added (a pipeline without forks: its sink)
   std::size_t storage_offset_;
   std::size_t stride_;
   std::size_t align_;
   std::unique_ptr<StageState[]> states_;  // one per stage, each on its own cache lines
   [[nodiscard]] StageState& state(std::uint32_t stage) const noexcept;
   std::vector<std::uint32_t> segment_of_;  // the segment of the items a stage produces
+  std::vector<std::uint32_t> next_;        // the stage consuming a stage's (first) output, or kNone
   // Tracing (RunState::tracer): the recorder, or null; and each stage's name interned in it.
   tracing::TraceImpl* tracer_ = nullptr;
   std::vector<std::uint32_t> trace_names_;

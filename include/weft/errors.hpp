@@ -92,6 +92,13 @@ class inbox_full : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A pipeline's join (TaskScope::join, join_by_key) still held items waiting for partners when its inputs ended:
+// the run fails with this, naming the join, its pipeline and the items left on each input (they are destroyed).
+class unmatched_items : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A job's result was asked for (Job::get, or co_await on the Job) but the job did not run: its run was cancelled
 // (or failed elsewhere) first, or, under ErrorPolicy::KeepGoing, a job it depends on failed (the message names that
 // job).

@@ -32,6 +32,9 @@ inline constexpr std::size_t kDefaultStageCapacity = 16;
 // The largest StageOptions::concurrency and capacity: a pipeline keeps one item slot per unit of them.
 inline constexpr std::size_t kMaxStageBound = std::size_t{1} << 20;
 
+// The most branches of one fork (TaskScope::broadcast<N>, split<N>).
+inline constexpr std::size_t kMaxBranches = 64;
+
 // Options of one pipeline stage (TaskScope::source, stage, fan_out, sink). Every member has a default, so
 // designated initializers naming any subset compile:
 //   scope.stage(lines, parse, {.concurrency = 4, .capacity = 64});
@@ -41,7 +44,8 @@ inline constexpr std::size_t kMaxStageBound = std::size_t{1} << 20;
 //
 // Memory: the items alive in a pipeline at once (produced by the source and not yet consumed by the sink) never
 // exceed the sum, over its stages, of capacity + concurrency (a concurrency of kUnlimited counts as the pool's
-// workers + 1; a fan_out stage starts a new sum for the items it makes). The source waits for room (without
+// workers + 1; a fan_out stage, or a fork (broadcast, split), starts a new sum for the items it makes, over the
+// stages of every branch; a join or merge adds its share to each input's sum). The source waits for room (without
 // holding a thread) when that many are alive. Under Overflow::Block an item that finds an Order::Any stage's
 // inbox full parks holding back its producer (the source, or the stage before) until it enters the inbox; one
 // bound for an Order::Input stage, or a fan_out stage's element, waits beyond the inbox instead, within the
@@ -76,9 +80,9 @@ struct StageOptions {
   std::size_t live_tokens = kUnbounded;
 };
 
-// A typed stream of items of type T flowing out of one pipeline stage, to be consumed by exactly one later
-// stage (TaskScope::stage, fan_out or sink). A handle: copies name the same stream. Valid only in the TaskScope
-// that made it.
+// A typed stream of items of type T flowing out of one pipeline stage (or out of one branch of a fork:
+// TaskScope::broadcast, split), to be consumed by exactly one later stage (TaskScope::stage, fan_out, sink,
+// broadcast or split). A handle: copies name the same stream. Valid only in the TaskScope that made it.
 //
 // Example:
 //   weft::Stream<std::string> lines = scope.source([&]() -> std::optional<std::string> { return next(in); });
@@ -97,11 +101,12 @@ class Stream {
 
  private:
   friend class TaskScope;
-  Stream(std::shared_ptr<detail::Pipeline> pipeline, std::uint32_t stage) noexcept
-      : pipeline_(std::move(pipeline)), stage_(stage) {}
+  Stream(std::shared_ptr<detail::Pipeline> pipeline, std::uint32_t stage, std::uint32_t port = 0) noexcept
+      : pipeline_(std::move(pipeline)), stage_(stage), port_(port) {}
 
   std::shared_ptr<detail::Pipeline> pipeline_;
   std::uint32_t stage_ = 0;  // the stage whose output this stream is
+  std::uint32_t port_ = 0;   // which of its outputs: a fork stage's branch; else 0
 };
 
 }  // namespace weft

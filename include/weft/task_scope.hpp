@@ -4,7 +4,9 @@
 
 #include "weft/detail/require_cpp20.hpp"
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -332,7 +334,8 @@ class TaskScope {
   // - The first exception of a stage (or weft::inbox_full from an Overflow::Fail stage) stops the source,
   //   destroys the items in flight, fails the sink's job with it and cancels the run (wait() rethrows it); a
   //   cancelled run stops the pipeline the same way, and its sink's job throws weft::job_cancelled.
-  // - Each stream feeds exactly one stage; a stream of another scope, or one already consumed, throws
+  // - Each stream feeds exactly one stage (to feed several, fork it: broadcast, split; branches meet again in a
+  //   join, join_by_key or merge); a stream of another scope, or one already consumed, throws
   //   weft::invalid_graph; run() throws invalid_graph if a pipeline has no sink. Bad options throw
   //   weft::invalid_option naming the call and the stage.
   //
@@ -363,9 +366,55 @@ class TaskScope {
   // A fan-out stage: f(item) -> a range; each element goes on as an item of the resulting Stream.
   template <class T, class F>
   auto fan_out(const Stream<T>& in, F&& f, StageOptions options = {});
-  // The end of a pipeline: f(item) for every item. The Job<void> finishes when the whole pipeline did.
+  // The end of a pipeline (or of one branch of it): f(item) for every item. The Job<void> finishes when the
+  // whole pipeline did: with forks, when the last item has left every sink (each sink returns the same job).
   template <class T, class F>
   Job<void> sink(const Stream<T>& in, F&& f, StageOptions options = {});
+  // A fork stage that gives every item to N branches: returns N streams, each to be consumed by one stage;
+  // branch j < N - 1 gets a copy of each item (T must be copyable), branch N - 1 the item itself. `in` is
+  // consumed: giving it to another stage throws weft::invalid_graph. Each branch gets the items in the order
+  // the fork took them (a serial fork, the default, with Order::Input: the order of `in`). The slowest branch
+  // bounds the pipeline: the fork hands out an item's copies only while the branches' shared budget has room
+  // (see docs/pipelines.md). options.concurrency/capacity/order/overflow act as for any stage.
+  // Example: auto [left, right] = scope.broadcast<2>(values, {.name = "tee"});
+  template <std::size_t N, class T>
+  [[nodiscard]] std::array<Stream<T>, N> broadcast(const Stream<T>& in, StageOptions options = {});
+  // A fork stage that gives each item to exactly one of N branches, in turn (round-robin: item k of the fork to
+  // branch k mod N, k counted in the order the fork takes them). Items are moved, never copied.
+  // Example: auto [even, odd] = scope.split<2>(jobs);
+  template <std::size_t N, class T>
+  [[nodiscard]] std::array<Stream<T>, N> split(const Stream<T>& in, StageOptions options = {});
+  // A fork stage that gives each item to branch route(item) (route takes a const T& and returns an integer in
+  // 0 .. N - 1). Another value fails the run with std::out_of_range naming the stage, the pipeline and the value.
+  // Example: auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
+  template <std::size_t N, class T, class F>
+  [[nodiscard]] std::array<Stream<T>, N> split(const Stream<T>& in, F&& route, StageOptions options = {});
+  // A join by position: the n-th item of each stream (in the order its fork stage or source handed them out)
+  // make the n-th tuple, as oneTBB's join_node<queueing> when every branch keeps its order; the tuples go on in
+  // the order they are completed. The streams must come from one source (branches of its forks); an item
+  // filtered out or dropped on one branch takes its partners with it (counted in RunStats::dropped_by_stage
+  // under the join). Inputs that end unequally fail the run with weft::unmatched_items naming the join and the
+  // items left on each input. The item types must be nothrow move constructible.
+  // Example: auto pairs = scope.join(std::tuple{squares, cubes}, {.name = "pair"});
+  template <class... Ts>
+  [[nodiscard]] Stream<std::tuple<Ts...>> join(const std::tuple<Stream<Ts>...>& in, StageOptions options = {});
+  // A join by key: one item of each stream with equal keys (key(item), called on items of every stream, perhaps
+  // on several at once) make a tuple, as oneTBB's join_node<key_matching>; several items of one stream with one
+  // key are matched in their arrival order. Items still waiting for a partner when the inputs end fail the run
+  // with weft::unmatched_items; waiting items count against the pipeline's bound (see docs/pipelines.md).
+  // Example: auto orders = scope.join_by_key(std::tuple{heads, bodies}, [](const auto& part) { return part.id; });
+  template <class... Ts, class F>
+  [[nodiscard]] Stream<std::tuple<Ts...>> join_by_key(const std::tuple<Stream<Ts>...>& in, F&& key,
+                                                      StageOptions options = {});
+  // A merge: the items of every stream (of one source) go on as one stream, in the order they arrive. An empty
+  // list of streams throws weft::invalid_graph.
+  // Example: auto all = scope.merge({left, right}, {.name = "both"});
+  template <class T>
+  [[nodiscard]] Stream<T> merge(std::span<const Stream<T>> in, StageOptions options = {});
+  template <class T>
+  [[nodiscard]] Stream<T> merge(std::initializer_list<Stream<T>> in, StageOptions options = {}) {
+    return merge(std::span<const Stream<T>>(in.begin(), in.size()), std::move(options));
+  }
 
   // Starts the run. Throws graph_busy if the scope already ran (one-shot), else what TaskGraph::run throws
   // (pool_closed, invalid_option for an affinity past the pool's workers): the jobs then never run.
@@ -518,7 +567,17 @@ class TaskScope {
   // Checks `in` (valid, of this scope, not consumed yet) and adds the stage after it.
   template <class Out, class Body, class T>
   Stream<Out> add_stage(const char* who, const Stream<T>& in, detail::StageKind kind, std::unique_ptr<Body> body,
-                        StageOptions options, std::size_t size, std::size_t align);
+                        StageOptions options, std::size_t size, std::size_t align, std::uint32_t outputs = 1);
+  // Checks `inputs` (not empty, valid, of this scope, of one pipeline) and adds a join or merge stage after them.
+  template <class Out, class Body>
+  Stream<Out> add_joined(const char* who, const std::vector<detail::StreamInput>& inputs, detail::StageKind kind,
+                         std::unique_ptr<Body> body, StageOptions options);
+  template <class... Ts>
+  static std::vector<detail::StreamInput> inputs_of(const std::tuple<Stream<Ts>...>& in);
+  // Adds a fork stage (broadcast, split) after `in` and returns its N branches.
+  template <class T, std::size_t N, class Body>
+  std::array<Stream<T>, N> add_fork(const char* who, const Stream<T>& in, std::unique_ptr<Body> body,
+                                    StageOptions options, std::size_t size, std::size_t align);
   void require_building(const char* who) const;
   // KeepGoing, once the run is over: fills shared_->skipped_because from the run's outcomes.
   void note_skipped_jobs() noexcept;

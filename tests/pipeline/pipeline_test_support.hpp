@@ -164,6 +164,45 @@ inline void check_balanced(const Census& census) {
   };
 }
 
+// A counted item that can be copied (a broadcast copies its items): a copy is one more item of the census.
+class Copied {
+ public:
+  Copied(Census& census, std::uint64_t value) noexcept : census_(&census), value_(value), holds_(true) {
+    census_->made();
+  }
+  Copied(const Copied& other) noexcept : census_(other.census_), value_(other.value_), holds_(other.holds_) {
+    if (holds_) {
+      census_->made();
+    } else {
+      census_->moved();
+    }
+  }
+  Copied(Copied&& other) noexcept : census_(other.census_), value_(other.value_), holds_(other.holds_) {
+    other.holds_ = false;
+    census_->moved();
+  }
+  Copied& operator=(const Copied&) = delete;
+  Copied& operator=(Copied&&) = delete;
+  ~Copied() {
+    if (holds_) census_->ended();
+    census_->destroyed();
+  }
+  [[nodiscard]] std::uint64_t value() const noexcept { return value_; }
+
+ private:
+  Census* census_;
+  std::uint64_t value_;
+  bool holds_;
+};
+
+// A source function making Copied items 0, 1, ..., n - 1 (tallied by `census`), then std::nullopt.
+[[nodiscard]] inline auto copied_below(Census& census, std::uint64_t n) {
+  return [&census, next = std::uint64_t{0}, n]() mutable -> std::optional<Copied> {
+    if (next == n) return std::nullopt;
+    return Copied(census, next++);
+  };
+}
+
 // A well-mixed 64-bit value of (seed, item): per-item decisions without a generator shared between threads.
 [[nodiscard]] inline std::uint64_t mix(std::uint64_t seed, std::uint64_t item) noexcept {
   std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (item + 1);

@@ -2,6 +2,7 @@
 // the description TaskScope fills in; graph/pipeline/pipeline_run.cpp runs it.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <new>
 #include <optional>
 #include <ranges>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -45,11 +47,18 @@ class StageBody {
   // and constructs its output there: returns false if there is none (filtered out; always for a sink). A fan-out
   // stage constructs its fan state (the range and where it is in it) and returns true.
   virtual bool process(void* slot) = 0;
-  // A fan-out stage: moves the next element of the fan state at `state` to `out` and returns true, or returns
-  // false at the end of the range (nothing constructed).
-  virtual bool next(void* state, void* out) {
+  // A fan-out or fork stage: moves the next element of the fan state at `state` to `out` and returns true, or
+  // returns false at the end of the range (nothing constructed). `port`: the output the element goes to (a fork
+  // stage's branch; 0 for a fan-out stage).
+  virtual bool next(void* state, void* out, std::uint32_t& port) {
     static_cast<void>(state);
     static_cast<void>(out);
+    static_cast<void>(port);
+    return false;
+  }
+  // A fork stage: true once next() would return false, so that no slot is taken only to learn it.
+  virtual bool finished(void* state) noexcept {
+    static_cast<void>(state);
     return false;
   }
   // A fan-out stage: destroys the fan state at `state`.
@@ -240,7 +249,8 @@ class FanOutBody final : public StageBody {
     ::new (slot) State(std::move(item), f_);
     return true;
   }
-  bool next(void* state, void* out) override {
+  bool next(void* state, void* out, std::uint32_t& port) override {
+    port = 0;
     State& s = *slot_as<State>(state);
     if (s.at == std::ranges::end(s.range)) return false;
     ::new (out) Out(std::ranges::iter_move(s.at));
@@ -254,11 +264,121 @@ class FanOutBody final : public StageBody {
   F f_;
 };
 
-enum class StageKind : std::uint8_t { source, map, fan_out, sink };
+// A broadcast stage's state: the item, copied to every branch but the last, which gets the item itself.
+template <class T>
+struct BroadcastState {
+  T item;
+  std::uint32_t port = 0;  // the branch the next copy goes to
+  explicit BroadcastState(T&& input) : item(std::move(input)) {}
+};
+
+template <class T, std::uint32_t N>
+class BroadcastBody final : public StageBody {
+ public:
+  using State = BroadcastState<T>;
+  bool process(void* slot) override {
+    DestroyInput<T> input(slot_as<T>(slot));
+    T item(std::move(*input.input));
+    input.done();
+    ::new (slot) State(std::move(item));
+    return true;
+  }
+  bool next(void* state, void* out, std::uint32_t& port) override {
+    State& s = *slot_as<State>(state);
+    if (s.port == N) return false;
+    if (s.port + 1 == N) {
+      ::new (out) T(std::move(s.item));
+    } else {
+      ::new (out) T(std::as_const(s.item));
+    }
+    port = s.port++;
+    return true;
+  }
+  bool finished(void* state) noexcept override { return slot_as<State>(state)->port == N; }
+  void destroy_state(void* state) noexcept override { slot_as<State>(state)->~State(); }
+  void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+};
+
+// A split stage's state: the item and the branch it goes to.
+template <class T>
+struct SplitState {
+  T item;
+  std::uint32_t port;
+  bool sent = false;
+  SplitState(T&& input, std::uint32_t to) : item(std::move(input)), port(to) {}
+};
+
+// Routes each item to one branch: `route(item) -> index` (RoundRobin: the next branch in turn). An index out of
+// range throws std::out_of_range naming the stage, the pipeline and the value.
+struct RoundRobin {};
+
+template <class T, std::uint32_t N, class Route>
+class SplitBody final : public StageBody {
+ public:
+  using State = SplitState<T>;
+  template <class G>
+  explicit SplitBody(G&& route) : route_(std::forward<G>(route)) {}
+  // Called once the stage is named: errors name it.
+  void name(std::string stage, std::string pipeline) {
+    stage_ = std::move(stage);
+    pipeline_ = std::move(pipeline);
+  }
+  bool process(void* slot) override {
+    DestroyInput<T> input(slot_as<T>(slot));
+    std::uint32_t port = 0;
+    if constexpr (std::is_same_v<Route, RoundRobin>) {
+      port = static_cast<std::uint32_t>(turn_.fetch_add(1, std::memory_order_relaxed) % N);
+    } else {
+      const auto index = std::invoke(route_, std::as_const(*input.input));
+      if (std::cmp_less(index, 0) || std::cmp_greater_equal(index, N)) {
+        throw std::out_of_range("weft::TaskScope::split: stage '" + stage_ + "' of pipeline '" + pipeline_ +
+                                "': its route returned " + std::to_string(index) + " for a split into " +
+                                std::to_string(N) + " branches (0 .. " + std::to_string(N - 1) + ")");
+      }
+      port = static_cast<std::uint32_t>(index);
+    }
+    T item(std::move(*input.input));
+    input.done();
+    ::new (slot) State(std::move(item), port);
+    return true;
+  }
+  bool next(void* state, void* out, std::uint32_t& port) override {
+    State& s = *slot_as<State>(state);
+    if (s.sent) return false;
+    ::new (out) T(std::move(s.item));
+    port = s.port;
+    s.sent = true;
+    return true;
+  }
+  bool finished(void* state) noexcept override { return slot_as<State>(state)->sent; }
+  void destroy_state(void* state) noexcept override { slot_as<State>(state)->~State(); }
+  void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+
+ private:
+  [[no_unique_address]] Route route_;
+  std::atomic<std::uint64_t> turn_{0};  // RoundRobin: the next item's number; relaxed, only its count matters
+  std::string stage_;
+  std::string pipeline_;
+};
+
+// A split's route: callable with a const T&, returning an integer index.
+template <class F, class T>
+concept SplitRoute = std::is_invocable_v<F&, const T&> && std::is_integral_v<std::invoke_result_t<F&, const T&>> &&
+                     !std::is_same_v<std::invoke_result_t<F&, const T&>, bool>;
+
+// One stream given to a join or merge (the parts of a weft::Stream that TaskScope reads).
+struct StreamInput {
+  const std::shared_ptr<Pipeline>* pipeline;
+  std::uint32_t stage;
+  std::uint32_t port;
+};
+
+enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sink };
 
 // The description of one pipeline, filled in stage by stage by TaskScope (source, stage, fan_out, sink) and run
-// once, inside the scope job the source made (graph/pipeline/pipeline_run.cpp). The stages form a chain: each stream
-// feeds exactly one stage.
+// once, inside the scope job the source made (graph/pipeline/pipeline_run.cpp). The stages form a tree from the
+// source: each stream (a stage's output, or one branch of a fork stage's) feeds exactly one stage; a fork stage
+// (broadcast, split) has several outputs, a sink none.
 class Pipeline {
  public:
   // `scope` identifies the TaskScope (streams of another scope are refused); `name` is the pipeline's, as its
@@ -267,22 +387,36 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Adds the stage consuming the output of `from` (ignored for the source). `who` is the public call, which
-  // every error names: invalid_option for a bad option, invalid_graph if `from`'s stream already feeds a stage.
-  // `size`/`align`: the largest object the stage leaves in an item slot. Returns the new stage's index.
-  std::uint32_t add(const char* who, std::uint32_t from, StageKind kind, StageOptions options,
-                    std::unique_ptr<StageBody> body, std::size_t size, std::size_t align);
+  // Adds the stage consuming output `port` of stage `from` (ignored for the source). `outputs`: its own number
+  // of output streams (1; a fork stage's branches; 0 for a sink). `who` is the public call, which every error
+  // names: invalid_option for a bad option, invalid_graph if that stream already feeds a stage. `size`/`align`:
+  // the largest object the stage leaves in an item slot. Returns the new stage's index.
+  std::uint32_t add(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind, StageOptions options,
+                    std::unique_ptr<StageBody> body, std::size_t size, std::size_t align, std::uint32_t outputs = 1);
 
-  // Throws invalid_graph (naming `who`, the pipeline and the stage) unless `from` is the last stage and it is
-  // not a sink, i.e. its stream feeds nothing yet.
-  void require_open(const char* who, std::uint32_t from) const;
+  // One output of a stage: (stage, port).
+  struct Output {
+    std::uint32_t stage;
+    std::uint32_t port;
+  };
+  // Adds a join or merge stage consuming every stream of `inputs` (at least one; a position join or key join
+  // needs two): invalid_graph if one of them already feeds a stage or is given twice, invalid_option for a bad
+  // option (Order::Input: a join pairs by position or key, a merge takes its items as they arrive).
+  std::uint32_t add_join(const char* who, const std::vector<Output>& inputs, StageKind kind, StageOptions options,
+                         std::unique_ptr<StageBody> body, std::size_t size, std::size_t align);
 
-  // True once a sink ended the chain.
-  [[nodiscard]] bool complete() const noexcept { return !stages_.empty() && stages_.back().kind == StageKind::sink; }
+  // Throws invalid_graph (naming `who`, the pipeline and the stage) unless output `port` of stage `from` feeds
+  // nothing yet.
+  void require_open(const char* who, std::uint32_t from, std::uint32_t port) const;
+
+  // True once every stream of the pipeline feeds a stage (every branch ends in a sink).
+  [[nodiscard]] bool complete() const noexcept;
   [[nodiscard]] const void* scope() const noexcept { return scope_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  // The name of the stage whose stream is the open end of the chain.
-  [[nodiscard]] const std::string& last_stage_name() const { return stages_.back().name; }
+  // The name of stage `stage`.
+  [[nodiscard]] const std::string& stage_name(std::uint32_t stage) const { return stages_[stage].name; }
+  // The name of a stage with a stream that feeds nothing (run() refuses the pipeline), or of the last stage.
+  [[nodiscard]] const std::string& open_stage_name() const;
 
   // Runs every item through the stages, inside the pipeline's job (its node's Subflow); returns once every task
   // it spawned has finished. Returns what the job reports: the exception that stopped it (a stage's,
@@ -296,7 +430,12 @@ class Pipeline {
     StageOptions options;
     StageKind kind;
     std::unique_ptr<StageBody> body;
+    std::uint32_t from = 0;              // the stage whose output it consumes (the source: 0, unused)
+    std::vector<std::uint32_t> to = {};  // per output: the stage consuming it, or kOpen
+    std::uint32_t from_port = 0;         // which output of `from`
+    std::vector<Output> inputs = {};     // a join or merge stage: every stream it consumes, `from` the first
   };
+  static constexpr std::uint32_t kOpen = ~std::uint32_t{0};
   [[nodiscard]] const std::vector<Stage>& stages() const noexcept { return stages_; }
   [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
   [[nodiscard]] std::size_t slot_align() const noexcept { return slot_align_; }
@@ -305,6 +444,10 @@ class Pipeline {
   Job<void> job;
 
  private:
+  // Checks the options, names the stage and appends it (its input not yet marked consumed).
+  std::uint32_t push(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind, StageOptions options,
+                     std::unique_ptr<StageBody> body, std::size_t size, std::size_t align, std::uint32_t outputs);
+
   const void* scope_;
   std::string name_;
   std::vector<Stage> stages_;

@@ -175,7 +175,7 @@ inline void TaskScope::run(RunOptions options) {
       throw invalid_graph("weft::TaskScope::run: pipeline '" + pipeline->name() +
                           "' has no sink: the stream of "
                           "its stage '" +
-                          pipeline->last_stage_name() + "' feeds nothing (end it with sink())");
+                          pipeline->open_stage_name() + "' feeds nothing (end it with sink())");
     }
   }
   if (graph_.size() != 0) {

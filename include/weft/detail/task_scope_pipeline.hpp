@@ -2,15 +2,19 @@
 // weft/task_scope.hpp.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <ranges>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "weft/detail/pipeline.hpp"
+#include "weft/detail/pipeline_join.hpp"
 #include "weft/task_scope.hpp"
 
 namespace weft {
@@ -31,7 +35,7 @@ auto TaskScope::add_source(std::span<const AnyJob> deps, F&& f, StageOptions opt
     if (name.empty()) name = "pipeline " + std::to_string(graph_.size());
     const Priority priority = options.priority;
     auto pipeline = std::make_shared<detail::Pipeline>(shared_.get(), name);
-    (void)pipeline->add(who, 0, detail::StageKind::source, std::move(options),
+    (void)pipeline->add(who, 0, 0, detail::StageKind::source, std::move(options),
                         std::make_unique<detail::SourceBody<T, D>>(std::forward<F>(f)), sizeof(T), alignof(T));
     NodeOptions node;
     node.name = name;
@@ -127,10 +131,178 @@ Job<void> TaskScope::sink(const Stream<T>& in, F&& f, StageOptions options) {
   }
 }
 
+template <std::size_t N, class T>
+std::array<Stream<T>, N> TaskScope::broadcast(const Stream<T>& in, StageOptions options) {
+  static_assert(N >= 1 && N <= kMaxBranches,
+                "weft::TaskScope::broadcast<N>(stream): N must be 1 .. weft::kMaxBranches");
+  static_assert(std::is_copy_constructible_v<T>,
+                "weft::TaskScope::broadcast<N>(stream): every branch gets its own copy of each item, so the item "
+                "type must be copyable (share large or move-only data through a std::shared_ptr<const X>)");
+  if constexpr (std::is_copy_constructible_v<T> && N >= 1 && N <= kMaxBranches) {
+    using State = detail::BroadcastState<T>;
+    return add_fork<T, N>("weft::TaskScope::broadcast", in, std::make_unique<detail::BroadcastBody<T, N>>(),
+                          std::move(options), sizeof(State), alignof(State));
+  } else {
+    return {};
+  }
+}
+
+template <std::size_t N, class T>
+std::array<Stream<T>, N> TaskScope::split(const Stream<T>& in, StageOptions options) {
+  static_assert(N >= 1 && N <= kMaxBranches, "weft::TaskScope::split<N>(stream): N must be 1 .. weft::kMaxBranches");
+  if constexpr (N >= 1 && N <= kMaxBranches) {
+    using Body = detail::SplitBody<T, N, detail::RoundRobin>;
+    using State = detail::SplitState<T>;
+    auto body = std::make_unique<Body>(detail::RoundRobin{});
+    return add_fork<T, N>("weft::TaskScope::split", in, std::move(body), std::move(options), sizeof(State),
+                          alignof(State));
+  } else {
+    return {};
+  }
+}
+
+template <std::size_t N, class T, class F>
+std::array<Stream<T>, N> TaskScope::split(const Stream<T>& in, F&& route, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(N >= 1 && N <= kMaxBranches,
+                "weft::TaskScope::split<N>(stream, route): N must be 1 .. weft::kMaxBranches");
+  static_assert(detail::SplitRoute<D, T>,
+                "weft::TaskScope::split<N>(stream, route): route must take the item as const T& and return the "
+                "index (an integer, 0 .. N - 1) of the branch it goes to");
+  if constexpr (detail::SplitRoute<D, T> && N >= 1 && N <= kMaxBranches) {
+    constexpr const char* who = "weft::TaskScope::split";
+    detail::require_callable(route, who);
+    using Body = detail::SplitBody<T, N, D>;
+    using State = detail::SplitState<T>;
+    auto body = std::make_unique<Body>(std::forward<F>(route));
+    return add_fork<T, N>(who, in, std::move(body), std::move(options), sizeof(State), alignof(State));
+  } else {
+    return {};
+  }
+}
+
+template <class T, std::size_t N, class Body>
+std::array<Stream<T>, N> TaskScope::add_fork(const char* who, const Stream<T>& in, std::unique_ptr<Body> body,
+                                             StageOptions options, std::size_t size, std::size_t align) {
+  Body* named = body.get();
+  const Stream<T> forked = add_stage<T>(who, in, detail::StageKind::fork, std::move(body), std::move(options),
+                                        size > sizeof(T) ? size : sizeof(T), align > alignof(T) ? align : alignof(T),
+                                        static_cast<std::uint32_t>(N));
+  if constexpr (requires { named->name(std::string(), std::string()); }) {
+    named->name(forked.pipeline_->stage_name(forked.stage_), forked.pipeline_->name());
+  }
+  std::array<Stream<T>, N> branches;
+  for (std::size_t j = 0; j < N; ++j)
+    branches[j] = Stream<T>(forked.pipeline_, forked.stage_, static_cast<std::uint32_t>(j));
+  return branches;
+}
+
+template <class... Ts>
+Stream<std::tuple<Ts...>> TaskScope::join(const std::tuple<Stream<Ts>...>& in, StageOptions options) {
+  static_assert(sizeof...(Ts) >= 2, "weft::TaskScope::join(streams): join two or more streams");
+  static_assert((std::is_nothrow_move_constructible_v<Ts> && ...),
+                "weft::TaskScope::join(streams): the items must be nothrow move constructible (a join moves them "
+                "into the tuple)");
+  if constexpr (sizeof...(Ts) >= 2 && (std::is_nothrow_move_constructible_v<Ts> && ...)) {
+    using Tuple = std::tuple<Ts...>;
+    return add_joined<Tuple>("weft::TaskScope::join", inputs_of(in), detail::StageKind::join,
+                             std::make_unique<detail::PositionJoinBody<Ts...>>(), std::move(options));
+  } else {
+    return {};
+  }
+}
+
+template <class... Ts, class F>
+Stream<std::tuple<Ts...>> TaskScope::join_by_key(const std::tuple<Stream<Ts>...>& in, F&& key, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(sizeof...(Ts) >= 2, "weft::TaskScope::join_by_key(streams, key): join two or more streams");
+  static_assert((std::is_nothrow_move_constructible_v<Ts> && ...),
+                "weft::TaskScope::join_by_key(streams, key): the items must be nothrow move constructible (a join "
+                "moves them into the tuple)");
+  static_assert(detail::JoinKey<D, Ts...>,
+                "weft::TaskScope::join_by_key(streams, key): key must take an item of every stream (as const T&) "
+                "and return keys of one type");
+  if constexpr (sizeof...(Ts) >= 2 && (std::is_nothrow_move_constructible_v<Ts> && ...) && detail::JoinKey<D, Ts...>) {
+    using K = detail::join_key_t<D, Ts...>;
+    static_assert(detail::HashableKey<K>,
+                  "weft::TaskScope::join_by_key(streams, key): the key type must be default constructible, "
+                  "movable, equality comparable and hashable by std::hash");
+    if constexpr (detail::HashableKey<K>) {
+      constexpr const char* who = "weft::TaskScope::join_by_key";
+      detail::require_callable(key, who);
+      using Tuple = std::tuple<Ts...>;
+      return add_joined<Tuple>(who, inputs_of(in), detail::StageKind::join,
+                               std::make_unique<detail::KeyJoinBody<K, D, Ts...>>(std::forward<F>(key)),
+                               std::move(options));
+    } else {
+      return {};
+    }
+  } else {
+    return {};
+  }
+}
+
+template <class T>
+Stream<T> TaskScope::merge(std::span<const Stream<T>> in, StageOptions options) {
+  std::vector<detail::StreamInput> inputs;
+  inputs.reserve(in.size());
+  for (const Stream<T>& stream : in)
+    inputs.push_back(detail::StreamInput{&stream.pipeline_, stream.stage_, stream.port_});
+  return add_joined<T>("weft::TaskScope::merge", inputs, detail::StageKind::merge,
+                       std::make_unique<detail::MergeBody<T>>(), std::move(options));
+}
+
+template <class... Ts>
+std::vector<detail::StreamInput> TaskScope::inputs_of(const std::tuple<Stream<Ts>...>& in) {
+  return std::apply(
+      [](const auto&... stream) {
+        return std::vector<detail::StreamInput>{detail::StreamInput{&stream.pipeline_, stream.stage_, stream.port_}...};
+      },
+      in);
+}
+
+template <class Out, class Body>
+Stream<Out> TaskScope::add_joined(const char* who, const std::vector<detail::StreamInput>& inputs,
+                                  detail::StageKind kind, std::unique_ptr<Body> body, StageOptions options) {
+  require_building(who);
+  if (inputs.empty()) {
+    throw invalid_graph(std::string(who) + ": no streams given (an empty merge has nothing to take items from)");
+  }
+  const std::shared_ptr<detail::Pipeline>* first = nullptr;
+  std::vector<detail::Pipeline::Output> outputs;
+  outputs.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::shared_ptr<detail::Pipeline>& pipeline = *inputs[i].pipeline;
+    if (pipeline == nullptr) {
+      throw invalid_graph(std::string(who) + ": stream " + std::to_string(i) +
+                          " is empty (a default-constructed weft::Stream)" +
+                          (options.name.empty() ? std::string() : ", given to stage '" + options.name + "'"));
+    }
+    if (pipeline->scope() != shared_.get()) {
+      throw invalid_graph(std::string(who) + ": stream " + std::to_string(i) + " (of stage '" +
+                          pipeline->stage_name(inputs[i].stage) + "' of pipeline '" + pipeline->name() +
+                          "') belongs to another TaskScope: a stage may only consume streams of its own scope");
+    }
+    if (first == nullptr) {
+      first = &pipeline;
+    } else if (pipeline != *first) {
+      throw invalid_graph(std::string(who) + ": stream " + std::to_string(i) + " comes from pipeline '" +
+                          pipeline->name() + "', stream 0 from pipeline '" + (*first)->name() +
+                          "': the streams joined or merged must come from one source (fork its stream with "
+                          "broadcast or split)");
+    }
+    outputs.push_back(detail::Pipeline::Output{inputs[i].stage, inputs[i].port});
+  }
+  const std::shared_ptr<detail::Pipeline> pipeline = *first;
+  const std::uint32_t index = pipeline->add_join(who, outputs, kind, std::move(options), std::move(body), sizeof(Out),
+                                                 alignof(Out));
+  return Stream<Out>(pipeline, index);
+}
+
 template <class Out, class Body, class T>
 Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::StageKind kind,
-                                 std::unique_ptr<Body> body, StageOptions options, std::size_t size,
-                                 std::size_t align) {
+                                 std::unique_ptr<Body> body, StageOptions options, std::size_t size, std::size_t align,
+                                 std::uint32_t outputs) {
   require_building(who);
   if (!in.valid()) {
     std::string message = who;
@@ -140,12 +312,14 @@ Stream<Out> TaskScope::add_stage(const char* who, const Stream<T>& in, detail::S
   }
   if (in.pipeline_->scope() != shared_.get()) {
     std::string message = who;
-    message += ": the stream of stage '" + in.pipeline_->last_stage_name() + "' of pipeline '" + in.pipeline_->name() +
+    message += ": the stream of stage '" + in.pipeline_->stage_name(in.stage_) + "' of pipeline '" +
+               in.pipeline_->name() +
                "' belongs to another TaskScope: a stage may only consume streams of its own "
                "scope";
     throw invalid_graph(message);
   }
-  const std::uint32_t index = in.pipeline_->add(who, in.stage_, kind, std::move(options), std::move(body), size, align);
+  const std::uint32_t index = in.pipeline_->add(who, in.stage_, in.port_, kind, std::move(options), std::move(body),
+                                                size, align, outputs);
   return Stream<Out>(in.pipeline_, index);
 }
 

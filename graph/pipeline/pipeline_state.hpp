@@ -1,0 +1,75 @@
+// What one run of a TaskScope pipeline keeps per stage and per segment, shared by graph/pipeline/pipeline_run.cpp
+// (the carriers) and graph/pipeline/pipeline_layout.cpp (the layout, the slots).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/pipeline/pipeline_run.hpp"
+
+namespace weft::detail::pipeline {
+
+struct alignas(atomics::kCacheLine) Run::StageState {
+  // What carriers read of the stage on every item, set once before any runs.
+  StageBody* body = nullptr;
+  StageKind kind = StageKind::map;
+  bool last = false;
+  Priority priority = Priority::Normal;
+  // The next Order::Input stage of the segment after this one (where a marker from here goes), or kNone.
+  std::uint32_t next_ordered = kNone;
+
+  SpinLock lock;
+  unsigned running = 0;  // bodies running, or items that took a slot and are on their way to run
+  unsigned concurrency = 1;
+  std::size_t capacity = 1;
+  Overflow overflow = Overflow::Block;
+  bool ordered = false;
+  SlotList inbox;           // Order::Any: items waiting for a slot, oldest first
+  SlotList parked;          // Order::Any, Block: items that found the inbox full, holding their producer's slot
+  std::vector<Slot*> ring;  // Order::Input: waiting items and markers, at their number modulo its size
+  std::uint64_t mask = 0;
+  std::uint64_t next_seq = 0;  // Order::Input: the number the stage takes next
+  std::size_t waiting = 0;     // Order::Input: items (not markers) in the ring
+  std::uint64_t dropped = 0;
+  // A fan-out stage: the number of its next element, in its segment's order. relaxed: only the numbers' uniqueness
+  // matters; a serial Order::Input fan-out stage hands them out in its input's order anyway.
+  std::atomic<std::uint64_t> emitted{0};
+  // A fork stage: per branch, the number of its next element in that branch's order (relaxed, as `emitted`).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> port_emitted;
+  // A join stage: per input, the stage that numbered its items (and the branch, after a fork).
+  std::vector<Origin> join_origins;
+};
+
+inline Run::StageState& Run::state(std::uint32_t stage) const noexcept { return states_[stage]; }
+
+struct Run::Segment {
+  std::size_t budget = 0;
+  std::size_t live = 0;         // slots of the segment taken
+  SlotList waiters;             // fan states waiting for a slot of the segment
+  bool source_waiting = false;  // the source is waiting for a slot (segment 0)
+  std::uint32_t producer = 0;   // the source (0) or the fan-out stage whose elements the segment's items are
+};
+
+// Slots are allocated this many at a time.
+inline constexpr std::size_t kChunkSlots = 32;
+
+inline std::size_t round_up(std::size_t n, std::size_t align) { return (n + align - 1) / align * align; }
+
+// An E whose message is the parts joined; out of memory building it, the bad_alloc instead (a run still fails).
+template <class E, class... Parts>
+std::exception_ptr error_of(const Parts&... parts) noexcept {
+  try {
+    std::string message;
+    ((message += parts), ...);
+    return std::make_exception_ptr(E(message));
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+}  // namespace weft::detail::pipeline
