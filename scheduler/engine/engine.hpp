@@ -30,7 +30,9 @@
 #include "scheduler/engine/timer_queue.hpp"
 #include "scheduler/engine/worker.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
+#include "topology/steal_order.hpp"
 #include "weft/pool.hpp"
+#include "weft/topology.hpp"
 #if WEFT_FIBERS
 #include "scheduler/engine/fiber_worker.hpp"
 #endif
@@ -87,6 +89,9 @@ class Engine {
   ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
 
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  // Where each worker sits (Pool::placement, Pool::describe).
+  [[nodiscard]] const std::vector<std::vector<unsigned>>& placement() const noexcept { return placement_; }
+  [[nodiscard]] std::string describe() const;
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
   // Pool::current_thread_index: the worker index on a worker of this engine; size() + its slot's index on
   // another thread inside a RunningFrame of this engine; else nullopt.
@@ -272,6 +277,8 @@ class Engine {
   [[nodiscard]] Task* find_task(Worker& self);
   [[nodiscard]] Task* take_injected(Worker& self, Priority priority);
   [[nodiscard]] Task* steal(Worker& self);
+  // One steal from `victim`'s deque (skipped on its emptiness hint), counted and traced (steal.cpp).
+  [[nodiscard]] Task* try_steal_from(Worker& self, Worker& victim);
   [[nodiscard]] Task* steal_from_mailboxes(Worker& self);
   [[nodiscard]] Task* steal_from_slots(Worker& self);
   void run_outside(OutsideSlot& slot, Task* task) noexcept;
@@ -359,6 +366,12 @@ class Engine {
   // post, callgrind). It only refers to slots_, which it uses after construction.
   Lifecycle lifecycle_{*this, slots_};
   PoolOptions options_;
+  // The machine and each worker's CPUs (weft::placement), when the options pin or choose a node; else both empty.
+  // Each worker's steal victims by distance, empty where distance tells nothing (topology/steal_order.hpp). All
+  // three fixed before the workers start.
+  Topology topology_;
+  std::vector<std::vector<unsigned>> placement_;
+  std::vector<topology::StealOrder> steal_orders_;
   Pool* pool_ = nullptr;  // set_pool
   // The task hooks and the trace's recorder, fixed at construction (scheduler/engine/task_hooks.hpp).
   const TaskHooks hooks_;

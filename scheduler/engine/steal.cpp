@@ -13,25 +13,42 @@
 namespace weft::engine {
 using namespace engine_internal;
 
+Task* Engine::try_steal_from(Worker& self, Worker& victim) {
+  // The relaxed emptiness hint skips the steal's fence on an empty victim; a push it misses is found by the next
+  // search, and a worker about to park re-checks after its fence (park()).
+  if (victim.deque.empty()) return nullptr;
+  self.counters.steal_attempts.bump();
+  const auto result = victim.deque.steal();
+  if (!result) return nullptr;
+  self.counters.stolen.bump();
+  if (hooks_.tracer() != nullptr) [[unlikely]]
+    hooks_.steal(victim.index);
+  return result.item;
+}
+
 Task* Engine::steal(Worker& self) {
   const auto count = static_cast<unsigned>(workers_.size());
-  if (count > 1) {
+  if (const topology::StealOrder* order = self.steal_order; order != nullptr) [[unlikely]] {
+    // By distance: the workers on this core, then this node, then the other nodes nearest first. Each tier is
+    // swept twice from a random start before the next (a victim that lost a race likely has more), so that work
+    // within reach never loses to work across the machine.
+    unsigned begin = 0;
+    for (const unsigned end : order->tier_ends) {
+      const unsigned size = end - begin;
+      const auto start = static_cast<unsigned>(self.next_random() % size);
+      for (unsigned i = 0; i < 2 * size; ++i) {
+        if (Task* task = try_steal_from(self, *workers_[order->victims[begin + (start + i) % size]])) return task;
+      }
+      begin = end;
+    }
+  } else if (count > 1) {
     // Two sweeps over the other workers from a random start: a victim that lost a race is likely to have
     // more, so it gets a second chance in the second sweep.
     const auto start = static_cast<unsigned>(self.next_random() % count);
     for (unsigned i = 0; i < 2 * count; ++i) {
       Worker& victim = *workers_[(start + i) % count];
-      // The relaxed emptiness hint skips the steal's fence on an empty victim; a push it misses is found by
-      // the next search, and a worker about to park re-checks after its fence (park()).
-      if (&victim == &self || victim.deque.empty()) continue;
-      self.counters.steal_attempts.bump();
-      const auto result = victim.deque.steal();
-      if (result) {
-        self.counters.stolen.bump();
-        if (hooks_.tracer() != nullptr) [[unlikely]]
-          hooks_.steal(victim.index);
-        return result.item;
-      }
+      if (&victim == &self) continue;
+      if (Task* task = try_steal_from(self, victim)) return task;
     }
   }
   return steal_from_mailboxes(self);
