@@ -277,7 +277,7 @@ class Engine {
   [[nodiscard]] Task* find_task(Worker& self);
   [[nodiscard]] Task* take_injected(Worker& self, Priority priority);
   [[nodiscard]] Task* steal(Worker& self);
-  // One steal from `victim`'s deque (skipped on its emptiness hint), counted and traced (steal.cpp).
+  // One steal from `victim`'s deque, counted and traced, for the steal order by distance (steal.cpp).
   [[nodiscard]] Task* try_steal_from(Worker& self, Worker& victim);
   [[nodiscard]] Task* steal_from_mailboxes(Worker& self);
   [[nodiscard]] Task* steal_from_slots(Worker& self);

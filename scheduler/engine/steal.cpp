@@ -14,9 +14,7 @@ namespace weft::engine {
 using namespace engine_internal;
 
 Task* Engine::try_steal_from(Worker& self, Worker& victim) {
-  // The relaxed emptiness hint skips the steal's fence on an empty victim; a push it misses is found by the next
-  // search, and a worker about to park re-checks after its fence (park()).
-  if (victim.deque.empty()) return nullptr;
+  // The caller skipped an empty victim by its relaxed hint, as the flat sweep below does.
   self.counters.steal_attempts.bump();
   const auto result = victim.deque.steal();
   if (!result) return nullptr;
@@ -37,7 +35,9 @@ Task* Engine::steal(Worker& self) {
       const unsigned size = end - begin;
       const auto start = static_cast<unsigned>(self.next_random() % size);
       for (unsigned i = 0; i < 2 * size; ++i) {
-        if (Task* task = try_steal_from(self, *workers_[order->victims[begin + (start + i) % size]])) return task;
+        Worker& victim = *workers_[order->victims[begin + (start + i) % size]];
+        if (victim.deque.empty()) continue;
+        if (Task* task = try_steal_from(self, victim)) return task;
       }
       begin = end;
     }
@@ -47,8 +47,17 @@ Task* Engine::steal(Worker& self) {
     const auto start = static_cast<unsigned>(self.next_random() % count);
     for (unsigned i = 0; i < 2 * count; ++i) {
       Worker& victim = *workers_[(start + i) % count];
-      if (&victim == &self) continue;
-      if (Task* task = try_steal_from(self, victim)) return task;
+      // The relaxed emptiness hint skips the steal's fence on an empty victim; a push it misses is found by
+      // the next search, and a worker about to park re-checks after its fence (park()).
+      if (&victim == &self || victim.deque.empty()) continue;
+      self.counters.steal_attempts.bump();
+      const auto result = victim.deque.steal();
+      if (result) {
+        self.counters.stolen.bump();
+        if (hooks_.tracer() != nullptr) [[unlikely]]
+          hooks_.steal(victim.index);
+        return result.item;
+      }
     }
   }
   return steal_from_mailboxes(self);
