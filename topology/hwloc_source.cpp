@@ -78,13 +78,13 @@ bool from_hwloc(const char* description, Topology& out, std::string& why) {
   for (int i = 0; i < pu_count; ++i) {
     hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, static_cast<unsigned>(i));
     CpuInfo cpu{.cpu = pu->os_index};
-    const hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
+    const hwloc_obj* core = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_CORE, pu);
     // A PU without a core (some virtual machines) is its own core, numbered after every real one.
     cpu.core = core != nullptr ? core->logical_index : 0x10000U + pu->logical_index;
-    const hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pu);
+    const hwloc_obj* package = hwloc_get_ancestor_obj_by_type(topo, HWLOC_OBJ_PACKAGE, pu);
     cpu.package = package != nullptr ? package->logical_index : 0;
     for (int n = 0; n < node_count; ++n) {
-      const hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(n));
+      const hwloc_obj* node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(n));
       if (node->cpuset != nullptr && hwloc_bitmap_isset(node->cpuset, pu->os_index) != 0) {
         cpu.numa_node = node->logical_index;
         break;
@@ -125,7 +125,7 @@ bool from_hwloc(const char* description, Topology& out, std::string& why) {
        {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE}) {
     const int count = hwloc_get_nbobjs_by_type(topo, type);
     for (int i = 0; i < count; ++i) {
-      const hwloc_obj_t cache = hwloc_get_obj_by_type(topo, type, static_cast<unsigned>(i));
+      const hwloc_obj* cache = hwloc_get_obj_by_type(topo, type, static_cast<unsigned>(i));
       if (cache->attr == nullptr || cache->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION) continue;
       caches.push_back(
           {.level = cache->attr->cache.depth, .bytes = cache->attr->cache.size, .cpus = pus_of(cache->cpuset, ours)});

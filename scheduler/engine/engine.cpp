@@ -158,7 +158,6 @@ void Engine::make_workers(unsigned count) {
   for (unsigned i = 0; i < count; ++i) {
     workers_.push_back(std::make_unique<Worker>(*this, i, domain_));
     workers_.back()->watches.resize(count);
-    if (!steal_orders_.empty()) workers_.back()->steal_order = &steal_orders_[i];
   }
 #if WEFT_FIBERS
   if (options_.fibers) {

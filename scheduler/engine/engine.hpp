@@ -366,12 +366,6 @@ class Engine {
   // post, callgrind). It only refers to slots_, which it uses after construction.
   Lifecycle lifecycle_{*this, slots_};
   PoolOptions options_;
-  // The machine and each worker's CPUs (weft::placement), when the options pin or choose a node; else both empty.
-  // Each worker's steal victims by distance, empty where distance tells nothing (topology/steal_order.hpp). All
-  // three fixed before the workers start.
-  Topology topology_;
-  std::vector<std::vector<unsigned>> placement_;
-  std::vector<topology::StealOrder> steal_orders_;
   Pool* pool_ = nullptr;  // set_pool
   // The task hooks and the trace's recorder, fixed at construction (scheduler/engine/task_hooks.hpp).
   const TaskHooks hooks_;
@@ -421,6 +415,13 @@ class Engine {
 
   // Outside threads' slots (scheduler/engine/slot_table.hpp): each an owner-only deque workers steal from.
   SlotTable slots_;
+
+  // The machine and each worker's CPUs (weft::placement), when the options pin or choose a node; else both empty.
+  // Each worker's steal victims by distance, empty where distance tells nothing (topology/steal_order.hpp). All
+  // three fixed before the workers start; cold, so here, where they move no hot member's offset.
+  Topology topology_;
+  std::vector<std::vector<unsigned>> placement_;
+  std::vector<topology::StealOrder> steal_orders_;
 
   // The pool's timers and their thread (scheduler/engine/timer_queue.hpp). Last: destroyed first, its thread
   // joined (if a shutdown did not) while everything it hands tasks to still exists.

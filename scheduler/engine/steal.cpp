@@ -26,7 +26,9 @@ Task* Engine::try_steal_from(Worker& self, Worker& victim) {
 
 Task* Engine::steal(Worker& self) {
   const auto count = static_cast<unsigned>(workers_.size());
-  if (const topology::StealOrder* order = self.steal_order; order != nullptr) [[unlikely]] {
+  // steal_orders_ is written once, before the workers start: reading it writes no shared line.
+  if (!steal_orders_.empty()) [[unlikely]] {
+    const topology::StealOrder* order = &steal_orders_[self.index];
     // By distance: the workers on this core, then this node, then the other nodes nearest first. Each tier is
     // swept twice from a random start before the next (a victim that lost a race likely has more), so that work
     // within reach never loses to work across the machine.

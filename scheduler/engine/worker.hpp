@@ -13,7 +13,6 @@
 #include "scheduler/lockfree/chase_lev_deque.hpp"
 #include "scheduler/lockfree/hazard_pointers.hpp"
 #include "scheduler/lockfree/ms_queue.hpp"
-#include "topology/steal_order.hpp"
 
 namespace weft::engine {
 
@@ -97,9 +96,6 @@ class Worker {
     std::chrono::steady_clock::time_point since{};
   };
   std::vector<MailboxWatch> watches;
-  // Its steal victims by distance (the engine's, fixed before the worker starts), or null to choose them at random
-  // (topology/steal_order.hpp: where distance tells nothing). Read by this worker only.
-  const topology::StealOrder* steal_order = nullptr;
 
   std::thread thread;
 
