@@ -3,7 +3,7 @@
 
 WEFT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WEFT_PACKAGES=(meson ninja-build g++ clang pkg-config cmake libboost-dev libboost-context-dev doctest-dev
-  libbenchmark-dev libtbb-dev relacy-dev graphviz python3-matplotlib clang-format-16 clang-tidy ccache)
+  libbenchmark-dev libtbb-dev libhwloc-dev relacy-dev graphviz python3-matplotlib clang-format-16 clang-tidy ccache)
 
 # The ARM64 cross build's (`.ci/test arm64`): Debian's cross compiler, qemu-user to run what it builds, and the
 # target's libraries through multiarch: Boost.Context for fibers (doctest is header-only, in WEFT_PACKAGES), and

@@ -638,6 +638,14 @@ class Pool {
   // The pool's counters (see PoolStats): one WorkerStats per worker, and the pool-wide counts. A snapshot,
   // read counter by counter while the pool runs (not one instant). Callable from any thread.
   [[nodiscard]] PoolStats stats() const;
+  // Where each worker may run: one entry per worker (index in [0, size())), the OS numbers of its CPUs, as
+  // weft::placement (weft/topology.hpp) chose them for PoolOptions::pinning and numa_node; empty for a worker
+  // not pinned (Pinning::None without numa_node). Fixed for the pool's life.
+  [[nodiscard]] std::vector<std::vector<unsigned>> placement() const;
+  // Where the workers sit, for logs and bug reports: the pinning, the topology's source, and one line per worker
+  // with its CPUs and, when weft knows them, their package, NUMA node, core and SMT rank, and whether it steals by
+  // distance (its victims' tiers) or at random.
+  [[nodiscard]] std::string describe() const;
   // The exceptions kept because PoolOptions::on_error was unset (at most 64; PoolStats::errors counts all).
   [[nodiscard]] std::vector<std::exception_ptr> take_errors();
 

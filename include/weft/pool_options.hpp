@@ -22,11 +22,15 @@ namespace weft {
 // submissions from outside (FIFO), then work stolen from other workers.
 enum class Priority : std::uint8_t { High, Normal, Low };
 
-// Where the pool's worker threads may run.
+// Where the pool's worker threads may run. The exact rules, and a way to see them on any machine, are
+// weft::placement's (weft/topology.hpp); Pool::describe() says where each worker went.
 enum class Pinning : std::uint8_t {
   None,       // wherever the OS schedules them
   OnePerCpu,  // worker i on the i-th CPU of the process's affinity mask (modulo its size)
   CpuList,    // worker i on PoolOptions::cpus[i % cpus.size()]
+  Cores,      // one worker per physical core first (in node order), SMT siblings only when every core has one
+  Compact,    // fill one NUMA node (its cores first, then their siblings) before the next
+  Spread,     // round-robin over the NUMA nodes: worker i on node i % nodes
 };
 
 // What shutdown does with tasks that were accepted but have not started.
@@ -90,6 +94,12 @@ struct PoolOptions {
   Pinning pinning = Pinning::None;
   // CPUs for Pinning::CpuList; must be non-empty then, and each CPU must be one the process may use.
   std::vector<unsigned> cpus{};
+  // If set, the pool runs on this NUMA node's CPUs only (a node of weft::Topology::current(), in
+  // [0, numa_nodes())): with Pinning::None each worker may run on any of them, with OnePerCpu, Cores, Compact or
+  // Spread each is pinned to one of them; threads = 0 then means one worker per CPU of the node. One pool per node
+  // keeps each pool's tasks and memory on its node. Out of range, on a machine whose nodes weft does not know, or
+  // with Pinning::CpuList: weft::invalid_option.
+  std::optional<unsigned> numa_node{};
   // Workers are named "<name>-0", "<name>-1", … (Linux keeps 15 characters) for top -H and debuggers.
   std::string name = "weft";
   // If set, the workers' nice value (-20..19; lowering it usually needs privileges, and failing to is an error).

@@ -33,6 +33,7 @@
 #include "weft/task_scope.hpp"
 #include "weft/task_when.hpp"
 #include "weft/timer.hpp"
+#include "weft/topology.hpp"
 #include "weft/trace.hpp"
 #include "weft/version.hpp"
 #include "weft/wait_group.hpp"

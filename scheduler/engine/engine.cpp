@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #endif
 #include "src/os_thread.hpp"
 #include "src/process_barrier.hpp"
+#include "topology/steal_order.hpp"
 
 namespace weft::engine {
 using namespace engine_internal;
@@ -50,17 +52,43 @@ std::string list(const std::vector<unsigned>& cpus) {
   return out;
 }
 
-// The options' checks (weft::invalid_option naming the field); Pinning::OnePerCpu fills in the CPU list. Returns
-// how many workers to start.
-unsigned checked_options(PoolOptions& options) {
+// Pinning from the environment (WEFT_PINNING), for a pool whose options leave pinning at None and set no CPU list
+// or node: so that a program, or weft's test suite, runs under another policy without changing its code. Unset or
+// empty: none. Anything else but a policy's name: weft::invalid_option naming the variable and its value.
+void pinning_from_environment(PoolOptions& options) {
+  const char* text = std::getenv("WEFT_PINNING");  // NOLINT(concurrency-mt-unsafe): read-only, like getenv anywhere
+  if (text == nullptr || *text == '\0' || options.pinning != Pinning::None || !options.cpus.empty() ||
+      options.numa_node)
+    return;
+  const std::string_view value(text);
+  if (value == "none") return;
+  if (value == "one-per-cpu") {
+    options.pinning = Pinning::OnePerCpu;
+  } else if (value == "cores") {
+    options.pinning = Pinning::Cores;
+  } else if (value == "compact") {
+    options.pinning = Pinning::Compact;
+  } else if (value == "spread") {
+    options.pinning = Pinning::Spread;
+  } else {
+    throw invalid_option("WEFT_PINNING=" + std::string(value) +
+                         ": the environment variable may be none, one-per-cpu, cores, compact or spread");
+  }
+}
+
+// The options' checks (weft::invalid_option naming the field), and where the workers go: `placement` gets each
+// worker's CPUs (weft::placement) and `topology` the machine, when the options pin or choose a node (else both are
+// left empty: no topology is read). Returns how many workers to start.
+unsigned checked_options(PoolOptions& options, Topology& topology, std::vector<std::vector<unsigned>>& placement) {
   if (const std::string_view setting = os::process_barrier_unknown_setting(); !setting.empty()) {
     throw invalid_option("WEFT_PROCESS_BARRIER=" + std::string(setting) +
                          ": the environment variable may only be \"off\" (a fence on both sides of the pool's "
                          "handshakes); unset it to let weft use the process-wide barrier");
   }
+  pinning_from_environment(options);
   if (options.threads > kMaxThreads)
     invalid("threads = " + std::to_string(options.threads) + ": at most " + std::to_string(kMaxThreads));
-  const unsigned count = options.threads == 0 ? os::usable_cpu_count() : options.threads;
+  unsigned count = options.threads == 0 ? os::usable_cpu_count() : options.threads;
   if (options.name.empty()) invalid("name is empty: workers need a name prefix");
   if (options.nice && (*options.nice < -20 || *options.nice > 19))
     invalid("nice = " + std::to_string(*options.nice) + ": must be in -20..19");
@@ -70,9 +98,9 @@ unsigned checked_options(PoolOptions& options) {
   if (options.affinity_patience < std::chrono::microseconds::zero() ||
       options.affinity_patience > std::chrono::seconds(10))
     invalid("affinity_patience = " + std::to_string(options.affinity_patience.count()) + "us: must be in 0..10s");
-  if (options.pinning > Pinning::CpuList)
+  if (options.pinning > Pinning::Spread)
     invalid("pinning = " + std::to_string(static_cast<unsigned>(options.pinning)) +
-            ": not a weft::Pinning (None, OnePerCpu or CpuList)");
+            ": not a weft::Pinning (None, OnePerCpu, CpuList, Cores, Compact or Spread)");
   const auto allowed = os::allowed_cpus();
   if (options.pinning == Pinning::CpuList) {
     if (options.cpus.empty()) invalid("cpus is empty, but pinning is Pinning::CpuList");
@@ -84,7 +112,22 @@ unsigned checked_options(PoolOptions& options) {
   } else if (!options.cpus.empty()) {
     invalid("cpus is set, but pinning is not Pinning::CpuList: the CPU list would be ignored");
   }
-  if (options.pinning == Pinning::OnePerCpu) options.cpus = allowed;
+  if (options.pinning != Pinning::None || options.numa_node) {
+    // OnePerCpu and CpuList keep their meaning over the process's mask whatever the topology reports; the others
+    // need the machine's facts.
+    const bool by_mask = (options.pinning == Pinning::OnePerCpu || options.pinning == Pinning::CpuList) &&
+                         !options.numa_node;
+    topology = Topology::current();
+    if (by_mask) {
+      // A CPU of the mask the topology left out would be refused by placement(); then the mask alone decides.
+      const bool covers = std::all_of(allowed.begin(), allowed.end(),
+                                      [&](unsigned cpu) { return topology.find(cpu) != nullptr; });
+      if (!covers || topology.cpus().size() != allowed.size()) topology = Topology::flat(allowed);
+    }
+    if (options.threads == 0 && options.numa_node && *options.numa_node < topology.numa_nodes())
+      count = static_cast<unsigned>(topology.node_cpus(*options.numa_node).size());
+    placement = weft::placement(topology, options, count);
+  }
 
   if (options.fiber_stack_size < PoolOptions::min_fiber_stack_size ||
       options.fiber_stack_size > fiber::kMaxFiberStackSize)
@@ -103,7 +146,8 @@ Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
 
 Engine::Engine(PoolOptions options)
     : options_(std::move(options)), hooks_(options_), parking_(asymmetric_parking(options_)) {
-  const unsigned count = checked_options(options_);
+  const unsigned count = checked_options(options_, topology_, placement_);
+  steal_orders_ = topology::steal_orders(topology_, placement_);
   make_workers(count);
   start_workers();
 }
@@ -205,11 +249,11 @@ Engine::~Engine() {
 
 std::string Engine::apply_thread_options(Worker& self) {
   os::set_current_thread_name(options_.name + "-" + std::to_string(self.index));
-  if (options_.pinning != Pinning::None) {
-    const unsigned cpu = options_.cpus[self.index % options_.cpus.size()];
-    const unsigned one[1] = {cpu};
-    if (!os::pin_current_thread(one))
-      return "pinning: worker " + std::to_string(self.index) + " could not be pinned to CPU " + std::to_string(cpu);
+  if (!placement_.empty() && !placement_[self.index].empty()) {
+    const auto& cpus = placement_[self.index];
+    if (!os::pin_current_thread(cpus))
+      return "pinning: worker " + std::to_string(self.index) + " could not be pinned to CPU" +
+             (cpus.size() == 1 ? " " : "s ") + list(cpus);
   }
   if (options_.nice) {
     if (auto error = os::set_current_thread_nice(*options_.nice))

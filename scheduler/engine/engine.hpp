@@ -30,7 +30,9 @@
 #include "scheduler/engine/timer_queue.hpp"
 #include "scheduler/engine/worker.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
+#include "topology/steal_order.hpp"
 #include "weft/pool.hpp"
+#include "weft/topology.hpp"
 #if WEFT_FIBERS
 #include "scheduler/engine/fiber_worker.hpp"
 #endif
@@ -94,6 +96,9 @@ class Engine {
   ShutdownResult shutdown_for(std::chrono::nanoseconds timeout);
 
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
+  // Where each worker sits (Pool::placement, Pool::describe).
+  [[nodiscard]] const std::vector<std::vector<unsigned>>& placement() const noexcept { return placement_; }
+  [[nodiscard]] std::string describe() const;
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
   // Pool::current_thread_index: the worker index on a worker of this engine; size() + its slot's index on
   // another thread inside a RunningFrame of this engine; else nullopt.
@@ -282,6 +287,8 @@ class Engine {
   [[nodiscard]] Task* find_task(Worker& self);
   [[nodiscard]] Task* take_injected(Worker& self, Priority priority);
   [[nodiscard]] Task* steal(Worker& self);
+  // One steal from `victim`'s deque, counted and traced, for the steal order by distance (steal.cpp).
+  [[nodiscard]] Task* try_steal_from(Worker& self, Worker& victim);
   [[nodiscard]] Task* steal_from_mailboxes(Worker& self);
   [[nodiscard]] Task* steal_from_slots(Worker& self);
   void run_outside(OutsideSlot& slot, Task* task) noexcept;
@@ -418,6 +425,13 @@ class Engine {
 
   // Outside threads' slots (scheduler/engine/slot_table.hpp): each an owner-only deque workers steal from.
   SlotTable slots_;
+
+  // The machine and each worker's CPUs (weft::placement), when the options pin or choose a node; else both empty.
+  // Each worker's steal victims by distance, empty where distance tells nothing (topology/steal_order.hpp). All
+  // three fixed before the workers start; cold, so here, where they move no hot member's offset.
+  Topology topology_;
+  std::vector<std::vector<unsigned>> placement_;
+  std::vector<topology::StealOrder> steal_orders_;
 
   // The pool's timers and their thread (scheduler/engine/timer_queue.hpp). Last: destroyed first, its thread
   // joined (if a shutdown did not) while everything it hands tasks to still exists.

@@ -68,6 +68,11 @@ std::optional<unsigned> Pool::current_worker() const noexcept { return engine_->
 std::optional<unsigned> Pool::current_thread_index() const noexcept { return engine_->current_thread_index(); }
 unsigned Pool::max_thread_index() const noexcept { return engine_->max_thread_index(); }
 PoolStats Pool::stats() const { return engine_->stats(); }
+std::vector<std::vector<unsigned>> Pool::placement() const {
+  const auto& placement = engine_->placement();
+  return placement.empty() ? std::vector<std::vector<unsigned>>(size()) : placement;
+}
+std::string Pool::describe() const { return engine_->describe(); }
 std::vector<std::exception_ptr> Pool::take_errors() { return engine_->take_errors(); }
 
 }  // namespace weft

@@ -13,9 +13,37 @@
 namespace weft::engine {
 using namespace engine_internal;
 
+Task* Engine::try_steal_from(Worker& self, Worker& victim) {
+  // The caller skipped an empty victim by its relaxed hint, as the flat sweep below does.
+  self.counters.steal_attempts.bump();
+  const auto result = victim.deque.steal();
+  if (!result) return nullptr;
+  self.counters.stolen.bump();
+  if (hooks_.tracer() != nullptr) [[unlikely]]
+    hooks_.steal(victim.index);
+  return result.item;
+}
+
 Task* Engine::steal(Worker& self) {
   const auto count = static_cast<unsigned>(workers_.size());
-  if (count > 1) {
+  // steal_orders_ is written once, before the workers start: reading it writes no shared line.
+  if (!steal_orders_.empty()) [[unlikely]] {
+    const topology::StealOrder* order = &steal_orders_[self.index];
+    // By distance: the workers on this core, then this node, then the other nodes nearest first. Each tier is
+    // swept twice from a random start before the next (a victim that lost a race likely has more), so that work
+    // within reach never loses to work across the machine.
+    unsigned begin = 0;
+    for (const unsigned end : order->tier_ends) {
+      const unsigned size = end - begin;
+      const auto start = static_cast<unsigned>(self.next_random() % size);
+      for (unsigned i = 0; i < 2 * size; ++i) {
+        Worker& victim = *workers_[order->victims[begin + (start + i) % size]];
+        if (victim.deque.empty()) continue;
+        if (Task* task = try_steal_from(self, victim)) return task;
+      }
+      begin = end;
+    }
+  } else if (count > 1) {
     // Two sweeps over the other workers from a random start: a victim that lost a race is likely to have
     // more, so it gets a second chance in the second sweep.
     const auto start = static_cast<unsigned>(self.next_random() % count);

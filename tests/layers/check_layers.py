@@ -22,11 +22,13 @@ import sys
 PARTS = {
     'src': ('src', 'weft::os', []),
     'public': ('include/weft', None, []),
+    'topology': ('topology', 'weft::topology', ['src', 'public']),
     'atomics': ('scheduler/atomics', 'weft::atomics', ['src', 'public']),
     'lockfree': ('scheduler/lockfree', 'weft::lockfree', ['atomics', 'public']),
     'fiber': ('scheduler/fiber', 'weft::fiber', ['src', 'atomics', 'public']),
     'tracing': ('scheduler/tracing', 'weft::tracing', ['src', 'atomics', 'public']),
-    'engine': ('scheduler/engine', 'weft::engine', ['src', 'atomics', 'lockfree', 'fiber', 'tracing', 'public']),
+    'engine': ('scheduler/engine', 'weft::engine', ['src', 'topology', 'atomics', 'lockfree', 'fiber', 'tracing',
+                                                     'public']),
     'sync': ('scheduler/sync', 'weft::sync', ['src', 'atomics', 'lockfree', 'fiber', 'tracing', 'engine', 'public']),
     'inbox': ('graph/inbox', 'weft::inbox', ['atomics', 'public']),
     'graph': ('graph', 'weft::graph', ['src', 'atomics', 'fiber', 'tracing', 'engine', 'sync', 'inbox', 'public']),
@@ -38,6 +40,7 @@ PARTS = {
 # Namespaces a part's files may open besides their own: the definitions of what the public headers declare
 # (weft::Pool's members, weft::detail's access structs and future states), which must live in the header's namespace.
 SHARED_NAMESPACES = {
+    'topology': ['weft', 'weft::detail'],  # weft::Topology's members, weft::placement, detail::TopologyAccess
     'engine': ['weft', 'weft::detail'],
     'sync': ['weft', 'weft::detail'],
     'tracing': ['weft'],
@@ -53,12 +56,12 @@ SHARED_BY_FILE = {
     # Forward-declares graph::RunState (the graph/ part it may include), sparing its includers run_state.hpp.
     'graph/pipeline/pipeline_run.hpp': ['weft::graph'],
 }
-TOP_FOLDERS = ['src', 'include', 'scheduler', 'graph', 'tests', 'bench', 'docs']
+TOP_FOLDERS = ['src', 'topology', 'include', 'scheduler', 'graph', 'tests', 'bench', 'docs']
 TBB = re.compile(r'^\s*#\s*include\s*[<"](tbb|oneapi)/', re.M)
 OS_HEADER = re.compile(r'^\s*#\s*include\s*<((?:sys|linux|asm|arpa|netinet)/[\w/]+\.h|unistd\.h|pthread\.h|signal\.h|'
                        r'sched\.h|fcntl\.h|dlfcn\.h|errno\.h|windows\.h|synchapi\.h)>', re.M)
 # The library's parts other than src/: the OS's headers are src/'s alone.
-LIBRARY_PARTS = ['public', 'atomics', 'lockfree', 'fiber', 'tracing', 'engine', 'sync', 'inbox', 'graph', 'pipeline']
+LIBRARY_PARTS = ['public', 'topology', 'atomics', 'lockfree', 'fiber', 'tracing', 'engine', 'sync', 'inbox', 'graph', 'pipeline']
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 # A namespace opened (named or anonymous) or closed; the closing brace carries its comment (`}  // namespace x`),
 # as every file's does.
