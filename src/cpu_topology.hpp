@@ -1,6 +1,6 @@
 // The OS boundary for the machine's shape: which CPUs share a core, a NUMA node, a package and a cache, as the
-// kernel reports them (Linux: /sys/devices/system/{cpu,node}). Internal to weft: topology/ builds weft::Topology
-// from these facts when weft has no hwloc.
+// kernel reports them (Linux: /sys/devices/system/{cpu,node}). Internal to weft: scheduler/topology/ builds
+// weft::Topology from these facts when weft has no hwloc.
 #pragma once
 
 #include <cstdint>

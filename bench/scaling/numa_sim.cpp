@@ -1,6 +1,6 @@
 // numa_sim: a discrete-event model of weft's steal rule on machines weft does not run on, comparing the engine's
 // flat sweep from a random start (what an unpinned pool does) with the steal order by distance that pinned workers
-// get (topology/steal_order.hpp, computed here by the library's own code from the library's own placement).
+// get (scheduler/topology/steal_order.hpp, computed here by the library's own code from the library's own placement).
 //
 // The model (docs/scaling.md says what it leaves out):
 // - W workers, one per core (Pinning::Cores), each with a deque: it pops its newest task; a thief takes the oldest.
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/steal_order.hpp"
+#include "scheduler/topology/steal_order.hpp"
 #include "weft/topology.hpp"
 
 namespace {

@@ -17,9 +17,9 @@
 #if WEFT_FIBERS
 #include "scheduler/fiber/fiber_overflow.hpp"
 #endif
+#include "scheduler/topology/steal_order.hpp"
 #include "src/os_thread.hpp"
 #include "src/process_barrier.hpp"
-#include "topology/steal_order.hpp"
 
 namespace weft::engine {
 using namespace engine_internal;

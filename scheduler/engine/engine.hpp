@@ -30,7 +30,7 @@
 #include "scheduler/engine/timer_queue.hpp"
 #include "scheduler/engine/worker.hpp"
 #include "scheduler/fiber/stack_guard.hpp"
-#include "topology/steal_order.hpp"
+#include "scheduler/topology/steal_order.hpp"
 #include "weft/pool.hpp"
 #include "weft/topology.hpp"
 #if WEFT_FIBERS
@@ -427,8 +427,8 @@ class Engine {
   SlotTable slots_;
 
   // The machine and each worker's CPUs (weft::placement), when the options pin or choose a node; else both empty.
-  // Each worker's steal victims by distance, empty where distance tells nothing (topology/steal_order.hpp). All
-  // three fixed before the workers start; cold, so here, where they move no hot member's offset.
+  // Each worker's steal victims by distance, empty where distance tells nothing (scheduler/topology/steal_order.hpp).
+  // All three fixed before the workers start; cold, so here, where they move no hot member's offset.
   Topology topology_;
   std::vector<std::vector<unsigned>> placement_;
   std::vector<topology::StealOrder> steal_orders_;

@@ -421,6 +421,26 @@ std::vector<std::string> split(const std::string& line) {
   return words;
 }
 
+// task_scope.hpp: forks and joins (compiled only; each stream would be consumed once in a real pipeline)
+struct File {
+  std::size_t size = 0;
+};
+struct Part {
+  int id = 0;
+};
+void task_scope_hpp_forks(weft::TaskScope& scope, const weft::Stream<long>& values, const weft::Stream<int>& jobs,
+                          const weft::Stream<File>& files, const weft::Stream<long>& squares,
+                          const weft::Stream<long>& cubes, const weft::Stream<Part>& heads,
+                          const weft::Stream<Part>& bodies) {
+  auto [left, right] = scope.broadcast<2>(values, {.name = "tee"});
+  auto [even, odd] = scope.split<2>(jobs);
+  auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
+  auto pairs = scope.join(std::tuple{squares, cubes}, {.name = "pair"});
+  auto orders = scope.join_by_key(std::tuple{heads, bodies}, [](const auto& part) { return part.id; });
+  auto all = scope.merge({left, right}, {.name = "both"});
+  (void)even, (void)odd, (void)small, (void)large, (void)pairs, (void)orders, (void)all;
+}
+
 void task_scope_hpp_pipeline(weft::TaskScope& scope, std::istream& in, std::ostream& out) {
   auto lines = scope.source([&]() -> std::optional<std::string> { return next_line(in); });
   auto words = scope.fan_out(lines, [](std::string s) { return split(s); }, {.concurrency = 2});

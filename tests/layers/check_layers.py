@@ -22,7 +22,7 @@ import sys
 PARTS = {
     'src': ('src', 'weft::os', []),
     'public': ('include/weft', None, []),
-    'topology': ('topology', 'weft::topology', ['src', 'public']),
+    'topology': ('scheduler/topology', 'weft::topology', ['src', 'public']),
     'atomics': ('scheduler/atomics', 'weft::atomics', ['src', 'public']),
     'lockfree': ('scheduler/lockfree', 'weft::lockfree', ['atomics', 'public']),
     'fiber': ('scheduler/fiber', 'weft::fiber', ['src', 'atomics', 'public']),
@@ -56,7 +56,7 @@ SHARED_BY_FILE = {
     # Forward-declares graph::RunState (the graph/ part it may include), sparing its includers run_state.hpp.
     'graph/pipeline/pipeline_run.hpp': ['weft::graph'],
 }
-TOP_FOLDERS = ['src', 'topology', 'include', 'scheduler', 'graph', 'tests', 'bench', 'docs']
+TOP_FOLDERS = ['src', 'include', 'scheduler', 'graph', 'tests', 'bench', 'docs']
 TBB = re.compile(r'^\s*#\s*include\s*[<"](tbb|oneapi)/', re.M)
 OS_HEADER = re.compile(r'^\s*#\s*include\s*<((?:sys|linux|asm|arpa|netinet)/[\w/]+\.h|unistd\.h|pthread\.h|signal\.h|'
                        r'sched\.h|fcntl\.h|dlfcn\.h|errno\.h|windows\.h|synchapi\.h)>', re.M)

@@ -1,11 +1,11 @@
-// Each worker's steal victims by distance (topology/steal_order.hpp), from the placement on synthetic machines:
-// the same core, the same node, then the other nodes nearest first; none where distance tells nothing.
+// Each worker's steal victims by distance (scheduler/topology/steal_order.hpp), from the placement on synthetic
+// machines: the same core, the same node, then the other nodes nearest first; none where distance tells nothing.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "topology/steal_order.hpp"
+#include "scheduler/topology/steal_order.hpp"
 #include "weft/topology.hpp"
 
 namespace {

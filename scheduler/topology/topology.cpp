@@ -7,9 +7,9 @@
 #include <string_view>
 #include <utility>
 
+#include "scheduler/topology/topology_access.hpp"
 #include "src/cpu_topology.hpp"
 #include "src/os_thread.hpp"
-#include "topology/topology_access.hpp"
 #include "weft/errors.hpp"
 #include "weft/topology.hpp"
 

@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "topology/hwloc_config.hpp"
-#include "topology/topology_access.hpp"
+#include "scheduler/topology/hwloc_config.hpp"
+#include "scheduler/topology/topology_access.hpp"
 #include "weft/topology.hpp"
 
 #if WEFT_HWLOC

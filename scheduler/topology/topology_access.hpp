@@ -1,4 +1,5 @@
-// What topology/'s sources need of weft::Topology beyond its public constructor: to say where the facts came from.
+// What scheduler/topology/'s sources need of weft::Topology beyond its public constructor: to say where the facts came
+// from.
 #pragma once
 
 #include "weft/topology.hpp"

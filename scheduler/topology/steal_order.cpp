@@ -1,5 +1,5 @@
-// The steal tiers of topology/steal_order.hpp.
-#include "topology/steal_order.hpp"
+// The steal tiers of scheduler/topology/steal_order.hpp.
+#include "scheduler/topology/steal_order.hpp"
 
 #include <algorithm>
 #include <optional>
