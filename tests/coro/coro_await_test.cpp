@@ -20,9 +20,7 @@ namespace {
 
 using weft::Task;
 
-using weft::test::coro::Config;
-using weft::test::coro::kConfigs;
-using weft::test::coro::options_of;
+using weft::test::coro::on_each_pool;
 
 struct await_error : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -35,11 +33,7 @@ bool message_has(const std::exception& e, const char* part) {
 }  // namespace
 
 TEST_CASE("co_await on an Event and a WaitGroup holds no worker and resumes on the pool") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-
+  on_each_pool([&](weft::Pool& pool) {
     // Manual: signalled by a task posted after the coroutine suspended. With one worker, the coroutine must not
     // hold it, or the signalling task never runs.
     auto manual = [&pool]() -> Task<int> {
@@ -95,15 +89,11 @@ TEST_CASE("co_await on an Event and a WaitGroup holds no worker and resumes on t
       co_return woken.load(std::memory_order_relaxed) + (turn.is_signaled() ? 100 : 0);
     };
     CHECK(weft::sync_wait(autos()) == 2);
-  }
+  });
 }
 
 TEST_CASE("co_await on a Run: completes, rethrows a node's exception, throws task_cancelled when cancelled") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-
+  on_each_pool([&](weft::Pool& pool) {
     weft::TaskGraph graph;
     std::atomic<int> ran{0};
     weft::Node a = graph.add_node([&ran] { ran.fetch_add(1); });
@@ -168,15 +158,11 @@ TEST_CASE("co_await on a Run: completes, rethrows a node's exception, throws tas
     } catch (const std::logic_error& e) {
       CHECK(message_has(e, "co_await weft::Run: the Run is empty"));
     }
-  }
+  });
 }
 
 TEST_CASE("co_await on a Job: its value or exception; a cancelled scope's job throws job_cancelled") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-
+  on_each_pool([&](weft::Pool& pool) {
     // Awaited while the job has not run yet: the job waits for an event a task signals after the suspension.
     auto values = [&]() -> Task<int> {
       co_await pool.schedule();
@@ -268,14 +254,11 @@ TEST_CASE("co_await on a Job: its value or exception; a cancelled scope's job th
     } catch (const std::logic_error& e) {
       CHECK(message_has(e, "co_await weft::Job: the Job is empty"));
     }
-  }
+  });
 }
 
 TEST_CASE("pool.spawn runs a Task on the pool; its exception goes to the error handler") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
+  on_each_pool([&](weft::Pool& pool) {
     weft::Event done;
     std::atomic<bool> on_worker{false};
     auto body = [&]() -> Task<void> {
@@ -297,14 +280,11 @@ TEST_CASE("pool.spawn runs a Task on the pool; its exception goes to the error h
     CHECK_THROWS_AS(std::rethrow_exception(errors[0]), await_error);
     Task<void> empty;
     CHECK_THROWS_AS(pool.spawn(std::move(empty)), std::logic_error);
-  }
+  });
 }
 
 TEST_CASE("a Task reads its stop token, given by with_stop_token and inherited by the Tasks it starts") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
+  on_each_pool([&](weft::Pool& pool) {
     auto read = []() -> Task<bool> {
       const std::stop_token token = co_await weft::this_coro::stop_token;
       co_return token.stop_requested();
@@ -326,7 +306,7 @@ TEST_CASE("a Task reads its stop token, given by with_stop_token and inherited b
     CHECK_FALSE(weft::sync_wait(own()));  // no token anywhere: empty
     Task<bool> started;
     CHECK_THROWS_AS((void)weft::with_stop_token(std::move(started), running.get_token()), std::logic_error);
-  }
+  });
 }
 
 }  // namespace coro_await_test
@@ -334,10 +314,7 @@ TEST_CASE("a Task reads its stop token, given by with_stop_token and inherited b
 namespace coro_await_test {
 
 TEST_CASE("when_any over Tasks gives the first to end; losers run to their end; when_all_settled never throws") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
+  on_each_pool([&](weft::Pool& pool) {
     // The loser waits for an event the test signals after the winner was taken, then throws: its exception goes
     // nowhere, and its frame is freed at its end (ASan's leak check).
     weft::Event release;
@@ -414,7 +391,7 @@ TEST_CASE("when_any over Tasks gives the first to end; losers run to their end; 
     } catch (const std::logic_error& e) {
       CHECK(message_has(e, "weft::when_any: the weft::Task is empty"));
     }
-  }
+  });
 }
 
 }  // namespace coro_await_test

@@ -55,10 +55,7 @@ Task<long> consume(weft::Pool& pool, Channel& channel, std::vector<std::atomic<i
 }
 
 TEST_CASE("coroutines woken by notify_one and notify_all consume every item exactly once") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
+  on_each_pool([&](weft::Pool& pool) {
     const int n = static_cast<int>(weft::test::stress_count(weft::test::kThreadSanitizer ? 2000 : 20000));
     constexpr int consumers = 6;
     Channel channel;
@@ -108,7 +105,7 @@ TEST_CASE("coroutines woken by notify_one and notify_all consume every item exac
     for (auto& s : seen) wrong += s.load() == 1 ? 0 : 1;
     CHECK(wrong == 0);
     CHECK(channel.held_after_wait);
-  }
+  });
 }
 
 TEST_CASE("notified refuses a lock without its mutex, blocks on a plain thread, and reports a stopped pool") {

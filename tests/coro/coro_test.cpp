@@ -40,6 +40,7 @@ using weft::Task;
 
 using weft::test::coro::Config;
 using weft::test::coro::kConfigs;
+using weft::test::coro::on_each_pool;
 using weft::test::coro::options_of;
 
 struct coro_error : std::runtime_error {
@@ -178,20 +179,11 @@ TEST_CASE("destroying a never-started or a suspended Task frees its frame") {
 TEST_CASE("a co_await chain a million deep (10,000 under sanitizers and emulation) runs in constant stack") {
   const int kDeep = deep_chain();
   CHECK(weft::sync_wait(chain(kDeep)) == kDeep);
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-    CHECK(weft::sync_wait(chain_on(pool, kDeep / 10)) == kDeep / 10);
-  }
+  on_each_pool([&](weft::Pool& pool) { CHECK(weft::sync_wait(chain_on(pool, kDeep / 10)) == kDeep / 10); });
 }
 
 TEST_CASE("co_await on Futures, AsyncTasks and pool.schedule() resumes on the pool") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-
+  on_each_pool([&](weft::Pool& pool) {
     auto on_worker = [&pool]() -> Task<bool> {
       co_await pool.schedule();
       co_return pool.current_worker().has_value();
@@ -256,15 +248,11 @@ TEST_CASE("co_await on Futures, AsyncTasks and pool.schedule() resumes on the po
       co_return a + b + c + d;
     };
     CHECK(weft::sync_wait(many()) == 3);
-  }
+  });
 }
 
 TEST_CASE("when_all runs Tasks in parallel, gives a tuple, and rethrows the first failure after all ended") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-
+  on_each_pool([&](weft::Pool& pool) {
     auto tuple = [&pool]() -> Task<int> {
       co_await pool.schedule();
       auto [a, unit, s] = co_await weft::when_all(value_of(1), nothing(),
@@ -300,7 +288,7 @@ TEST_CASE("when_all runs Tasks in parallel, gives a tuple, and rethrows the firs
     // sync_wait over when_all directly, from a plain thread: the members start one after another here.
     auto [x, y] = weft::sync_wait(weft::when_all(value_of(4), add_awaited(1, 1)));
     CHECK(x + y == 6);
-  }
+  });
 }
 
 TEST_CASE("sync_wait from a worker, spawn, and a blocking get() inside a coroutine") {

@@ -37,11 +37,7 @@ Task<int> counted(weft::Pool& pool, std::vector<std::atomic<int>>& runs, int i) 
 }
 
 TEST_CASE("when_all over a vector: values in order, each member once, the first failure in order rethrown") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-
+  on_each_pool([&](weft::Pool& pool) {
     constexpr int n = 200;
     std::vector<std::atomic<int>> runs(n);
     auto all = [&]() -> Task<long> {
@@ -80,15 +76,11 @@ TEST_CASE("when_all over a vector: values in order, each member once, the first 
     for (int i = 0; i < 10; ++i) failing.push_back(maybe_throw(i));
     CHECK_THROWS_WITH_AS(weft::sync_wait(weft::when_all(std::move(failing))), "member 3", range_error);
     CHECK(ended.load() == 10);
-  }
+  });
 }
 
 TEST_CASE("when_any over a vector gives the first to end with its index; the losers run to their ends") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
-
+  on_each_pool([&](weft::Pool& pool) {
     // Every member but one waits for an event signalled after the winner was taken; each loser then throws, and
     // its exception goes nowhere (its frame is freed at its end: ASan's leak check).
     weft::Event release;
@@ -135,14 +127,11 @@ TEST_CASE("when_any over a vector gives the first to end with its index; the los
     CHECK(weft::sync_wait(raced()) == 1);
     pool.wait_idle();
     for (auto& r : runs) CHECK(r.load() == 1);
-  }
+  });
 }
 
 TEST_CASE("when_all_settled over a vector gives every outcome in order and never throws for a member") {
-  for (const Config& config : kConfigs) {
-    CAPTURE(config.threads);
-    CAPTURE(config.fibers);
-    weft::Pool pool(options_of(config));
+  on_each_pool([&](weft::Pool& pool) {
     auto member = [&pool](int i) -> Task<int> {
       co_await pool.schedule();
       if (i % 3 == 0) throw range_error("member " + std::to_string(i));
@@ -162,7 +151,7 @@ TEST_CASE("when_all_settled over a vector gives every outcome in order and never
     };
     CHECK(weft::sync_wait(settle()) == 12);
     CHECK(weft::sync_wait(weft::when_all_settled(std::vector<Task<int>>{})).empty());
-  }
+  });
 }
 
 TEST_CASE("the vector forms refuse an empty vector for when_any, and an empty or started Task by its index") {
