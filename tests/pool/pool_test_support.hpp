@@ -89,18 +89,25 @@ inline void check_exactly_once(const RunCounts& runs) {
 }
 
 // Holds the tasks that enter it until open() is called; counts who has entered.
+// Sleeps on a mutex and a condition variable, not on std::atomic::wait: where libstdc++ has no futex (GCC 12 for
+// Windows, MinGW-w64) its atomic wait checks the value, then sleeps on a shared condition variable without checking
+// again under the lock, and notify_all does not take that lock, so a notify between the two is lost and the task
+// never leaves (the Windows stage's hangs in every test that used a gate). On Linux it sleeps on a futex.
 class Gate {
  public:
   // Called from tasks: blocks (without running other tasks) until the gate opens.
   void enter() noexcept {
     // release: the test thread that sees `entered` also sees what the task did before entering.
     entered_.fetch_add(1, std::memory_order_release);
-    // acquire: pairs with open(), so the task sees what the test thread did before opening.
-    while (!open_.load(std::memory_order_acquire)) open_.wait(false, std::memory_order_acquire);
+    std::unique_lock lock(mutex_);
+    opened_.wait(lock, [this] { return open_; });
   }
   void open() noexcept {
-    open_.store(true, std::memory_order_release);  // release: pairs with enter()
-    open_.notify_all();
+    {
+      const std::lock_guard lock(mutex_);  // the mutex orders what the test thread did before with enter()
+      open_ = true;
+    }
+    opened_.notify_all();
   }
   [[nodiscard]] unsigned entered() const noexcept { return entered_.load(std::memory_order_acquire); }
   // Spins (yielding) until `n` tasks are inside.
@@ -109,7 +116,9 @@ class Gate {
   }
 
  private:
-  std::atomic<bool> open_{false};
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;  // under mutex_
   std::atomic<unsigned> entered_{0};
 };
 
