@@ -6,7 +6,6 @@
 // thieves steal. Per configuration: stress_count(5'000'000) pushes, each taken exactly once, so at least
 // 10'000'000 push/pop/steal operations, plus the failed pops and steals.
 #include <atomic>
-#include <barrier>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -18,6 +17,7 @@
 #include <doctest/doctest.h>
 
 #include "scheduler/lockfree/chase_lev_deque.hpp"
+#include "tests/support/rendezvous.hpp"
 #include "tests/support/stress.hpp"
 
 namespace {
@@ -53,7 +53,7 @@ Outcome run(unsigned thief_count, std::uint64_t pushes, std::uint64_t seed) {
   std::atomic<unsigned> thieves_running{0};
   std::atomic<std::uint64_t> stolen{0};
   std::atomic<std::uint64_t> lost_races{0};
-  std::barrier sync(static_cast<std::ptrdiff_t>(thief_count) + 1);
+  weft::test::Barrier sync(static_cast<std::size_t>(thief_count) + 1);
 
   const auto take = [&](Item item) { taken[item].fetch_add(1, std::memory_order_relaxed); };
 

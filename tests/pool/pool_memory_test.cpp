@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <latch>
 #include <thread>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "scheduler/engine/pool_access.hpp"
 #include "scheduler/lockfree/node_pool.hpp"
 #include "tests/pool/pool_test_support.hpp"
+#include "tests/support/rendezvous.hpp"
 
 namespace {
 
@@ -56,7 +56,7 @@ constexpr int kRounds = kThreadSanitizer ? 6 : 12;
 void round_of_new_threads(weft::Pool& pool, const std::function<void()>& submit) {
   Gate gate;
   occupy_all_workers(pool, gate);
-  std::latch submitted(kThreads);
+  weft::test::Latch submitted(kThreads);
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < kThreads; ++t) {
     threads.emplace_back([&submit, &submitted] {

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <latch>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "scheduler/lockfree/node_pool.hpp"
+#include "tests/support/rendezvous.hpp"
 #include "tests/support/stress.hpp"
 
 namespace {
@@ -120,7 +120,7 @@ TEST_CASE("rounds of new threads: blocks from the system stay bounded by the pea
   for (int round = 0; round < rounds; ++round) {
     std::vector<std::vector<void*>> made(kThreads);
     std::vector<std::thread> threads;
-    std::latch allocated(kThreads);  // all of a round's threads hold their caches at once, whatever the timing
+    weft::test::Latch allocated(kThreads);  // all of a round's threads hold their caches at once, whatever the timing
     for (std::size_t t = 0; t < kThreads; ++t) {
       threads.emplace_back([&pool, &allocated, &mine = made[t]] {
         Cache cache(pool);
