@@ -676,8 +676,9 @@ inline detail::RunAwaiter operator co_await(const Run& run) noexcept { return de
 // - A coroutine suspended on a primitive that is not signalled before its pool stops is resumed by the pool's
 //   shutdown (or destructor), after its workers joined, on that thread, and its co_await throws
 //   weft::task_dropped; so its frame is freed as it unwinds, and nothing is left pointing at the pool. It runs
-//   inside that shutdown() (or the destructor): what it does on the way out must not shut down or destroy the
-//   same pool. One suspended outside any pool stays suspended until it is signalled.
+//   inside that shutdown() (or the destructor), after the pool has stopped: a shutdown of the same pool from
+//   there returns at once (nothing is left to drop), and it must not destroy the pool. One suspended outside any
+//   pool stays suspended until it is signalled.
 // - A Mode::Auto event counts a suspended coroutine among its waits in progress (std::length_error past 32,767).
 // - If the pool refuses to resume the coroutine (shut down), the co_await throws weft::task_dropped (an Auto
 //   event's signal is not consumed then).

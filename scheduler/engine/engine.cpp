@@ -235,15 +235,20 @@ void Engine::worker_thread(Worker& self) {
 }
 
 Engine::~Engine() {
-  const std::lock_guard lock(shutdown_mutex_);
-  if (!joined_) {
-    (void)timers_.stop();  // as in shutdown(): timers not yet due are dropped, never waited for
-    begin_shutdown(State::draining);
-    // After a shutdown that failed part-way (out of memory) the state may already be dropping: do not wait
-    // for tasks that nobody will run.
-    idle_.wait([this] { return lifecycle_.state() != State::draining || idle(); });
-    finish_shutdown();
+  bool finished_here = false;
+  {
+    const std::lock_guard lock(shutdown_mutex_);
+    if (!joined_) {
+      (void)timers_.stop();  // as in shutdown(): timers not yet due are dropped, never waited for
+      begin_shutdown(State::draining);
+      // After a shutdown that failed part-way (out of memory) the state may already be dropping: do not wait
+      // for tasks that nobody will run.
+      idle_.wait([this] { return lifecycle_.state() != State::draining || idle(); });
+      finish_shutdown();
+      finished_here = true;
+    }
   }
+  if (finished_here) resume_parked_coroutines();
   // The slots are marked dead by slots_'s destructor (slot_table.hpp).
 }
 

@@ -68,8 +68,9 @@ class RunningFrame {
 
 // What another part does with a pool once its engine has stopped: weft::sync's coroutine lot resumes, with
 // weft::task_dropped, the coroutines parked there for that pool (they could resume nowhere else, and the pool's
-// memory is about to go). Called by finish_shutdown after every worker joined, once per pool; set once, before
-// any pool stops (a static initializer of the part that sets it). Not on any hot path.
+// memory is about to go). Called once per pool after finish_shutdown (every worker joined), with the shutdown
+// mutex released; set once, before any pool stops (a static initializer of the part that sets it). Not on any hot
+// path.
 using StoppedHook = void (*)(Pool& pool) noexcept;
 void set_stopped_hook(StoppedHook hook) noexcept;
 
@@ -366,6 +367,9 @@ class Engine {
   // suspended task of the pool first noting `cause` (dropping()).
   void raise_state(State target, DropCause cause) noexcept;
   std::uint64_t finish_shutdown();
+  // The stopped hook (set_stopped_hook) for this pool: after finish_shutdown, by the thread that ran it, with
+  // shutdown_mutex_ released.
+  void resume_parked_coroutines() noexcept;
   std::uint64_t drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept;
   std::uint64_t drop_slots(TaskDomain::ThreadRef ref) noexcept;
   void refuse_on_own_worker(const char* what) const;

@@ -84,14 +84,19 @@ std::uint64_t Engine::finish_shutdown() {
   }
   count += dropped_by_waiters_.load(std::memory_order_relaxed);  // the joins ordered these
   dropped_.fetch_add(count, std::memory_order_relaxed);
-  // Coroutines parked for this pool (co_await on an Event, WaitGroup or ConditionVariable) resume here, on this
-  // thread, with task_dropped: lifecycle_.stop() above refuses any that would park from now on.
-  if (const StoppedHook hook = stopped_hook.load(std::memory_order_acquire); hook != nullptr && pool_ != nullptr) {
-    hook(*pool_);
-  }
   joined_ = true;
   idle_.notify();
   return count;
+}
+
+void Engine::resume_parked_coroutines() noexcept {
+  // Coroutines parked for this pool (co_await on an Event, WaitGroup or ConditionVariable) resume here, on this
+  // thread, with task_dropped: lifecycle_.stop() in finish_shutdown refuses any that would park from then on, so
+  // one pass takes them all. Called with shutdown_mutex_ released, so that a coroutine which shuts the same pool
+  // down on its way out finds it joined instead of waiting for itself.
+  if (const StoppedHook hook = stopped_hook.load(std::memory_order_acquire); hook != nullptr && pool_ != nullptr) {
+    hook(*pool_);
+  }
 }
 
 std::uint64_t Engine::drop_pending_while_running(TaskDomain::ThreadRef ref) noexcept {
@@ -150,28 +155,38 @@ std::uint64_t Engine::shutdown(Shutdown policy) {
     throw invalid_option("weft::Pool::shutdown: policy = " + std::to_string(static_cast<unsigned>(policy)) +
                          ": not a weft::Shutdown (Drain or DropPending)");
   refuse_on_own_worker("shutdown");
-  const std::lock_guard lock(shutdown_mutex_);
-  if (joined_) return 0;
-  // Timers first, whatever the policy: those not handed to the pool yet are dropped (PoolStats::timers_dropped),
-  // so a Drain never waits for a timer due later; what the timer thread handed over before is accepted work.
-  (void)timers_.stop();
-  begin_shutdown(policy == Shutdown::Drain ? State::draining : State::dropping);
-  if (policy == Shutdown::Drain) wait_idle();
-  return finish_shutdown();
+  std::uint64_t dropped = 0;
+  {
+    const std::lock_guard lock(shutdown_mutex_);
+    if (joined_) return 0;
+    // Timers first, whatever the policy: those not handed to the pool yet are dropped (PoolStats::timers_dropped),
+    // so a Drain never waits for a timer due later; what the timer thread handed over before is accepted work.
+    (void)timers_.stop();
+    begin_shutdown(policy == Shutdown::Drain ? State::draining : State::dropping);
+    if (policy == Shutdown::Drain) wait_idle();
+    dropped = finish_shutdown();
+  }
+  resume_parked_coroutines();
+  return dropped;
 }
 
 ShutdownResult Engine::shutdown_for(std::chrono::nanoseconds timeout) {
   refuse_on_own_worker("shutdown_for");
-  const std::lock_guard lock(shutdown_mutex_);
-  if (joined_) return {true, 0};
-  const auto deadline = weft::detail::deadline_after(timeout);  // saturating: nanoseconds::max() never overflows
-  (void)timers_.stop();                                         // as in shutdown()
-  begin_shutdown(State::draining);
-  const bool drained = idle_.wait_until([this] { return idle(); }, deadline);
-  // At the deadline, what is left is dropped as DropPending drops it: pending tasks, and tasks suspended in a
-  // wait (woken here, they end with task_dropped), so that finish_shutdown's join can end.
-  if (!drained) raise_state(State::dropping, DropCause::deadline);
-  const std::uint64_t dropped = finish_shutdown();
+  bool drained = false;
+  std::uint64_t dropped = 0;
+  {
+    const std::lock_guard lock(shutdown_mutex_);
+    if (joined_) return {true, 0};
+    const auto deadline = weft::detail::deadline_after(timeout);  // saturating: nanoseconds::max() never overflows
+    (void)timers_.stop();                                         // as in shutdown()
+    begin_shutdown(State::draining);
+    drained = idle_.wait_until([this] { return idle(); }, deadline);
+    // At the deadline, what is left is dropped as DropPending drops it: pending tasks, and tasks suspended in a
+    // wait (woken here, they end with task_dropped), so that finish_shutdown's join can end.
+    if (!drained) raise_state(State::dropping, DropCause::deadline);
+    dropped = finish_shutdown();
+  }
+  resume_parked_coroutines();
   return {drained && dropped == 0, dropped};
 }
 

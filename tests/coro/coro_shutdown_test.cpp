@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "weft/condition_variable.hpp"
 #include "weft/errors.hpp"
@@ -17,6 +18,8 @@
 #include "weft/sync_wait.hpp"
 #include "weft/task.hpp"
 #include "weft/wait_group.hpp"
+
+#include "tests/support/sanitizers.hpp"
 
 namespace coro_shutdown_test {
 
@@ -141,6 +144,52 @@ TEST_CASE("shutdown resumes a parked coroutine with task_dropped, which reaches 
     CHECK(counts.freed.load() == 4);
     // A second shutdown, and the destructor, drop nothing more.
     CHECK(pool.shutdown() == 0);
+  }
+}
+
+// Shuts `pool` down again from inside the shutdown that dropped it: that shutdown has finished its work and
+// released its lock, so this one finds the pool joined and returns at once.
+Task<void> shuts_down_on_drop(weft::Event& event, weft::Pool& pool, std::atomic<int>& again) {
+  try {
+    co_await event;
+  } catch (const weft::task_dropped&) {
+    again.store(static_cast<int>(pool.shutdown()) + 1);  // 1: shutdown returned 0
+  }
+}
+
+TEST_CASE("a coroutine dropped by a shutdown may shut the same pool down again") {
+  weft::Event event{weft::Event::Mode::Manual};
+  std::atomic<int> again{0};
+  weft::Pool pool(weft::PoolOptions{.threads = 2});
+  pool.spawn(shuts_down_on_drop(event, pool, again));
+  pool.wait_idle();
+  CHECK(pool.shutdown() == 0);  // the coroutine was parked, not pending: nothing counted as dropped
+  CHECK(again.load() == 1);
+}
+
+// Exactly once against a shutdown: each coroutine parked on its own event either resumes by its signal or is
+// dropped by the shutdown, never both, never neither, and every frame is freed, while another thread signals the
+// events as the pool stops.
+TEST_CASE("signals racing a shutdown: each parked coroutine resumes or is dropped, exactly once") {
+  constexpr int kCoroutines = 64;
+  const int rounds = weft::test::kThreadSanitizer || weft::test::emulated() ? 20 : 100;
+  for (int round = 0; round < rounds; ++round) {
+    CAPTURE(round);
+    std::vector<std::unique_ptr<weft::Event>> events;
+    for (int i = 0; i < kCoroutines; ++i) events.push_back(std::make_unique<weft::Event>(weft::Event::Mode::Manual));
+    Counts counts;
+    {
+      weft::Pool pool(weft::PoolOptions{.threads = 2, .fibers = round % 2 == 0});
+      for (auto& event : events) pool.spawn(on_event(*event, counts));
+      pool.wait_idle();
+      std::thread signaller([&] {
+        for (int i = 0; i < kCoroutines; ++i) events[static_cast<std::size_t>((i * 37) % kCoroutines)]->signal();
+      });
+      (void)pool.shutdown(round % 3 == 0 ? weft::Shutdown::DropPending : weft::Shutdown::Drain);
+      signaller.join();
+    }
+    CHECK(counts.resumed.load() + counts.dropped.load() == kCoroutines);
+    CHECK(counts.freed.load() == kCoroutines);
   }
 }
 
