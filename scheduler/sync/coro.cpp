@@ -134,10 +134,15 @@ void finish(WordAwait* w, bool dropped) noexcept {
   handle.resume();
 }
 
-// Resumes, with task_dropped, a wait that its pool will never resume: an Auto wait leaves its count first,
-// consuming no signal.
+// A wait that will not take a signal (its pool stopped or refused it): an Auto wait leaves the event's count of
+// waits in progress, consuming no release.
+void leave_if_auto(const WordAwait& w) noexcept {
+  if (w.kind == Kind::automatic) (void)word::auto_leave(*w.word, true);
+}
+
+// Resumes, with task_dropped, a wait that its pool will never resume.
 void drop(WordAwait* w) noexcept {
-  if (w->kind == Kind::automatic) (void)word::auto_leave(*w->word, true);
+  leave_if_auto(*w);
   finish(w, true);
 }
 
@@ -196,7 +201,7 @@ bool suspend_or_not(std::unique_ptr<WordAwait> w) noexcept {
       (void)w.release();
       return true;
     case Outcome::refused:
-      if (w->kind == Kind::automatic) (void)word::auto_leave(*w->word, true);
+      leave_if_auto(*w);
       *w->dropped = true;
       return false;
   }
