@@ -5,7 +5,9 @@
 // (weft::TaskGroup against tbb::task_group, one half run, the other run_and_wait) and fib(25) through
 // parallel_invoke (a task per call that splits: nothing but the cost of a nested invoke), skynet (10 children a
 // node, 10^6 and 10^7 leaves, a group per node) and nqueens(12) (a group per row, a child per safe placement),
-// each by weft::TaskGroup against tbb::task_group written the same way; fib(30) as weft::Task coroutines, each
+// each by weft::TaskGroup against tbb::task_group written the same way, as is a 1024 x 1024 matrix product by
+// recursion into quadrants (matmul_1024_task_group: two phases of four quadrant products a level, one template
+// for both libraries); fib(30) as weft::Task coroutines, each
 // node a `co_await weft::when_all(fib(n - 1), fib(n - 2))`, and skynet (10^6 leaves) as coroutines, each node a
 // `co_await weft::when_all` of its 10 children, each against the same tbb::task_group recursion. The
 // co_await rows (weft only, one worker, ns per await): a Future already ready, and a Task that completes at once
@@ -54,6 +56,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -227,6 +230,15 @@ auto weft_root(weft::Pool& pool, Recursion recursion, Args... args) {
   pool.post([&r, recursion, args...] { r = recursion(args...); });
   pool.wait_idle();
   return r;
+}
+// A group of either library for the recursions written once for both (matmul): weft's on group_pool.
+template <class Group>
+Group make_group() {
+  if constexpr (std::is_same_v<Group, weft::TaskGroup>) {
+    return Group{*group_pool};
+  } else {
+    return Group{};
+  }
 }
 std::uint64_t weft_group_fib(int n) {
   if (n < 2) return static_cast<std::uint64_t>(n);
@@ -454,6 +466,74 @@ void bm_queens(benchmark::State& state, bool weft) {
       }
     }));
     ok = ok && r == kQueensSolutions;
+  }
+  if (!ok) state.SkipWithError("wrong result");
+}
+
+// --- matmul 1024 x 1024: C += A * B by recursion into quadrants, oneTBB task_group style: each product of
+// blocks of n > kMatmulLeaf splits into 8 of half the size, in two phases of 4 (the four quadrants of C, each
+// written by one child of a phase), a group per phase (3 run, the 4th run_and_wait); a leaf of kMatmulLeaf is a
+// plain i-k-j loop. Row-major doubles, one stride for all three. ---
+constexpr std::size_t kMatmulN = 1024;
+constexpr std::size_t kMatmulLeaf = 64;
+struct Matmul {
+  std::vector<double> a, b, c;
+  Matmul() : a(kMatmulN * kMatmulN), b(kMatmulN * kMatmulN), c(kMatmulN * kMatmulN) {
+    std::mt19937_64 random(7);
+    for (auto& x : a) x = static_cast<double>(random() % 17) - 8;
+    for (auto& x : b) x = static_cast<double>(random() % 13) - 6;
+  }
+  // C[i][j] as the plain sum: the check of a sample of entries (small integers, so exact in doubles).
+  [[nodiscard]] double entry(std::size_t i, std::size_t j) const {
+    double sum = 0;
+    for (std::size_t k = 0; k < kMatmulN; ++k) sum += a[i * kMatmulN + k] * b[k * kMatmulN + j];
+    return sum;
+  }
+};
+void matmul_leaf(const double* __restrict a, const double* __restrict b, double* __restrict c, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const double x = a[i * kMatmulN + k];
+      for (std::size_t j = 0; j < n; ++j) c[i * kMatmulN + j] += x * b[k * kMatmulN + j];
+    }
+  }
+}
+template <class Group>
+void matmul(const double* a, const double* b, double* c, std::size_t n) {
+  if (n <= kMatmulLeaf) {
+    matmul_leaf(a, b, c, n);
+    return;
+  }
+  const std::size_t h = n / 2;
+  const auto at = [h](auto* m, std::size_t row, std::size_t column) { return m + (row * h) * kMatmulN + column * h; };
+  for (std::size_t k = 0; k < 2; ++k) {  // C_ij += A_ik * B_kj, the four (i, j) of one k at once
+    Group g = make_group<Group>();
+    g.run([=] { matmul<Group>(at(a, 0, k), at(b, k, 0), at(c, 0, 0), h); });
+    g.run([=] { matmul<Group>(at(a, 0, k), at(b, k, 1), at(c, 0, 1), h); });
+    g.run([=] { matmul<Group>(at(a, 1, k), at(b, k, 0), at(c, 1, 0), h); });
+    g.run_and_wait([=] { matmul<Group>(at(a, 1, k), at(b, k, 1), at(c, 1, 1), h); });
+  }
+}
+
+void bm_matmul(benchmark::State& state, bool weft) {
+  static Matmul m;
+  std::mt19937_64 random(11);
+  std::vector<std::pair<std::size_t, std::size_t>> sample(64);
+  for (auto& [i, j] : sample) i = random() % kMatmulN, j = random() % kMatmulN;
+  bool ok = true;
+  for (auto _ : state) {
+    std::fill(m.c.begin(), m.c.end(), 0.0);
+    state.SetIterationTime(seconds([&] {
+      if (weft) {
+        weft_root(env->pool, [] {
+          matmul<weft::TaskGroup>(m.a.data(), m.b.data(), m.c.data(), kMatmulN);
+          return 0;
+        });
+      } else {
+        env->arena.execute([&] { matmul<tbb::task_group>(m.a.data(), m.b.data(), m.c.data(), kMatmulN); });
+      }
+    }));
+    for (const auto& [i, j] : sample) ok = ok && m.c[i * kMatmulN + j] == m.entry(i, j);
   }
   if (!ok) state.SkipWithError("wrong result");
 }
@@ -810,6 +890,7 @@ int main(int argc, char** argv) {
       {"skynet_10M_task_group", [](benchmark::State& s, bool w) { bm_skynet(s, w, 10'000'000); }},
       {"skynet_1M_coro_when_all", [](benchmark::State& s, bool w) { bm_skynet(s, w, 1'000'000, true); }},
       {"nqueens12_task_group", bm_queens},
+      {"matmul_1024_task_group", bm_matmul},
       {"range_reduce_double_1M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 1'000'000); }},
       {"range_reduce_double_10M", [](benchmark::State& s, bool w) { bm_range_reduce(s, w, 10'000'000); }},
       {"transpose_2048_range2d", bm_transpose},

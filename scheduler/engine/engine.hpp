@@ -290,6 +290,8 @@ class Engine {
   [[nodiscard]] Task* steal(Worker& self);
   // One steal from `victim`'s deque, counted and traced, for the steal order by distance (steal.cpp).
   [[nodiscard]] Task* try_steal_from(Worker& self, Worker& victim);
+  // steal()'s sweep by distance, out of line: the flat sweep, the usual path, keeps a frame of its own size.
+  [[nodiscard]] Task* steal_by_distance(Worker& self);
   [[nodiscard]] Task* steal_from_mailboxes(Worker& self);
   [[nodiscard]] Task* steal_from_slots(Worker& self);
   void run_outside(OutsideSlot& slot, Task* task) noexcept;

@@ -32,6 +32,14 @@ TaskGroup* current_group() noexcept { return static_cast<TaskGroup*>(engine::tas
 
 using engine::WordParking;  // the futex, or the fiber lot inside a wait that suspends
 
+// sync::wait_until as a call of its own, with the worker's wait loop inlined into it: inlined into wait_children
+// instead, g++ kept the loop out of line and the pair cost every wait 12 more instructions (callgrind,
+// docs/perf-log.md).
+template <class Ready, class Sleeper>
+[[gnu::noinline]] void wait_apart(Ready ready, Sleeper& sleeper) noexcept {
+  (void)sync::wait_until(ready, sleeper);
+}
+
 Pool& pool_here() {
   if (const TaskGroup* group = current_group()) return group->pool();
   if (Pool* pool = detail::PoolAccess::current()) return *pool;
@@ -182,9 +190,9 @@ void TaskGroup::wait_children() noexcept {
   // Not a worker of this pool: run this group's children still in this thread's own slot first (the newest, run
   // nested on the owner's stack), as a waiter on a worker runs its own deque's.
   if (worker == nullptr || &worker->engine != &engine) {
-    if (!engine.help_from_own_slot(ready, reinterpret_cast<detail::InlineTag>(this))) sync::wait_until(ready, sleeper);
+    if (!engine.help_from_own_slot(ready, reinterpret_cast<detail::InlineTag>(this))) wait_apart(ready, sleeper);
   } else {
-    sync::wait_until(ready, sleeper);
+    wait_apart(ready, sleeper);
   }
   // No child touches the count or the word any more: back to empty.
   children_.reset();
