@@ -18,18 +18,21 @@ std::string StreamGraph::name() const { return pipeline_ == nullptr ? std::strin
 
 void StreamGraph::require_idle(const char* who) const {
   if (!graph_.running()) return;
-  throw graph_busy(std::string(who) + ": a run of this StreamGraph is in flight or queued: change it only between "
-                                      "runs (wait for the last Run first)");
+  throw graph_busy(std::string(who) +
+                   ": a run of this StreamGraph is in flight or queued: change it only between "
+                   "runs (wait for the last Run first)");
 }
 
 void StreamGraph::require_complete(const char* who) const {
   if (pipeline_ == nullptr) {
-    throw invalid_graph(std::string(who) + ": the StreamGraph is empty: begin it with source(), end every stream "
-                                           "with sink()");
+    throw invalid_graph(std::string(who) +
+                        ": the StreamGraph is empty: begin it with source(), end every stream "
+                        "with sink()");
   }
   if (!pipeline_->complete()) {
-    throw invalid_graph(std::string(who) + ": pipeline '" + pipeline_->name() + "' has no sink: the stream of its stage '" +
-                        pipeline_->open_stage_name() + "' feeds nothing (end it with sink())");
+    throw invalid_graph(std::string(who) + ": pipeline '" + pipeline_->name() +
+                        "' has no sink: the stream of its stage '" + pipeline_->open_stage_name() +
+                        "' feeds nothing (end it with sink())");
   }
 }
 
@@ -43,8 +46,10 @@ void StreamGraph::add_node(Priority priority) {
       [pipeline = pipeline_](Subflow& subflow) {
         // Checked by run() and compose_into(); again here for a pipeline changed after it was composed.
         if (!pipeline->complete()) {
-          throw invalid_graph("weft::StreamGraph: pipeline '" + pipeline->name() + "' has no sink: the stream of its "
-                              "stage '" + pipeline->open_stage_name() + "' feeds nothing (end it with sink())");
+          throw invalid_graph("weft::StreamGraph: pipeline '" + pipeline->name() +
+                              "' has no sink: the stream of its "
+                              "stage '" +
+                              pipeline->open_stage_name() + "' feeds nothing (end it with sink())");
         }
         bool completed = false;
         // A stage's exception, inbox_full or task_dropped is the run's already (wait() rethrows it); a cancelled

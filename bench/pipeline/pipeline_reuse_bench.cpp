@@ -96,7 +96,8 @@ void stream_graph(benchmark::State& state, weft::Pool& pool) {
   });
   auto a = pipe.stage(items, first, kParallel);
   auto b = pipe.stage(a, second, kParallel);
-  pipe.sink(b, [&batch](std::uint64_t x) { batch.out.push_back(x); }, kInOrder);
+  pipe.sink(
+      b, [&batch](std::uint64_t x) { batch.out.push_back(x); }, kInOrder);
   time_runs(state, batch, [&] { pipe.run(pool).wait(); });
 }
 
@@ -110,7 +111,8 @@ void task_scope(benchmark::State& state, weft::Pool& pool) {
     });
     auto a = scope.stage(items, first, kParallel);
     auto b = scope.stage(a, second, kParallel);
-    scope.sink(b, [&batch](std::uint64_t x) { batch.out.push_back(x); }, kInOrder);
+    scope.sink(
+        b, [&batch](std::uint64_t x) { batch.out.push_back(x); }, kInOrder);
     scope.run_and_wait();
   });
 }
@@ -120,20 +122,21 @@ void one_tbb(benchmark::State& state, TbbGraphSide& side) {
   time_runs(state, batch, [&] {
     side.execute([&] {
       std::size_t i = 0;
-      tbb::parallel_pipeline(
-          kItems,
-          tbb::make_filter<void, std::uint64_t>(tbb::filter_mode::serial_in_order,
-                                                [&](tbb::flow_control& fc) -> std::uint64_t {
-                                                  if (i == kItems) {
-                                                    fc.stop();
-                                                    return 0;
-                                                  }
-                                                  return batch.in[i++];
-                                                }) &
-              tbb::make_filter<std::uint64_t, std::uint64_t>(tbb::filter_mode::parallel, first) &
-              tbb::make_filter<std::uint64_t, std::uint64_t>(tbb::filter_mode::parallel, second) &
-              tbb::make_filter<std::uint64_t, void>(tbb::filter_mode::serial_in_order,
-                                                    [&](std::uint64_t x) { batch.out.push_back(x); }));
+      tbb::parallel_pipeline(kItems,
+                             tbb::make_filter<void, std::uint64_t>(tbb::filter_mode::serial_in_order,
+                                                                   [&](tbb::flow_control& fc) -> std::uint64_t {
+                                                                     if (i == kItems) {
+                                                                       fc.stop();
+                                                                       return 0;
+                                                                     }
+                                                                     return batch.in[i++];
+                                                                   }) &
+                                 tbb::make_filter<std::uint64_t, std::uint64_t>(tbb::filter_mode::parallel, first) &
+                                 tbb::make_filter<std::uint64_t, std::uint64_t>(tbb::filter_mode::parallel, second) &
+                                 tbb::make_filter<std::uint64_t, void>(tbb::filter_mode::serial_in_order,
+                                                                       [&](std::uint64_t x) {
+                                                                         batch.out.push_back(x);
+                                                                       }));
     });
   });
 }

@@ -28,14 +28,12 @@ std::exception_ptr Run::run(Subflow& subflow, bool& completed) noexcept {
   subflow_ = &subflow;
   run_state_ = &SubflowAccess::run(subflow);
   tracer_ = run_state_->tracer();
-  if (tracer_ != nullptr && tracer_ != names_of_) {  // the stages' names interned in this run's recorder
+  if (tracer_ != nullptr) {  // the stages' names, interned in this run's recorder (each run may have its own)
     try {
       trace_names_.clear();
       trace_names_.reserve(stages_.size());
       for (const Pipeline::Stage& stage : stages_) trace_names_.push_back(tracer_->intern(stage.name));
-      names_of_ = tracer_;
     } catch (...) {  // out of memory for the names: this run is not traced
-      names_of_ = nullptr;
       tracer_ = nullptr;
     }
   }

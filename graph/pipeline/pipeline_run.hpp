@@ -237,7 +237,6 @@ class Run {
   // Tracing (RunState::tracer): the recorder, or null; and each stage's name interned in it.
   tracing::TraceImpl* tracer_ = nullptr;
   std::vector<std::uint32_t> trace_names_;
-  tracing::TraceImpl* names_of_ = nullptr;  // the recorder trace_names_ were interned in
   // When a traced body call starts (TraceImpl::now), or -1 when not tracing.
   [[nodiscard]] std::int64_t trace_from() const noexcept {
     return tracer_ != nullptr && tracer_->recording() ? tracer_->now() : -1;

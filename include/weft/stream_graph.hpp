@@ -328,7 +328,9 @@ Stream<std::tuple<Ts...>> StreamGraph::join(const std::tuple<Stream<Ts>...>& in,
                 "into the tuple)");
   if constexpr (sizeof...(Ts) >= 2 && (std::is_nothrow_move_constructible_v<Ts> && ...)) {
     std::vector<detail::StreamInput> inputs = std::apply(
-        [](const auto&... s) { return std::vector<detail::StreamInput>{detail::StreamInput{&s.pipeline_, s.stage_, s.port_}...}; },
+        [](const auto&... s) {
+          return std::vector<detail::StreamInput>{detail::StreamInput{&s.pipeline_, s.stage_, s.port_}...};
+        },
         in);
     return add_joined<std::tuple<Ts...>>("weft::StreamGraph::join", inputs, detail::StageKind::join,
                                          std::make_unique<detail::PositionJoinBody<Ts...>>(), std::move(options));
@@ -338,8 +340,7 @@ Stream<std::tuple<Ts...>> StreamGraph::join(const std::tuple<Stream<Ts>...>& in,
 }
 
 template <class... Ts, class F>
-Stream<std::tuple<Ts...>> StreamGraph::join_by_key(const std::tuple<Stream<Ts>...>& in, F&& key,
-                                                   StageOptions options) {
+Stream<std::tuple<Ts...>> StreamGraph::join_by_key(const std::tuple<Stream<Ts>...>& in, F&& key, StageOptions options) {
   using D = std::decay_t<F>;
   static_assert(sizeof...(Ts) >= 2, "weft::StreamGraph::join_by_key(streams, key): join two or more streams");
   static_assert((std::is_nothrow_move_constructible_v<Ts> && ...),
@@ -446,8 +447,8 @@ Stream<Out> StreamGraph::add_joined(const char* who, const std::vector<detail::S
     }
     outputs.push_back(detail::Pipeline::Output{inputs[i].stage, inputs[i].port});
   }
-  const std::uint32_t index =
-      pipeline_->add_join(who, outputs, kind, std::move(options), std::move(body), sizeof(Out), alignof(Out));
+  const std::uint32_t index = pipeline_->add_join(who, outputs, kind, std::move(options), std::move(body), sizeof(Out),
+                                                  alignof(Out));
   return Stream<Out>(pipeline_, index);
 }
 
