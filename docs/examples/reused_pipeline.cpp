@@ -42,7 +42,7 @@ int main() {
       },
       {.name = "pipeline"});
   weft::Stream<long> squares = pl.stage(numbers, [](int v) { return long{v} * v; },
-                                        {.concurrency = weft::kUnlimited});  // PARALLEL
+                                        {.concurrency = weft::kUnlimited});       // PARALLEL
   pl.sink(squares, [&sum](long s) { sum += s; }, {.order = weft::Order::Input});  // SERIAL
 
   int round = 0;
@@ -54,7 +54,7 @@ int main() {
   });
   weft::Node pipeline = pl.compose_into(taskflow);  // taskflow.composed_of(pl)
   weft::Node reply = taskflow.add_node([&] { answer = sum; });
-  taskflow.add_edge(take, pipeline);  // take.precede(pipeline)
+  taskflow.add_edge(take, pipeline);   // take.precede(pipeline)
   taskflow.add_edge(pipeline, reply);  // pipeline.precede(reply)
   for (round = 0; round < 100; ++round) {
     taskflow.run(pool).wait();  // executor.run(taskflow).wait(): the pipeline runs anew
