@@ -170,7 +170,7 @@ auto StreamGraph::source(F&& f, StageOptions options) {
   using D = std::decay_t<F>;
   using Traits = detail::source_traits<D>;
   static_assert(Traits::callable,
-                "weft::StreamGraph::source(f): f must take nothing (or the item's index, std::size_t) and return "
+                "weft::StreamGraph::source(f): f must take nothing (or std::size_t, the item index) and return "
                 "std::optional<T> (std::nullopt ends the run's stream), T a movable object type");
   if constexpr (Traits::callable) {
     using T = typename Traits::value;

@@ -19,6 +19,7 @@
 #include "weft/pool.hpp"
 #include "weft/stream_graph.hpp"
 #include "weft/task_scope.hpp"
+#include "weft/trace.hpp"
 
 namespace weft::test {
 namespace {
@@ -426,6 +427,39 @@ TEST_CASE("bad input to a StreamGraph is refused, naming what is wrong") {
     CHECK(sum_a == 6);
     CHECK(sum_b == 60);
   }
+}
+
+TEST_CASE("each run of a StreamGraph records its stages into that run's trace") {
+  Pool pool(PoolOptions{.threads = 2});
+  StreamGraph pipe;
+  auto items = pipe.source(
+      [](std::size_t i) -> std::optional<int> {
+        if (i == 5) return std::nullopt;
+        return static_cast<int>(i);
+      },
+      {.name = "numbers"});
+  pipe.sink(items, [](int) {}, {.name = "drain"});
+  for (int run = 0; run < 3; ++run) {
+    auto trace = std::make_shared<Trace>();
+    CHECK(pipe.run(pool, RunOptions{.trace = trace}).wait() == RunStatus::Completed);
+    const std::string json = trace->json();
+    CHECK(json.find("\"drain\"") != std::string::npos);
+    CHECK(json.find("\"numbers\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("a TaskScope's source may take the item's index too") {
+  Pool pool(PoolOptions{.threads = 2});
+  TaskScope scope(pool);
+  std::vector<std::size_t> seen;
+  auto items = scope.source([](std::size_t i) -> std::optional<std::size_t> {
+    if (i == 10) return std::nullopt;
+    return i;
+  });
+  scope.sink(items, [&](std::size_t i) { seen.push_back(i); }, {.order = Order::Input});
+  scope.run_and_wait();
+  REQUIRE(seen.size() == 10);
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == i);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ auto TaskScope::add_source(std::span<const AnyJob> deps, F&& f, StageOptions opt
   using D = std::decay_t<F>;
   using Traits = detail::source_traits<D>;
   static_assert(Traits::callable,
-                "weft::TaskScope::source(f): f must take nothing (or the item's index, std::size_t) and return "
+                "weft::TaskScope::source(f): f must take nothing (or std::size_t, the item index) and return "
                 "std::optional<T> (std::nullopt ends the stream), T a movable object type");
   if constexpr (Traits::callable) {
     using T = typename Traits::value;
