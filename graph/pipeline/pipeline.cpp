@@ -65,6 +65,7 @@ std::uint32_t Pipeline::add(const char* who, std::uint32_t from, std::uint32_t p
                             StageOptions options, std::unique_ptr<StageBody> body, std::size_t size, std::size_t align,
                             std::uint32_t outputs) {
   if (kind != StageKind::source) require_open(who, from, port);
+  changed();
   const std::uint32_t index = push(who, from, port, kind, std::move(options), std::move(body), size, align, outputs);
   if (kind != StageKind::source) stages_[from].to[port] = index;
   return index;
@@ -90,6 +91,7 @@ std::uint32_t Pipeline::add_join(const char* who, const std::vector<Output>& inp
                                           : "Order::Any: a merge takes its items as they arrive");
   }
   std::vector<Output> kept(inputs);  // before any change: may throw
+  changed();
   const std::uint32_t index = push(who, inputs[0].stage, inputs[0].port, kind, std::move(options), std::move(body),
                                    size, align, 1);
   stages_[index].inputs = std::move(kept);

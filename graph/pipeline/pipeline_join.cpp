@@ -74,7 +74,7 @@ void Run::lose(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
 }
 
 void Run::check_end() noexcept {
-  if (stop_.load(std::memory_order_relaxed) || run_state_.cancelled()) return;
+  if (stop_.load(std::memory_order_relaxed) || run_state_->cancelled()) return;
   for (std::uint32_t k = 0; k < stages_.size(); ++k) {
     const StageState& s = state(k);
     if (s.kind != StageKind::join) continue;
@@ -96,12 +96,12 @@ void Run::check_end() noexcept {
     for (const Segment& segment : segments_) live += segment.live;
     pool_lock_.unlock();
     if (source_ended_ && live == total) {
-      fail(error_of<weft::unmatched_items>("weft::TaskScope: join '", stages_[k].name, "' of pipeline '",
-                                           pipeline_.name(), "': its inputs ended unequally, ", std::to_string(total),
+      fail(error_of<weft::unmatched_items>(owner(), ": join '", stages_[k].name, "' of pipeline '", pipeline_.name(),
+                                           "': its inputs ended unequally, ", std::to_string(total),
                                            " item(s) left without a partner (", which, "); they are destroyed"));
     } else {
       fail(error_of<weft::would_deadlock>(
-          "weft::TaskScope: pipeline '", pipeline_.name(), "' cannot go on: join '", stages_[k].name, "' holds ",
+          owner(), ": pipeline '", pipeline_.name(), "' cannot go on: join '", stages_[k].name, "' holds ",
           std::to_string(total), " item(s) waiting for partners (", which,
           ") and they fill the room the pipeline's bound leaves, so the partners can never be made (raise the "
           "join's capacity, or route the items so that every input gets its share)"));

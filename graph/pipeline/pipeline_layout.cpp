@@ -51,16 +51,14 @@ Slot* SlotList::pop() noexcept {
   return slot;
 }
 
-Run::Run(Pipeline& pipeline, Subflow& subflow)
+Run::Run(Pipeline& pipeline, std::size_t workers)
     : pipeline_(pipeline),
-      subflow_(subflow),
-      run_state_(SubflowAccess::run(subflow)),
+      workers_(workers),
       stages_(pipeline.stages()),
       last_(static_cast<std::uint32_t>(pipeline.stages().size() - 1)) {
   align_ = std::max(pipeline.slot_align(), alignof(Slot));
   storage_offset_ = round_up(sizeof(Slot), align_);
   stride_ = round_up(storage_offset_ + pipeline.slot_size(), align_);
-  const std::size_t workers = subflow.pool().size();
   const std::size_t n = stages_.size();
   // feeds[k]: the segments whose slots may hold the items stage k consumes; outs[k]: those of the items it
   // makes. A fan-out or fork stage's items have a segment of their own (shared by every branch of a fork); a
@@ -105,7 +103,7 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
         break;
     }
     // run_solo takes one slot through the stages in index order: a chain of map stages and a sink only.
-    if (stage.kind != StageKind::map && stage.kind != StageKind::sink) solo_allowed_ = false;
+    if (stage.kind != StageKind::map && stage.kind != StageKind::sink) solo_layout_ = false;
   }
   // StageOptions::live_tokens: each segment's slots (an item alive holds one from its making to its end) are at
   // most that many, whatever the stages' options allow. Any budget >= 1 keeps the run going: a slot freed goes
@@ -113,13 +111,6 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
   // still exceeds the span of numbers an Order::Input stage can wait on (all of them alive, each in a slot).
   const std::size_t tokens = stages_[0].options.live_tokens;
   for (Segment& segment : segments_) segment.budget = std::min(segment.budget, tokens);
-  tracer_ = run_state_.tracer();
-  if (tracer_ != nullptr) {
-    trace_names_.reserve(n);
-    for (std::uint32_t k = 0; k < n; ++k) trace_names_.push_back(tracer_->intern(stages_[k].name));
-  }
-  test_mode_ = test_mode.load(std::memory_order_relaxed);
-  if (test_mode_ == TestMode::shared) solo_allowed_ = false;
   states_ = std::make_unique<StageState[]>(n);
   for (std::uint32_t k = 0; k < n; ++k) {
     StageState& state = states_[k];
@@ -183,16 +174,52 @@ Run::Run(Pipeline& pipeline, Subflow& subflow)
 }
 
 Run::~Run() {
-  // Every task has ended: destroy what is left in the slots (a stopped run's items), then the slots.
+  // Every run ended, and reset() emptied every slot: free the slots.
+  for (std::byte* chunk : chunks_) ::operator delete(chunk, std::align_val_t(align_));
+}
+
+void Run::reset() noexcept {
+  // Every task has ended: destroy what is left in the slots (a stopped run's items) and chain every slot into
+  // the free list, in the order they were made.
+  free_ = nullptr;
+  Slot** link = &free_;
   for (std::size_t c = 0; c < chunks_.size(); ++c) {
     const std::size_t used = c + 1 == chunks_.size() ? chunk_used_ : kChunkSlots;
     for (std::size_t i = 0; i < used; ++i) {
       Slot* slot = std::launder(reinterpret_cast<Slot*>(chunks_[c] + i * stride_));
       destroy_content(slot);
-      slot->~Slot();
+      *slot = Slot();
+      *link = slot;
+      link = &slot->next;
     }
-    ::operator delete(chunks_[c], std::align_val_t(align_));
   }
+  for (Segment& segment : segments_) {
+    segment.live = 0;
+    segment.waiters = SlotList();
+    segment.source_waiting = false;
+  }
+  for (std::uint32_t k = 0; k < stages_.size(); ++k) {
+    StageState& s = states_[k];
+    s.running = 0;
+    s.inbox = SlotList();
+    s.parked = SlotList();
+    std::fill(s.ring.begin(), s.ring.end(), nullptr);
+    s.next_seq = 0;
+    s.waiting = 0;
+    s.dropped = 0;
+    s.emitted.store(0, std::memory_order_relaxed);
+    if (s.port_emitted) {
+      for (std::size_t j = 0; j < stages_[k].to.size(); ++j) s.port_emitted[j].store(0, std::memory_order_relaxed);
+    }
+    s.body->reset();
+  }
+  source_seq_ = 0;
+  source_ended_ = false;
+  stop_.store(false, std::memory_order_relaxed);
+  error_ = nullptr;
+  subflow_ = nullptr;
+  run_state_ = nullptr;
+  tracer_ = nullptr;
 }
 Slot* Run::acquire(std::uint32_t segment, Slot* waiter) noexcept {
   pool_lock_.lock();
@@ -274,17 +301,30 @@ void Run::destroy_content(Slot* slot) noexcept {
 
 namespace weft::detail {
 
+Pipeline::Pipeline(const void* scope, std::string name, const char* owner, bool keep_layout)
+    : scope_(scope), name_(std::move(name)), owner_(owner), keep_layout_(keep_layout) {}
+
+Pipeline::~Pipeline() = default;
+
+void Pipeline::changed() noexcept { compiled_.reset(); }
+
 std::exception_ptr Pipeline::run(Subflow& subflow, bool& completed) noexcept {
   completed = false;
-  std::unique_ptr<pipeline::Run> run;
-  try {
-    run = std::make_unique<pipeline::Run>(*this, subflow);
-  } catch (...) {  // out of memory for the rings
-    std::exception_ptr error = std::current_exception();
-    SubflowAccess::record_exception(subflow, error);
-    return error;
+  const std::size_t workers = subflow.pool().size();
+  std::unique_ptr<pipeline::Run> run = std::move(compiled_);
+  if (run == nullptr || run->workers() != workers) {  // laid out anew: the first run, or a pool of another size
+    run.reset();
+    try {
+      run = std::make_unique<pipeline::Run>(*this, workers);
+    } catch (...) {  // out of memory for the layout
+      std::exception_ptr error = std::current_exception();
+      SubflowAccess::record_exception(subflow, error);
+      return error;
+    }
   }
-  return run->run(completed);
+  std::exception_ptr error = run->run(subflow, completed);
+  if (keep_layout_) compiled_ = std::move(run);  // reset by its run: ready for the next
+  return error;
 }
 
 }  // namespace weft::detail

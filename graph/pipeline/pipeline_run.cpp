@@ -24,37 +24,53 @@ constexpr std::uint64_t kHandOffNanoseconds = 1024;
 std::uint64_t hand_off_cycles() noexcept { return kHandOffNanoseconds * cycles_per_microsecond() / 1000; }
 }  // namespace
 
-std::exception_ptr Run::run(bool& completed) noexcept {
+std::exception_ptr Run::run(Subflow& subflow, bool& completed) noexcept {
+  subflow_ = &subflow;
+  run_state_ = &SubflowAccess::run(subflow);
+  tracer_ = run_state_->tracer();
+  if (tracer_ != nullptr) {  // the stages' names, interned in this run's recorder (each run may have its own)
+    try {
+      trace_names_.clear();
+      trace_names_.reserve(stages_.size());
+      for (const Pipeline::Stage& stage : stages_) trace_names_.push_back(tracer_->intern(stage.name));
+    } catch (...) {  // out of memory for the names: this run is not traced
+      tracer_ = nullptr;
+    }
+  }
+  test_mode_ = test_mode.load(std::memory_order_relaxed);
+  solo_allowed_ = solo_layout_ && test_mode_ != TestMode::shared;
   carry(Step{Step::Kind::source, 0, nullptr, nullptr});
   // Once every task ended, none touches this run any more. acquire: pairs with task_ended()'s decrement, so
   // what the tasks did is seen here. On a worker, the wait runs other tasks (the pipeline's among them).
-  sync::wait_until([this] { return tasks_.load(std::memory_order_acquire) == 0; }, run_state_.subflow_signal());
+  sync::wait_until([this] { return tasks_.load(std::memory_order_acquire) == 0; }, run_state_->subflow_signal());
   check_end();
   bool all_freed = true;
   for (const Segment& segment : segments_) all_freed = all_freed && segment.live == 0;
   completed = !stop_.load(std::memory_order_relaxed) && source_ended_ && all_freed;
   for (std::uint32_t k = 0; k <= last_; ++k) {
     if (states_[k].dropped != 0) {
-      SubflowAccess::add_dropped(subflow_, pipeline_.name() + "/" + stages_[k].name, states_[k].dropped);
+      SubflowAccess::add_dropped(*subflow_, pipeline_.name() + "/" + stages_[k].name, states_[k].dropped);
     }
   }
-  if (!error_ && !completed) {
+  std::exception_ptr error = std::exchange(error_, nullptr);
+  reset();
+  if (!error && !completed) {
     // Cancelled (the scope's cancel(), or another job's exception): the sink's job says so by name. Not the
     // run's exception: it only tells the job's readers.
-    return error_of<weft::job_cancelled>("weft::TaskScope: pipeline '", pipeline_.name(),
+    return error_of<weft::job_cancelled>(owner(), ": pipeline '", pipeline_.name(),
                                          "' was stopped before its end: its scope's run was cancelled, or "
                                          "another job failed");
   }
-  return error_;
+  return error;
 }
 
 bool Run::stopping() noexcept {
-  if (stop_.load(std::memory_order_relaxed) || run_state_.cancelled()) return true;
-  if (PoolAccess::engine(run_state_.pool()).dropping()) [[unlikely]] {
+  if (stop_.load(std::memory_order_relaxed) || run_state_->cancelled()) return true;
+  if (PoolAccess::engine(run_state_->pool()).dropping()) [[unlikely]] {
     // A DropPending shutdown began: a pipeline stops at the next item as the pool's queued tasks stop, and the
     // run fails with task_dropped.
-    const engine::Engine& engine = PoolAccess::engine(run_state_.pool());
-    fail(error_of<weft::task_dropped>("weft::TaskScope: pipeline '", pipeline_.name(),
+    const engine::Engine& engine = PoolAccess::engine(run_state_->pool());
+    fail(error_of<weft::task_dropped>(owner(), ": pipeline '", pipeline_.name(),
                                       "' was stopped before its end: its pool is shutting down and drops pending "
                                       "work (",
                                       engine.drop_policy(), ")"));
@@ -127,7 +143,7 @@ class Run::Task {
     // The stages' bodies run inside the scope's run, as the pipeline's job does: a wait for that run from one of
     // them (TaskScope::wait, Run::wait) could never end and must be refused with would_deadlock, not suspend the
     // carrier (and the item it holds) for good.
-    void* const outer = engine::exchange_task_local(graph::kCurrentRunSlot, &run->run_state_);
+    void* const outer = engine::exchange_task_local(graph::kCurrentRunSlot, run->run_state_);
     run->carry(step_);
     (void)engine::exchange_task_local(graph::kCurrentRunSlot, outer);
     run->task_ended();
@@ -144,10 +160,10 @@ void Run::spawn(Step step) noexcept {
   // relaxed: counted before the task exists; its end's decrement (acq_rel) is what the owner's wait reads.
   tasks_.fetch_add(1, std::memory_order_relaxed);
   // The task is a unit of the run too, so the run (and the signal task_ended() notifies) outlives it.
-  run_state_.add_unit();
+  run_state_->add_unit();
   try {
     // The run's tag: an outside thread waiting for the scope may run these tasks from its own slot.
-    PoolAccess::post(run_state_.pool(), small_function<void()>(Task(this, step)), options, run_state_.inline_tag());
+    PoolAccess::post(run_state_->pool(), small_function<void()>(Task(this, step)), options, run_state_->inline_tag());
   } catch (...) {
     // pool_closed: the task was destroyed unrun, and task_dropped() already failed the run and uncounted it.
   }
@@ -156,7 +172,7 @@ void Run::spawn(Step step) noexcept {
 void Run::task_ended() noexcept {
   // Once the count is zero, the owner may return and destroy *this before notify() runs: the signal is the
   // run's, which the task's unit keeps alive until finish_unit(), last.
-  graph::RunState& run = run_state_;
+  graph::RunState& run = *run_state_;
   if (tasks_.fetch_sub(1, std::memory_order_acq_rel) == 1) run.subflow_signal().notify();
   run.finish_unit();
 }
@@ -164,14 +180,14 @@ void Run::task_ended() noexcept {
 void Run::task_dropped() noexcept {
   // Named by the policy in force: a pool that drops (DropPending or shutdown_for's deadline) may have dropped
   // the task; one that does not only refused it.
-  const engine::Engine& engine = PoolAccess::engine(run_state_.pool());
+  const engine::Engine& engine = PoolAccess::engine(run_state_->pool());
   if (engine.dropping()) {
-    fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
+    fail(error_of<weft::task_dropped>(owner(), ": a task of pipeline '", pipeline_.name(),
                                       "' was not run: the pool refused it (shut down, or out of memory) or "
                                       "dropped it (",
                                       engine.drop_policy(), ")"));
   } else {
-    fail(error_of<weft::task_dropped>("weft::TaskScope: a task of pipeline '", pipeline_.name(),
+    fail(error_of<weft::task_dropped>(owner(), ": a task of pipeline '", pipeline_.name(),
                                       "' was not run: the pool refused it (shut down, or out of memory)"));
   }
   task_ended();
@@ -213,7 +229,7 @@ bool Run::call_source(Carrier& carrier, Slot* slot) noexcept {
   bool produced = false;
   const std::int64_t traced_from = trace_from();
   try {
-    produced = states_[0].body->produce(storage(slot));
+    produced = states_[0].body->produce(storage(slot), slot->seq);
   } catch (...) {
     fail(std::current_exception());
     return false;
@@ -425,8 +441,8 @@ bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32
 void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
   StageState& s = state(stage);
   if (s.overflow == Overflow::Fail) {
-    fail(error_of<weft::inbox_full>("weft::TaskScope: stage '", stages_[stage].name, "' of pipeline '",
-                                    pipeline_.name(), "' found its inbox full (capacity ", std::to_string(s.capacity),
+    fail(error_of<weft::inbox_full>(owner(), ": stage '", stages_[stage].name, "' of pipeline '", pipeline_.name(),
+                                    "' found its inbox full (capacity ", std::to_string(s.capacity),
                                     ", Overflow::Fail): the run is cancelled"));
     return;  // the item stays in its slot: ~Run destroys it
   }
@@ -500,7 +516,7 @@ void Run::fail(std::exception_ptr error) noexcept {
     const std::lock_guard<std::mutex> hold(error_lock_);
     if (!error_) error_ = error;
     // The run's first exception: it cancels the scope's other jobs, and wait() rethrows it.
-    SubflowAccess::record_exception(subflow_, std::move(error));
+    SubflowAccess::record_exception(*subflow_, std::move(error));
   }
   stop_.store(true, std::memory_order_relaxed);
 }

@@ -1,5 +1,10 @@
-// One run of a TaskScope pipeline: item slots, each stage's inbox, the budget of items alive, and the carriers
-// (pool tasks) that take items through the stages.
+// The runs of a pipeline (a TaskScope's, run once; a StreamGraph's, run again and again): item slots, each
+// stage's inbox, the budget of items alive, and the carriers (pool tasks) that take items through the stages.
+//
+// A Run is laid out once (the constructor: segments, budgets, each stage's state, rings) for a pool of a given
+// size, and runs any number of times, one at a time: run() binds the execution it serves, runs, then reset()
+// destroys what a stopped run left in the slots and sets every count, list and ring back to its empty state.
+// The slots allocated stay for the next run, so a reused pipeline allocates nothing once warm.
 //
 // Invariants:
 // - The stages form a tree from the source: each stage consumes one output of an earlier stage (next_ holds the
@@ -122,13 +127,17 @@ struct Step {
 
 class Run {
  public:
-  Run(Pipeline& pipeline, Subflow& subflow);
+  // Lays the pipeline out for a pool of `workers` workers (the budgets count a kUnlimited stage as workers + 1).
+  Run(Pipeline& pipeline, std::size_t workers);
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
   ~Run();
 
-  // Runs the pipeline to its end; returns the first error, or null. `completed`: every item went through.
-  std::exception_ptr run(bool& completed) noexcept;
+  // Runs the pipeline to its end inside the execution `subflow` (the pipeline's node), then resets the run for
+  // the next; returns the first error, or null. `completed`: every item went through. One at a time.
+  std::exception_ptr run(Subflow& subflow, bool& completed) noexcept;
+  // The pool size the layout was made for.
+  [[nodiscard]] std::size_t workers() const noexcept { return workers_; }
 
  private:
   struct StageState;
@@ -199,6 +208,11 @@ class Run {
   // Empties `slot` (destroying nothing: its storage must be empty) and returns it to its segment.
   void free_slot(Carrier& carrier, Slot* slot) noexcept;
   void destroy_content(Slot* slot) noexcept;
+  // After a run, every task ended: destroys every item left in a slot, frees every slot and empties every
+  // inbox, ring, count and body record (StageBody::reset), so that the next run starts as a new one would.
+  void reset() noexcept;
+  // The error-message prefix of the pipeline's owner ("weft::TaskScope", "weft::StreamGraph").
+  [[nodiscard]] const char* owner() const noexcept { return pipeline_.owner(); }
   void fail(std::exception_ptr error) noexcept;
   // True once the run stops: an error, a cancelled run, or a DropPending shutdown of the pool (which fails it).
   [[nodiscard]] bool stopping() noexcept;
@@ -207,8 +221,10 @@ class Run {
   }
 
   Pipeline& pipeline_;
-  Subflow& subflow_;
-  graph::RunState& run_state_;
+  // The execution the run in progress serves (bound by run()).
+  Subflow* subflow_ = nullptr;
+  graph::RunState* run_state_ = nullptr;
+  std::size_t workers_;
   const std::vector<Pipeline::Stage>& stages_;
   std::uint32_t last_;  // the last stage added (a pipeline without forks: its sink)
   std::size_t storage_offset_;
@@ -230,7 +246,8 @@ class Run {
     if (from >= 0) [[unlikely]]
       tracer_->complete(tracing::TraceCategory::stage, trace_names_[stage], from, item, stage);
   }
-  bool solo_allowed_ = true;  // no fan-out stage (run_solo takes one slot through every stage), not forced off
+  bool solo_layout_ = true;   // no fan-out, fork or join stage: run_solo takes one slot through every stage
+  bool solo_allowed_ = true;  // solo_layout_, and this run not forced to the shared mode
   TestMode test_mode_ = TestMode::automatic;
 
   // Guarded by pool_lock_.

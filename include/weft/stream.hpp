@@ -14,6 +14,7 @@
 namespace weft {
 
 class TaskScope;
+class StreamGraph;
 
 namespace detail {
 class Pipeline;  // include/weft/detail/pipeline.hpp: the stages of one pipeline, built by a TaskScope
@@ -82,7 +83,8 @@ struct StageOptions {
 
 // A typed stream of items of type T flowing out of one pipeline stage (or out of one branch of a fork:
 // TaskScope::broadcast, split), to be consumed by exactly one later stage (TaskScope::stage, fan_out, sink,
-// broadcast or split). A handle: copies name the same stream. Valid only in the TaskScope that made it.
+// broadcast or split). A handle: copies name the same stream. Valid only in the TaskScope (or weft::StreamGraph)
+// that made it.
 //
 // Example:
 //   weft::Stream<std::string> lines = scope.source([&]() -> std::optional<std::string> { return next(in); });
@@ -101,6 +103,7 @@ class Stream {
 
  private:
   friend class TaskScope;
+  friend class StreamGraph;
   Stream(std::shared_ptr<detail::Pipeline> pipeline, std::uint32_t stage, std::uint32_t port = 0) noexcept
       : pipeline_(std::move(pipeline)), stage_(stage), port_(port) {}
 

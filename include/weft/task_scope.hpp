@@ -349,7 +349,9 @@ class TaskScope {
   //   auto done = scope.sink(longs, [&](const std::string& w) { out << w << '\n'; }, {.order = weft::Order::Input});
   //   scope.then(done, [&] { out.flush(); });
 
-  // The start of a pipeline: f() -> std::optional<T>, called serially until it returns std::nullopt.
+  // The start of a pipeline: f() -> std::optional<T>, called serially until it returns std::nullopt; or
+  // f(std::size_t index), given the item's number (0, 1, ...). To run one pipeline many times, see
+  // weft::StreamGraph (weft/stream_graph.hpp).
   template <class F>
   auto source(F&& f, StageOptions options = {}) {
     return add_source(std::span<const AnyJob>(), std::forward<F>(f), std::move(options));

@@ -25,6 +25,7 @@
 #include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
+#include "weft/stream_graph.hpp"
 #include "weft/subflow.hpp"
 #include "weft/sync_wait.hpp"
 #include "weft/task.hpp"

@@ -41,6 +41,7 @@
 #include "weft/shared_function.hpp"
 #include "weft/small_function.hpp"
 #include "weft/stream.hpp"
+#include "weft/stream_graph.hpp"
 #include "weft/subflow.hpp"
 #include "weft/sync_wait.hpp"
 #include "weft/task.hpp"
@@ -458,6 +459,27 @@ void stream_hpp(weft::TaskScope& scope, std::istream& in) {
   weft::Stream<std::size_t> sizes = scope.stage(lines, [](std::string s) { return s.size(); });
   weft::Job<void> done = scope.sink(sizes, [&](std::size_t n) { total += n; });
   (void)done;
+}
+
+void stream_graph_hpp(weft::Pool& pool) {
+  weft::StreamGraph pipe;
+  std::vector<int> batch;
+  auto items = pipe.source([&](std::size_t i) -> std::optional<int> {
+    if (i == batch.size()) return std::nullopt;
+    return batch[i];
+  });
+  auto squares = pipe.stage(items, [](int x) { return x * x; }, {.concurrency = weft::kUnlimited});
+  long long sum = 0;
+  pipe.sink(squares, [&](int s) { sum += s; });
+  for (int round = 0; round < 3; ++round) {
+    batch = {1, 2, 3};
+    sum = 0;
+    pipe.run(pool).wait();  // sum == 14, every round
+  }
+  weft::TaskGraph outer;
+  weft::Node load = outer.add_node([] {});
+  weft::Node stream = pipe.compose_into(outer, {.name = "pipeline"});
+  outer.add_edge(load, stream);
 }
 
 void job_hpp(weft::Pool& pool) {

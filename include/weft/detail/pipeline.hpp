@@ -38,9 +38,10 @@ class StageBody {
   virtual ~StageBody() = default;
 
   // The source: constructs the next item at `slot` and returns true, or returns false at the end of the stream
-  // (nothing constructed). Called serially.
-  virtual bool produce(void* slot) {
+  // (nothing constructed). Called serially; `index`: the item's number in this run (0, 1, ...).
+  virtual bool produce(void* slot, std::uint64_t index) {
     static_cast<void>(slot);
+    static_cast<void>(index);
     return false;
   }
   // Any other stage: consumes the input at `slot`, which is destroyed whatever happens (an exception included),
@@ -65,6 +66,9 @@ class StageBody {
   virtual void destroy_state(void* state) noexcept { static_cast<void>(state); }
   // Destroys an output of this stage at `slot` (an element, for a fan-out stage).
   virtual void destroy(void* slot) noexcept = 0;
+  // Forgets what the body recorded in a run (a join's waiting items, a round-robin split's turn), once every item
+  // of that run is gone: the next run of a reused pipeline starts afresh.
+  virtual void reset() noexcept {}
 };
 
 template <class T>
@@ -137,6 +141,7 @@ template <class T>
 concept PipelineItem = std::is_object_v<T> && !std::is_array_v<T> && std::move_constructible<T> &&
                        std::is_nothrow_destructible_v<T>;
 
+// A source's callable: f() or f(std::size_t index) (the item's number in the run), returning std::optional<T>.
 template <class F>
 struct source_traits {
   static constexpr bool callable = false;
@@ -146,6 +151,14 @@ template <class F>
 struct source_traits<F> {
   using value = typename optional_value<std::invoke_result_t<F&>>::type;
   static constexpr bool callable = PipelineItem<value>;
+  static constexpr bool indexed = false;
+};
+template <class F>
+  requires(!std::invocable<F&> && std::invocable<F&, std::size_t>)
+struct source_traits<F> {
+  using value = typename optional_value<std::invoke_result_t<F&, std::size_t>>::type;
+  static constexpr bool callable = PipelineItem<value>;
+  static constexpr bool indexed = true;
 };
 
 template <class T, class F>
@@ -153,8 +166,8 @@ class SourceBody final : public StageBody {
  public:
   template <class G>
   explicit SourceBody(G&& f) : f_(std::forward<G>(f)) {}
-  bool produce(void* slot) override {
-    std::optional<T> item = f_();
+  bool produce(void* slot, std::uint64_t index) override {
+    std::optional<T> item = call(index);
     if (!item) return false;
     ::new (slot) T(std::move(*item));
     return true;
@@ -166,6 +179,14 @@ class SourceBody final : public StageBody {
   void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
 
  private:
+  std::optional<T> call(std::uint64_t index) {
+    if constexpr (source_traits<F>::indexed) {
+      return f_(static_cast<std::size_t>(index));
+    } else {
+      static_cast<void>(index);
+      return f_();
+    }
+  }
   F f_;
 };
 
@@ -353,6 +374,7 @@ class SplitBody final : public StageBody {
   bool finished(void* state) noexcept override { return slot_as<State>(state)->sent; }
   void destroy_state(void* state) noexcept override { slot_as<State>(state)->~State(); }
   void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+  void reset() noexcept override { turn_.store(0, std::memory_order_relaxed); }
 
  private:
   [[no_unique_address]] Route route_;
@@ -375,6 +397,10 @@ struct StreamInput {
 
 enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sink };
 
+namespace pipeline {
+class Run;  // graph/pipeline/pipeline_run.hpp: a pipeline's layout, slots and carriers
+}  // namespace pipeline
+
 // The description of one pipeline, filled in stage by stage by TaskScope (source, stage, fan_out, sink) and run
 // once, inside the scope job the source made (graph/pipeline/pipeline_run.cpp). The stages form a tree from the
 // source: each stream (a stage's output, or one branch of a fork stage's) feeds exactly one stage; a fork stage
@@ -383,9 +409,13 @@ class Pipeline {
  public:
   // `scope` identifies the TaskScope (streams of another scope are refused); `name` is the pipeline's, as its
   // job's.
-  Pipeline(const void* scope, std::string name) : scope_(scope), name_(std::move(name)) {}
+  // `owner`: the public class whose name prefixes the run's errors ("weft::TaskScope", "weft::StreamGraph").
+  // `keep_layout`: keep the run's layout and slots after a run, for the next (a StreamGraph's); else they are
+  // freed when the run ends (a TaskScope's pipeline runs once).
+  Pipeline(const void* scope, std::string name, const char* owner = "weft::TaskScope", bool keep_layout = false);
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
+  ~Pipeline();
 
   // Adds the stage consuming output `port` of stage `from` (ignored for the source). `outputs`: its own number
   // of output streams (1; a fork stage's branches; 0 for a sink). `who` is the public call, which every error
@@ -413,6 +443,7 @@ class Pipeline {
   [[nodiscard]] bool complete() const noexcept;
   [[nodiscard]] const void* scope() const noexcept { return scope_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const char* owner() const noexcept { return owner_; }
   // The name of stage `stage`.
   [[nodiscard]] const std::string& stage_name(std::uint32_t stage) const { return stages_[stage].name; }
   // The name of a stage with a stream that feeds nothing (run() refuses the pipeline), or of the last stage.
@@ -421,7 +452,9 @@ class Pipeline {
   // Runs every item through the stages, inside the pipeline's job (its node's Subflow); returns once every task
   // it spawned has finished. Returns what the job reports: the exception that stopped it (a stage's,
   // inbox_full, task_dropped), weft::job_cancelled if the run was cancelled, or null; `completed` is true if
-  // the source ended and every item reached the sink (or was filtered or dropped).
+  // the source ended and every item reached the sink (or was filtered or dropped). With keep_layout, the layout
+  // made by the first run (or the first on a pool of another size) is reset, not rebuilt, by every later run.
+  // One run at a time.
   std::exception_ptr run(Subflow& subflow, bool& completed) noexcept;
 
   // What run() needs of a stage.
@@ -448,8 +481,14 @@ class Pipeline {
   std::uint32_t push(const char* who, std::uint32_t from, std::uint32_t port, StageKind kind, StageOptions options,
                      std::unique_ptr<StageBody> body, std::size_t size, std::size_t align, std::uint32_t outputs);
 
+  // A stage was added: the kept layout, if any, is made anew by the next run.
+  void changed() noexcept;
+
   const void* scope_;
   std::string name_;
+  const char* owner_;
+  bool keep_layout_;
+  std::unique_ptr<pipeline::Run> compiled_;  // keep_layout: the last run's layout and slots, reset
   std::vector<Stage> stages_;
   std::size_t slot_size_ = 1;
   std::size_t slot_align_ = alignof(std::max_align_t);

@@ -120,6 +120,7 @@ class PositionJoinBody final : public JoinMaker<Ts...> {
     }
   }
   [[nodiscard]] bool by_position() const noexcept override { return true; }
+  void reset() noexcept override { entries_.clear(); }
 
  private:
   struct Entry {
@@ -168,6 +169,7 @@ class KeyJoinBody final : public JoinMaker<Ts...> {
     }
   }
   [[nodiscard]] bool by_position() const noexcept override { return false; }
+  void reset() noexcept override { entries_.clear(); }
 
  private:
   template <std::size_t... I>

@@ -24,8 +24,8 @@ auto TaskScope::add_source(std::span<const AnyJob> deps, F&& f, StageOptions opt
   using D = std::decay_t<F>;
   using Traits = detail::source_traits<D>;
   static_assert(Traits::callable,
-                "weft::TaskScope::source(f): f must take nothing and return std::optional<T> (std::nullopt ends the "
-                "stream), T a movable object type");
+                "weft::TaskScope::source(f): f must take nothing (or std::size_t, the item index) and return "
+                "std::optional<T> (std::nullopt ends the stream), T a movable object type");
   if constexpr (Traits::callable) {
     using T = typename Traits::value;
     constexpr const char* who = "weft::TaskScope::source";
