@@ -521,7 +521,7 @@ inline Worker& Engine::worker_after(Worker& self, std::uint64_t mark) noexcept {
 // Forced inline: the wait loops above call it from two places, and a unity build that compiles both beside one
 // another would otherwise call it out of line on every awaited task (callgrind: fib by spawn + get, +8%).
 [[gnu::always_inline]] inline Worker& Engine::execute_awaited(Worker& self, Task* task,
-                                                             weft::detail::FutureStateBase* exclusive) noexcept {
+                                                              weft::detail::FutureStateBase* exclusive) noexcept {
   // The null test first: g++'s LTO otherwise follows a path where both are null into run_exclusive and warns
   // (-Wstringop-overflow), though a found task is never null.
   if (exclusive == nullptr || task != exclusive || has_hooks()) return execute(self, task);

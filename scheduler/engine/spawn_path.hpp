@@ -63,7 +63,7 @@ inline SubmitStatus Engine::enqueue(Task* task, const TaskOptions& options, weft
 // otherwise keep it out of line (callgrind: fib by spawn + get, +8%).
 template <class Source>
 [[gnu::always_inline]] inline SubmitStatus Engine::spawn_on_worker(Worker& self, Source&& source,
-                                                                  weft::detail::InlineTag inline_tag) {
+                                                                   weft::detail::InlineTag inline_tag) {
   // As Lifecycle::enter for a worker: once dropping, a worker's new task would only be dropped again.
   if (stops_tasks()) return SubmitStatus::Closed;
   const TaskDomain::ThreadRef ref = self.ref();

@@ -20,7 +20,9 @@ namespace weft::test {
 
 // The large size, scaled by the sanitizer (TSan runs the same code about 10x slower) and WEFT_STRESS_SCALE.
 [[nodiscard]] inline std::size_t large_size() {
-  return static_cast<std::size_t>(stress_count(kThreadSanitizer ? 20'000 : kAddressSanitizer ? 60'000 : 300'000));
+  return static_cast<std::size_t>(stress_count(weft::test::reduced_runs() ? 20'000
+                                               : kAddressSanitizer        ? 60'000
+                                                                          : 300'000));
 }
 
 // 0, 1, 2, small, around 64 blocks per worker (the automatic block count) for `workers`, and the large size.

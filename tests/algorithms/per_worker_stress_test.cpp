@@ -18,7 +18,9 @@ namespace {
 using namespace weft::test;
 
 TEST_CASE("PerWorker: no lost update from workers, waiting outside threads and plain outside threads") {
-  const std::size_t per_thread = stress_count(kThreadSanitizer ? 10'000 : kAddressSanitizer ? 50'000 : 200'000);
+  const std::size_t per_thread = stress_count(weft::test::reduced_runs() ? 10'000
+                                              : kAddressSanitizer        ? 50'000
+                                                                         : 200'000);
   constexpr unsigned kOutside = 4;
   constexpr int kRounds = 3;
   // What an outside thread adds outside any task: more than all the loops' increments together.

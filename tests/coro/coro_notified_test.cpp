@@ -56,7 +56,7 @@ Task<long> consume(weft::Pool& pool, Channel& channel, std::vector<std::atomic<i
 
 TEST_CASE("coroutines woken by notify_one and notify_all consume every item exactly once") {
   on_each_pool([&](weft::Pool& pool) {
-    const int n = static_cast<int>(weft::test::stress_count(weft::test::kThreadSanitizer ? 2000 : 20000));
+    const int n = static_cast<int>(weft::test::stress_count(weft::test::reduced_runs() ? 2000 : 20000));
     constexpr int consumers = 6;
     Channel channel;
     std::vector<std::atomic<int>> seen(static_cast<std::size_t>(n));

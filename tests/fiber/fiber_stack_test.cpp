@@ -162,7 +162,7 @@ TEST_CASE("under concurrent acquire and release every stack has one owner at a t
   const Watchdog watchdog("concurrent acquire/release", patience(60));
   constexpr unsigned kThreads = 4;
   FiberStackPool pool(FiberStackOptions{.stack_size = 16 * 1024, .max_stacks = 3, .keep_free = 2});
-  const std::uint64_t rounds = weft::test::stress_count(kThreadSanitizer ? 5'000 : 50'000);
+  const std::uint64_t rounds = weft::test::stress_count(weft::test::reduced_runs() ? 5'000 : 50'000);
   std::atomic<std::uint64_t> acquired{0};
   std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> clobbered{0};

@@ -14,7 +14,7 @@ namespace weft::test {
 // `plain` in a build without sanitizers; a twentieth under TSan and a fifth under ASan, whose switches cost
 // microseconds instead of nanoseconds. Then scaled by WEFT_STRESS_SCALE.
 [[nodiscard]] inline std::uint64_t switch_count(std::uint64_t plain) {
-  return stress_count(kThreadSanitizer ? plain / 20 : kAddressSanitizer ? plain / 5 : plain);
+  return stress_count(weft::test::reduced_runs() ? plain / 20 : kAddressSanitizer ? plain / 5 : plain);
 }
 
 }  // namespace weft::test

@@ -152,7 +152,9 @@ TEST_CASE("at the stack pool's bound a wait still suspends, past the bound, and 
 }
 
 TEST_CASE("ping-pong between two tasks through auto-reset events") {
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 20'000 : kAddressSanitizer ? 100'000 : 1'000'000);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 20'000
+                                            : kAddressSanitizer        ? 100'000
+                                                                       : 1'000'000);
   // Fibers only: without them a waiting task runs other tasks on its stack, and the one it picks up may be its
   // partner, which then waits for a signal that only the task beneath it can send.
   for (const unsigned workers : {1u, 2u, 4u}) {
@@ -251,7 +253,7 @@ TEST_CASE("a worker woken for new work that resumes a suspended task first still
   // suspended task first, which then waits for the three to run, so the worker must hand over the promise of
   // its search to a sleeper before it resumes the task (a hang otherwise, until the task's patience runs out).
   constexpr unsigned kWorkers = 4;
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 5 : 20);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 5 : 20);
   const Watchdog watchdog("woken worker resumes first", patience(120));
   weft::Pool pool{weft::PoolOptions{.threads = kWorkers}};
   const auto all_asleep = [&pool] {

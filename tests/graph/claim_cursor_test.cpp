@@ -22,7 +22,7 @@ using weft::graph::ClaimCursor;
 TEST_CASE("every item of a claimed range is claimed exactly once, by any mix of claims") {
   const std::uint64_t seed = weft::test::seed_for("claim_cursor: exactly once");
   std::mt19937_64 rng(seed);
-  const int rounds = static_cast<int>(weft::test::stress_count(weft::test::kThreadSanitizer ? 60 : 400));
+  const int rounds = static_cast<int>(weft::test::stress_count(weft::test::reduced_runs() ? 60 : 400));
   auto cursor = std::make_unique<ClaimCursor>();
   for (int round = 0; round < rounds; ++round) {
     const unsigned threads = 1 + static_cast<unsigned>(rng() % 8);

@@ -221,7 +221,7 @@ TEST_CASE("exceptions at random nodes of random DAGs: the first rethrown, all co
   for_each_graph_worker_count([seed](unsigned workers) {
     const Watchdog watchdog(named("random exceptions", workers), patience(120));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
-    const std::uint64_t graphs = stress_count(kThreadSanitizer ? 40 : 200);
+    const std::uint64_t graphs = stress_count(weft::test::reduced_runs() ? 40 : 200);
     for (std::uint64_t gi = 0; gi < graphs; ++gi) {
       std::mt19937_64 rng(seed ^ (gi * 0x9E3779B97F4A7C15ULL) ^ workers);
       INFO("seed " << seed << ", graph " << gi);

@@ -235,7 +235,8 @@ TEST_CASE("run_until refuses an empty predicate, naming the call") {
 // lost its first roots task to that overlap would hold its last unit forever, and the waiter and the workers
 // would all sleep.
 TEST_CASE("run_n(SIZE_MAX), cancel and wait from outside threads at any moment of the passes always end") {
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 600 : 3'000);  // TSan runs each ten times slower
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 600
+                                                                       : 3'000);  // TSan runs each ten times slower
   std::mt19937_64 random(seed_for("run_n cancel wait"));
   for (const unsigned workers : {1U, 2U, 4U}) {
     const Watchdog watchdog(named("run_n + cancel + wait", workers), patience(240));

@@ -299,7 +299,7 @@ TEST_CASE("a binary tree out to 2^16 leaves and back to one root") {
 }
 
 TEST_CASE("a chain of 10,000 nodes with 3 tokens each through inboxes of one") {
-  const std::size_t length = stress_count(kThreadSanitizer ? 2'000 : 10'000);
+  const std::size_t length = stress_count(weft::test::reduced_runs() ? 2'000 : 10'000);
   for_each_graph_worker_count([length](unsigned workers) {
     const Watchdog watchdog(named("token chain", workers), patience(300));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};

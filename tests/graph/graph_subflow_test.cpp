@@ -407,7 +407,7 @@ TEST_CASE("sleeping joiners: every child runs exactly once and every join ends (
   for_each_graph_worker_count([seed](unsigned workers) {
     const Watchdog watchdog(named("sleeping joiners", workers), patience(120));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
-    const std::uint64_t rounds = stress_count(kThreadSanitizer ? 12 : 60);
+    const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 12 : 60);
     constexpr std::size_t kNodes = 3;
     constexpr std::size_t kChildren = 12;
     constexpr std::size_t kGrandchildren = 4;

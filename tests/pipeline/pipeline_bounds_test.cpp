@@ -47,7 +47,7 @@ std::int64_t chain_bound(const Chain& chain, unsigned workers) {
 }
 
 TEST_CASE("items alive never exceed the documented bound under a fast source and a slow sink") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 1'000 : 10'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 1'000 : 10'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const Chain& chain : chains()) {
       INFO("chain: " << std::string(chain.name));
@@ -89,7 +89,7 @@ TEST_CASE("with a fan-out stage, each segment keeps its own bound") {
   // Segment 0: the source's items, consumed by a parallel stage and the fan-out stage; segment 1: the fan-out's
   // elements, made one by one by a lazy range (so the fan state holds none of them), consumed by a stage and a
   // slow sink. Each segment's items are counted apart.
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   const StageOptions stage0{.concurrency = 3, .capacity = 2};
   const StageOptions fan{.concurrency = 2, .capacity = 1};
   const StageOptions stage1{.concurrency = kUnlimited, .capacity = 2};

@@ -61,7 +61,7 @@ void run_cancelled(unsigned workers, OnItem on_item, bool with_fan) {
 TEST_CASE("cancel() from a stage stops an endless pipeline: cancelled, the sink's job too, items balance") {
   const std::uint64_t seed = seed_for("pipeline cancel from a stage");
   std::mt19937_64 random(seed);
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 10 : 150);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 10 : 150);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("cancel from a stage", workers), patience(120));
     for (std::uint64_t round = 0; round < rounds; ++round) {

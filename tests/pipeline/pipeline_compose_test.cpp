@@ -39,7 +39,7 @@ std::uint64_t inner_pipeline(Pool& pool, std::uint64_t n) {
 [[nodiscard]] std::uint64_t inner_expected(std::uint64_t n) { return n == 0 ? 0 : 3 * n * (n - 1) / 2; }
 
 TEST_CASE("a stage runs a pipeline of its own on the same pool and waits for it (one worker too)") {
-  const std::uint64_t outer = stress_count(kThreadSanitizer ? 40 : 300);
+  const std::uint64_t outer = stress_count(weft::test::reduced_runs() ? 40 : 300);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const unsigned concurrency : {1u, 4u, kUnlimited}) {
       INFO("outer stage concurrency " << concurrency);
@@ -97,7 +97,7 @@ TEST_CASE("an exception inside a nested pipeline fails the outer one") {
 }
 
 TEST_CASE("several independent pipelines in one scope, beside plain jobs") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 1'000 : 20'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 1'000 : 20'000);
   constexpr int kPipelines = 6;
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("several pipelines", workers), patience(60));
@@ -145,7 +145,7 @@ TEST_CASE("a pipeline on a pool whose every worker is inside another pipeline's 
   // The shared mode is forced: in the automatic mode a cheap item's carrier keeps the source's turn until the
   // item has gone through, so the first item at the barrier would hold the source, and no other item came.
   const ForcedMode shared(TestMode::shared);
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 3 : 20);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 3 : 20);
   for_each_scope_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("busy pool", workers), patience(120));
     // Both ways: without fibers only the waiting workers can run the inner pipelines, on their stacks; with

@@ -109,7 +109,7 @@ void run_shape(const Shape& shape, unsigned workers, std::uint64_t seed, std::ui
 
 TEST_CASE("every item reaches the sink exactly once, whatever the chain's shape (Overflow::Block)") {
   const std::uint64_t seed = seed_for("pipeline delivery shapes");
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 3'000 : 50'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 3'000 : 50'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const Shape& shape : shapes()) {
       const Watchdog watchdog(named(shape.name, workers), patience(60));
@@ -144,7 +144,7 @@ void check_fan_pairs(const RunCounts& arrived, std::uint64_t inputs) {
 
 TEST_CASE("a fan-out stage: every (input, index) pair arrives exactly once") {
   const std::uint64_t seed = seed_for("pipeline delivery fan-out");
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 1'000 : 25'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 1'000 : 25'000);
   struct FanShape {
     const char* name;
     StageOptions before;
@@ -205,7 +205,7 @@ TEST_CASE("a fan-out stage: every (input, index) pair arrives exactly once") {
 
 TEST_CASE("two fan-out stages in a row: every (input, index, index) triple arrives exactly once") {
   const std::uint64_t seed = seed_for("pipeline delivery double fan-out");
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 500 : 12'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 500 : 12'000);
   constexpr std::uint64_t kOuter = 4;
   constexpr std::uint64_t kInner = 3;
   for_each_mode_and_worker_count([&](unsigned workers) {
@@ -246,7 +246,7 @@ TEST_CASE("two fan-out stages in a row: every (input, index, index) triple arriv
 }
 
 TEST_CASE("move-only items: std::unique_ptr from the source through a stage and a fan-out to the sink") {
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 1'000 : 25'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 1'000 : 25'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("unique_ptr items", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
@@ -303,7 +303,7 @@ TEST_CASE("move-only items: std::unique_ptr from the source through a stage and 
 }
 
 TEST_CASE("counted items: every item made in the pipeline is destroyed exactly once") {
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 1'000 : 25'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 1'000 : 25'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("counted items", workers), patience(60));
     Census census;

@@ -135,7 +135,7 @@ void run_throwing(unsigned workers, std::uint64_t inputs, const Throws& throws, 
 TEST_CASE("an exception at a random item in a random place stops the pipeline and is rethrown") {
   const std::uint64_t seed = seed_for("pipeline random exception");
   std::mt19937_64 random(seed);
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 20 : 300);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 20 : 300);
   constexpr std::uint64_t kInputs = 400;
   const StageOptions fans[] = {{}, {.concurrency = 3, .capacity = 1}, {.capacity = 1, .order = Order::Input}};
   for_each_mode_and_worker_count([&](unsigned workers) {
@@ -181,7 +181,7 @@ TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report 
   // worker (the first item waits in the stage for the others); the shared mode is forced, as in the automatic
   // mode the first item's carrier keeps the source's turn and the others would never come.
   const ForcedMode shared(TestMode::shared);
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 300 : 5'000);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 300 : 5'000);
   for (const unsigned workers : {2u, 4u, 8u}) {
     INFO("workers = " << workers);
     const Watchdog watchdog(named("exceptions at once", workers), patience(120));
@@ -225,7 +225,7 @@ TEST_CASE("exceptions at once in one pipeline: the sink's job and wait() report 
 TEST_CASE("a stage that calls its own scope's wait() gets would_deadlock; catching it, the run still completes") {
   // The refused wait must leave the run as it found it: every item still reaches the sink, exactly once.
   constexpr std::uint64_t kItems = 100;
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 20 : 100);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 20 : 100);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("a stage waiting for its own scope", workers), patience(120));
     Pool pool(PoolOptions{.threads = workers});

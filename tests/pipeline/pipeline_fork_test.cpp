@@ -40,7 +40,7 @@ class Seen {
 };
 
 TEST_CASE("broadcast: every branch gets every item exactly once, through parallel stages") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   const std::uint64_t seed = seed_for("pipeline_fork broadcast");
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("broadcast exactly once", workers), patience(60));
@@ -75,7 +75,7 @@ TEST_CASE("broadcast: every branch gets every item exactly once, through paralle
 }
 
 TEST_CASE("broadcast: a branch with Order::Input sees the items in the fork's order") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 2'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 2'000);
   const std::uint64_t seed = seed_for("pipeline_fork broadcast order");
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("broadcast order", workers), patience(60));
@@ -110,7 +110,7 @@ TEST_CASE("broadcast: a branch with Order::Input sees the items in the fork's or
 }
 
 TEST_CASE("split round-robin: item k of a serial in-order fork goes to branch k mod N, each once") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("split round-robin", workers), patience(60));
     Census census;
@@ -136,7 +136,7 @@ TEST_CASE("split round-robin: item k of a serial in-order fork goes to branch k 
 }
 
 TEST_CASE("split by route: each item reaches the branch its route names, exactly once; move-only items") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("split by route", workers), patience(60));
     Pool pool(PoolOptions{.threads = workers});
@@ -192,7 +192,7 @@ TEST_CASE("a split route's index out of range fails the run, naming the stage an
 // The bound of a broadcast into a fast and a slow branch: the source's segment (1 + the fork's share) plus the
 // branches' shared segment (every stage of both branches).
 TEST_CASE("the slowest branch bounds the pipeline: items and copies alive never exceed the documented bound") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 200 : 2'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 200 : 2'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("fork bound", workers), patience(60));
     const StageOptions fork{.name = "tee", .capacity = 2};
@@ -231,7 +231,7 @@ TEST_CASE("the slowest branch bounds the pipeline: items and copies alive never 
 }
 
 TEST_CASE("forks nest: a broadcast branch split again, every item reaching each of its places once") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 2'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 2'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("nested forks", workers), patience(60));
     Census census;

@@ -27,7 +27,7 @@ namespace weft::test {
 namespace {
 
 TEST_CASE("broadcast -> three parallel branches -> join by position: each tuple is of one item, once") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   const std::uint64_t seed = seed_for("pipeline_join position");
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("join by position", workers), patience(60));
@@ -78,7 +78,7 @@ TEST_CASE("broadcast -> three parallel branches -> join by position: each tuple 
 }
 
 TEST_CASE("join by position: an item filtered out on one branch takes its partners with it, counted") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 2'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 2'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("join loses partners", workers), patience(60));
     Census census;
@@ -122,7 +122,7 @@ TEST_CASE("join by position: an item filtered out on one branch takes its partne
 }
 
 TEST_CASE("join by key: items with equal keys make one tuple, whatever order they arrive in") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   const std::uint64_t seed = seed_for("pipeline_join key");
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("join by key", workers), patience(60));
@@ -161,7 +161,7 @@ TEST_CASE("join by key: items with equal keys make one tuple, whatever order the
 }
 
 TEST_CASE("merge: every item of every input goes on exactly once") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("merge", workers), patience(60));
     Census census;
@@ -188,7 +188,7 @@ TEST_CASE("merge: every item of every input goes on exactly once") {
 // source's segment; 3 x (16 + W + 1) for the parallel branches, (16 + 1) for the join and (16 + 1) for the sink
 // after it in the fork's: 3W + 103. The census counts every item but the two integer results waiting at the join.
 TEST_CASE("broadcast -> three branches -> join -> slow sink: items alive never exceed the documented bound") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 200 : 2'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 200 : 2'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("join bound", workers), patience(60));
     const std::int64_t bound = 3 * static_cast<std::int64_t>(workers) + 103;

@@ -73,7 +73,7 @@ const StageOptions kParallelStages[] = {
 
 TEST_CASE("a serial Input sink gets the items in source order after a reordering parallel stage and filters") {
   const std::uint64_t seed = seed_for("pipeline order sink");
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 1'000 : 15'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 1'000 : 15'000);
   const std::vector<std::uint64_t> expected = kept_in_order(items);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const StageOptions& parallel : kParallelStages) {
@@ -98,7 +98,7 @@ TEST_CASE("a serial Input sink gets the items in source order after a reordering
 
 TEST_CASE("a serial Input middle stage takes the items in source order, between reordering parallel stages") {
   const std::uint64_t seed = seed_for("pipeline order middle");
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 1'000 : 15'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 1'000 : 15'000);
   const std::vector<std::uint64_t> expected = kept_in_order(items);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const StageOptions& parallel : kParallelStages) {
@@ -136,7 +136,7 @@ TEST_CASE("a serial Input middle stage takes the items in source order, between 
 
 TEST_CASE("two Input stages in a row, the second after another filter and parallel stage") {
   const std::uint64_t seed = seed_for("pipeline order two Input stages");
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 1'000 : 15'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 1'000 : 15'000);
   std::vector<std::uint64_t> expected;
   for (const std::uint64_t x : kept_in_order(items)) {
     if (x % 3 != 0) expected.push_back(x);
@@ -172,7 +172,7 @@ TEST_CASE("two Input stages in a row, the second after another filter and parall
 
 TEST_CASE("after a serial Input fan-out, an Input sink gets the source order expanded") {
   const std::uint64_t seed = seed_for("pipeline order fan-out");
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 500 : 10'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 500 : 10'000);
   // Input x (kept by both filters) expands to (x, 0) .. (x, x % 4 - 1); inputs with x % 4 == 0 expand to nothing.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> expected;
   for (const std::uint64_t x : kept_in_order(inputs)) {
@@ -218,7 +218,7 @@ TEST_CASE("an Input stage right after a parallel fan-out gets every element, in 
   // A parallel fan-out interleaves the elements of several inputs; an Input stage after it takes them in the
   // order they were emitted, so each input's elements still come in their own order.
   const std::uint64_t seed = seed_for("pipeline order parallel fan-out");
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 500 : 10'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 500 : 10'000);
   constexpr std::uint64_t kWidth = 6;
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("Input after parallel fan-out", workers), patience(60));

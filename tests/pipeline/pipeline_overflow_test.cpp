@@ -73,7 +73,7 @@ void build_flood(TaskScope& scope, Flood& flood, std::uint64_t n, StageOptions n
 }
 
 TEST_CASE("Drop: a fan-out floods a serial stage of capacity 1: exactly n - 2 dropped, counted by stage") {
-  const std::uint64_t n = stress_count(kThreadSanitizer ? 1'000 : 20'000);
+  const std::uint64_t n = stress_count(weft::test::reduced_runs() ? 1'000 : 20'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("drop flood", workers), patience(60));
     Flood flood;
@@ -168,7 +168,7 @@ TEST_CASE("Drop: a stage held on its first item while the source runs to its end
   for (const unsigned workers : {2u, 4u, 8u}) {
     INFO("workers = " << workers);
     const Watchdog watchdog(named("held drop", workers), patience(60));
-    run_held_drop(workers, stress_count(kThreadSanitizer ? 1'000 : 20'000), 3, Order::Any);
+    run_held_drop(workers, stress_count(weft::test::reduced_runs() ? 1'000 : 20'000), 3, Order::Any);
     run_held_drop(workers, 1'000, 1, Order::Any);
     // An Input sink after the Drop stage: the dropped items' markers wait in its ring until item 0 passes, each
     // in its slot, so the source's items must fit in the bound: 1 + (3 + 1) + (16 + 1).
@@ -178,7 +178,7 @@ TEST_CASE("Drop: a stage held on its first item while the source runs to its end
 
 TEST_CASE("Drop anywhere in a busy pipeline: received + dropped + filtered == produced, Input order kept") {
   const std::uint64_t seed = seed_for("pipeline drop random");
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 2'000 : 30'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 2'000 : 30'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const std::size_t capacity : {std::size_t{1}, std::size_t{4}}) {
       INFO("capacity " << capacity);
@@ -265,7 +265,7 @@ TEST_CASE("Fail: a fan-out floods a serial stage of capacity 1: inbox_full names
 }
 
 TEST_CASE("Fail at a slow stage under a fast source: the run completes or throws inbox_full, items balance") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 1'000 : 10'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 1'000 : 10'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const std::size_t capacity : {std::size_t{1}, std::size_t{1'000'000}}) {
       INFO("capacity " << capacity);

@@ -27,7 +27,7 @@ using Item = weft::test::Counted;
 constexpr std::uint64_t kTokenCounts[] = {1, 2, 8};
 
 TEST_CASE("live_tokens = N: never more than N items alive, whatever the stages' concurrency and capacities") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 300 : 3'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 300 : 3'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     for (const std::uint64_t tokens : kTokenCounts) {
       INFO("live_tokens = " << tokens);
@@ -150,7 +150,7 @@ TEST_CASE("the smaller bound wins: live_tokens below the stages' bound, and abov
 }
 
 TEST_CASE("a token comes back when its item is filtered out or dropped: one token carries the whole stream") {
-  const std::uint64_t items = stress_count(kThreadSanitizer ? 200 : 2'000);
+  const std::uint64_t items = stress_count(weft::test::reduced_runs() ? 200 : 2'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("tokens back on filter and drop", workers), patience(60));
     // Filtered out: with one token, a lost one would stop the source for good (the watchdog would fire).
@@ -251,7 +251,7 @@ TEST_CASE("with live_tokens, an exception or a cancel still stops the pipeline a
 }
 
 TEST_CASE("with a fan_out stage, the source's items and the fan_out's elements each keep to live_tokens") {
-  const std::uint64_t inputs = stress_count(kThreadSanitizer ? 100 : 1'000);
+  const std::uint64_t inputs = stress_count(weft::test::reduced_runs() ? 100 : 1'000);
   for_each_mode_and_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("live_tokens with fan_out", workers), patience(60));
     Census inputs_census;

@@ -80,7 +80,7 @@ void build(Dag& dag, weft::Pool& pool, unsigned builder, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("submit_after stress: random DAGs built by four threads while they run, each task after its predecessors") {
-  const std::size_t tasks = stress_count(kThreadSanitizer ? 2'000 : 10'000);
+  const std::size_t tasks = stress_count(weft::test::reduced_runs() ? 2'000 : 10'000);
   const std::uint64_t seed = weft::test::seed_for("submit_after stress");
   const std::vector<bool> fiber_modes = weft::fibers_available() ? std::vector<bool>{true, false}
                                                                  : std::vector<bool>{false};
@@ -119,7 +119,9 @@ TEST_CASE("submit_after stress: memory stays flat over 10^7 tasks submitted on t
   // long-running program submits. What it keeps must not grow with the count: the future-state blocks the
   // allocator holds and the resident set, at a tenth of the count and at the end. Sized to the build: 10^7 at -O3
   // (about 3 s with 2 workers on a loaded 2-core machine), far fewer under the sanitizers.
-  const std::uint64_t tasks = stress_count(kThreadSanitizer ? 200'000 : kAddressSanitizer ? 1'000'000 : 10'000'000);
+  const std::uint64_t tasks = stress_count(weft::test::reduced_runs() ? 200'000
+                                           : kAddressSanitizer        ? 1'000'000
+                                                                      : 10'000'000);
   const unsigned workers = 2;
   const Watchdog watchdog(named("submit_after flat memory", workers), patience(120));
   weft::Pool pool{weft::PoolOptions{.threads = workers}};

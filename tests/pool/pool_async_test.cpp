@@ -194,7 +194,7 @@ TEST_CASE("submit_after: a task waits for another inside the pool, with and with
 TEST_CASE("submit_after: a program that keeps submitting keeps no finished task alive") {
   // A loop of on-the-fly tasks, each after the one before and a random one of the last 64 (kept in a ring):
   // the callables are destroyed once run, and the future-state blocks the allocator holds stay flat.
-  const std::uint64_t tasks = stress_count(kThreadSanitizer ? 20'000 : 200'000);
+  const std::uint64_t tasks = stress_count(weft::test::reduced_runs() ? 20'000 : 200'000);
   for (const unsigned workers : {1U, 4U}) {
     INFO("workers = " << workers);
     const Watchdog watchdog(named("submit_after memory", workers), patience(120));

@@ -37,7 +37,7 @@ struct QueuedCounter {
 TEST_CASE("max_queued bounds the tasks waiting to start, with submitters outside and on workers") {
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("max_queued bound", workers), patience(60));
-    const std::uint64_t per_submitter = stress_count(kThreadSanitizer ? 2'000 : 10'000);
+    const std::uint64_t per_submitter = stress_count(weft::test::reduced_runs() ? 2'000 : 10'000);
     constexpr unsigned kSubmitters = 3;
     const std::uint64_t outer = kSubmitters * per_submitter;
     RunCounts runs(2 * outer);  // second half: children posted from workers
@@ -80,7 +80,7 @@ TEST_CASE("max_queued bounds the tasks waiting to start, with submitters outside
 TEST_CASE("max_queued is a strict bound for submitters outside the pool") {
   for_each_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("max_queued bound outside", workers), patience(60));
-    const std::uint64_t per_submitter = stress_count(kThreadSanitizer ? 2'000 : 10'000);
+    const std::uint64_t per_submitter = stress_count(weft::test::reduced_runs() ? 2'000 : 10'000);
     constexpr unsigned kSubmitters = 3;
     RunCounts runs(kSubmitters * per_submitter);
     QueuedCounter queued;

@@ -33,7 +33,7 @@ using Cache = weft::lockfree::NodeCache<weft::atomics::StdMemoryModel>;
 
 constexpr unsigned kThreads = 4;  // new outside threads per round
 constexpr int kRounds = kThreadSanitizer ? 6 : 12;
-[[nodiscard]] std::uint64_t per_thread() { return stress_count(kThreadSanitizer ? 2'000 : 5'000); }
+[[nodiscard]] std::uint64_t per_thread() { return stress_count(weft::test::reduced_runs() ? 2'000 : 5'000); }
 
 // Blocks the pool's task domain holds from the system: in use, in a thread's cache or free in its shared pool.
 [[nodiscard]] std::uint64_t task_blocks(weft::Pool& pool) {

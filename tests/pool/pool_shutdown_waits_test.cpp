@@ -219,7 +219,7 @@ RaceOutcome drop_racing_suspended_waits(unsigned workers, std::uint64_t round, s
 
 TEST_CASE("a DropPending shutdown racing suspending tasks, a pipeline and a then chain always finishes") {
   std::mt19937_64 random(seed_for("DropPending racing suspending tasks"));
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 100 : 300);  // TSan runs each ten times slower
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 100 : 300);  // TSan runs each ten times slower
   RaceOutcome total;
   for (std::uint64_t round = 0; round < rounds; ++round) {
     const unsigned workers = 1U + static_cast<unsigned>(round % 4);

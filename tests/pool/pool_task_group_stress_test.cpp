@@ -47,7 +47,7 @@ void stress_tree(RunCounts& runs, std::vector<std::uint32_t>& plain, std::size_t
 }  // namespace
 
 TEST_CASE("TaskGroup stress: every child exactly once, run from several threads and from children") {
-  const std::size_t per_thread = stress_count(kThreadSanitizer ? 2'000 : 20'000);
+  const std::size_t per_thread = stress_count(weft::test::reduced_runs() ? 2'000 : 20'000);
   constexpr unsigned kThreads = 4;
   for (const bool fibers : stress_fiber_modes()) {
     for (const unsigned workers : std::array<unsigned, 4>{1, 2, 4, 8}) {
@@ -87,7 +87,7 @@ TEST_CASE("TaskGroup stress: every child exactly once, run from several threads 
 }
 
 TEST_CASE("TaskGroup stress: recursive trees of groups, each leaf exactly once") {
-  const std::size_t leaves = stress_count(kThreadSanitizer ? 20'000 : 200'000);
+  const std::size_t leaves = stress_count(weft::test::reduced_runs() ? 20'000 : 200'000);
   for (const bool fibers : stress_fiber_modes()) {
     for (const unsigned workers : std::array<unsigned, 4>{1, 2, 4, 8}) {
       INFO("workers = " << workers << ", fibers = " << fibers);

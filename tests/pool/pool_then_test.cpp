@@ -112,7 +112,9 @@ TEST_CASE("then carries move-only values and honours TaskOptions") {
 
 TEST_CASE("a chain of a million thens runs without recursing, and is freed without recursing") {
   // Deep enough that a recursion through the chain (one frame per link) would overflow any thread's stack.
-  const std::uint64_t links = stress_count(kThreadSanitizer ? 100'000 : kAddressSanitizer ? 300'000 : 1'000'000);
+  const std::uint64_t links = stress_count(weft::test::reduced_runs() ? 100'000
+                                           : kAddressSanitizer        ? 300'000
+                                                                      : 1'000'000);
   for (const unsigned workers : {1u, 4u}) {
     INFO("workers = " << workers);
     const Watchdog watchdog(named("then chain", workers), patience(120));
@@ -141,7 +143,7 @@ TEST_CASE("then racing with the setter runs each continuation exactly once") {
     const Watchdog watchdog(named("then race", workers), patience(60));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
     constexpr unsigned kThreads = 3;
-    const std::uint64_t per_thread = stress_count(kThreadSanitizer ? 2'000 : 20'000);
+    const std::uint64_t per_thread = stress_count(weft::test::reduced_runs() ? 2'000 : 20'000);
     RunCounts runs(kThreads * per_thread * 2);
     std::atomic<std::uint64_t> wrong{0};
     std::vector<std::thread> threads;

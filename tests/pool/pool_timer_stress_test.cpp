@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 std::uint64_t sized(std::uint64_t plain) {
-  return stress_count(kThreadSanitizer ? plain / 10 : kAddressSanitizer ? plain / 4 : plain);
+  return stress_count(weft::test::reduced_runs() ? plain / 10 : kAddressSanitizer ? plain / 4 : plain);
 }
 
 // Until the timer thread has handed `count` tasks to the pool, then until they all ran.

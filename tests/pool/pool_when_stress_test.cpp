@@ -24,7 +24,7 @@ namespace {
 using namespace weft::test;
 
 std::uint64_t sized(std::uint64_t plain) {
-  return stress_count(kThreadSanitizer ? plain / 10 : kAddressSanitizer ? plain / 4 : plain);
+  return stress_count(weft::test::reduced_runs() ? plain / 10 : kAddressSanitizer ? plain / 4 : plain);
 }
 
 // A member's value: its id, with a count of the values alive (copies and moved-from shells included), so that a

@@ -46,7 +46,7 @@ TEST_CASE("stress: producers and takers race; every push is taken exactly once")
   constexpr unsigned kProducers = 2;
   constexpr unsigned kTakers = 2;
   constexpr std::size_t kEntriesEach = 4;
-  const std::uint64_t pushes_each = weft::test::stress_count(weft::test::kThreadSanitizer ? 20'000 : 200'000);
+  const std::uint64_t pushes_each = weft::test::stress_count(weft::test::reduced_runs() ? 20'000 : 200'000);
   struct Slot {
     Task task;
     ResumedEntry entry;

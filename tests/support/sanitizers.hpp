@@ -25,6 +25,11 @@ inline constexpr bool kAddressSanitizer = false;
   return value;
 }
 
+// True where every operation costs many times its native price: under ThreadSanitizer, or under an emulator.
+// Randomised and stress cases run the smaller of the two counts they name there (stress_count(reduced_runs() ?
+// few : many)); every case still runs, on every pool configuration it names.
+[[nodiscard]] inline bool reduced_runs() noexcept { return kThreadSanitizer || emulated(); }
+
 // Deadlines only guard against hangs; sanitizers and emulation slow everything down, so they get more time.
 [[nodiscard]] inline std::chrono::seconds patience(int plain_seconds) {
   const int factor = (kThreadSanitizer ? 10 : kAddressSanitizer ? 4 : 1) * (emulated() ? 5 : 1);

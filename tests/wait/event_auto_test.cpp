@@ -172,7 +172,7 @@ TEST_CASE("Auto: clear() unsets an event nobody waits on, and keeps the releases
 // returns true at most once per signal in all, and every wait that ended left the event's count of waits as
 // it found it (zero at the end). Signals go on until the waits that must return have.
 TEST_CASE("Auto: racing signals, waits and time-outs: never more returns than signals, exactly once each") {
-  const std::uint64_t rounds = stress_count(kThreadSanitizer ? 30 : 300);
+  const std::uint64_t rounds = stress_count(weft::test::reduced_runs() ? 30 : 300);
   for (const bool fibers : event_fiber_modes()) {
     INFO("fibers = " << fibers);
     const Watchdog watchdog("racing signals and waits", patience(240));

@@ -24,7 +24,7 @@ using weft::test::stress_count;
 using weft::test::Watchdog;
 
 // Rounds per case: the race window is a few instructions wide, and TSan runs everything ten times slower.
-std::uint64_t rounds() { return stress_count(kThreadSanitizer ? 400 : 3000); }
+std::uint64_t rounds() { return stress_count(weft::test::reduced_runs() ? 400 : 3000); }
 
 std::vector<bool> fiber_modes() {
   if (weft::fibers_available()) return {true, false};
