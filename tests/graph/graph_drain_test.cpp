@@ -304,6 +304,29 @@ TEST_CASE("a DropPending shutdown cuts a TaskScope chain in flight with a messag
 
 namespace {
 
+// Takes every one of the pool's `workers` with a task that spins until `release`: the thread waiting for a run then
+// takes its roots over and runs the graph in place.
+void hold_every_worker(weft::Pool& pool, unsigned workers, std::atomic<unsigned>& held, std::atomic<bool>& release) {
+  for (unsigned w = 0; w < workers; ++w) {
+    pool.post([&held, &release] {
+      held.fetch_add(1);
+      while (!release.load()) std::this_thread::yield();
+    });
+  }
+  while (held.load() < workers) std::this_thread::yield();
+}
+
+// A thread outside the pool that waits for `run` (helping it), keeping a task_dropped's message in `failure`.
+std::thread wait_on_a_thread(weft::Run& run, std::optional<std::string>& failure) {
+  return std::thread([&run, &failure] {
+    try {
+      (void)run.wait();
+    } catch (const weft::task_dropped& e) {
+      failure = e.what();
+    }
+  });
+}
+
 // A graph an outside waiter runs while shutdown(Drain) closes the pool: a chain whose every node also has a leaf
 // (fan-out: the leaf is posted to the pool), or a one-node graph run run_n times (each pass posts its roots).
 enum class Shape { fan_out, run_n };
@@ -347,22 +370,10 @@ DrainFigures drain_with_outside_waiter(Shape shape, unsigned workers) {
     // Every worker held first, as above: the waiter takes the roots over and runs the graph in place.
     std::atomic<bool> release{false};
     std::atomic<unsigned> held{0};
-    for (unsigned w = 0; w < workers; ++w) {
-      pool.post([&] {
-        held.fetch_add(1);
-        while (!release.load()) std::this_thread::yield();
-      });
-    }
-    while (held.load() < workers) std::this_thread::yield();
+    hold_every_worker(pool, workers, held, release);
     weft::Run run = shape == Shape::fan_out ? graph.run(pool) : graph.run_n(pool, kChain);
     std::optional<std::string> failure;
-    std::thread waiting([&] {
-      try {
-        (void)run.wait();
-      } catch (const weft::task_dropped& e) {
-        failure = e.what();
-      }
-    });
+    std::thread waiting = wait_on_a_thread(run, failure);
     // run_n: the waiter runs the first pass and posts the next one to the held workers.
     const unsigned started = shape == Shape::fan_out ? 20 : 1;
     while (ran.load(std::memory_order_relaxed) < started) std::this_thread::yield();
@@ -422,22 +433,10 @@ TEST_CASE("shutdown(Drain) while an outside waiter ends a run_n pass: the next p
       while (!closed.load()) std::this_thread::yield();
       std::this_thread::sleep_for(20ms);  // the released workers run the roots task meanwhile
     });
-    for (unsigned w = 0; w < workers; ++w) {
-      pool.post([&] {
-        held.fetch_add(1);
-        while (!release.load()) std::this_thread::yield();
-      });
-    }
-    while (held.load() < workers) std::this_thread::yield();
+    hold_every_worker(pool, workers, held, release);
     weft::Run run = graph.run_n(pool, kPasses);
     std::optional<std::string> failure;
-    std::thread waiting([&] {
-      try {
-        (void)run.wait();
-      } catch (const weft::task_dropped& e) {
-        failure = e.what();
-      }
-    });
+    std::thread waiting = wait_on_a_thread(run, failure);
     while (ran.load() == 0) std::this_thread::yield();
     // A thread outside the pool learns when the gate closes: its post is refused from then on.
     std::thread probe([&] {

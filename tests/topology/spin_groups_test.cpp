@@ -14,21 +14,12 @@
 #include "scheduler/topology/spin_groups.hpp"
 #include "tests/support/sanitizers.hpp"
 #include "tests/support/watchdog.hpp"
+#include "tests/topology/synthetic.hpp"
 #include "weft/pool.hpp"
 #include "weft/topology.hpp"
 
-namespace {
-
-bool spin_synthetic_or_skip() {
-  if (weft::Topology::synthetic_available()) return true;
-  MESSAGE("skipped: weft was built without hwloc, so Topology::synthetic is not available");
-  return false;
-}
-
-}  // namespace
-
 TEST_CASE("spin groups on two packages of two nodes: one group per node, half its workers") {
-  if (!spin_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   const auto machine = weft::Topology::synthetic("pack:2 numa:2 core:16 pu:2");
   const auto placement = weft::placement(machine, {.pinning = weft::Pinning::Cores}, 128);
   const auto groups = weft::topology::spin_groups(machine, placement);
@@ -45,7 +36,7 @@ TEST_CASE("spin groups on two packages of two nodes: one group per node, half it
 }
 
 TEST_CASE("spin groups on eight one-node packages, and of one or three workers") {
-  if (!spin_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   const auto machine = weft::Topology::synthetic("pack:8 numa:1 core:24 pu:2");
   const auto placement = weft::placement(machine, {.pinning = weft::Pinning::Spread}, 24);
   const auto groups = weft::topology::spin_groups(machine, placement);
@@ -55,7 +46,7 @@ TEST_CASE("spin groups on eight one-node packages, and of one or three workers")
 }
 
 TEST_CASE("no spin groups where a worker's node is unknown") {
-  if (!spin_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   const auto machine = weft::Topology::synthetic("pack:2 numa:2 core:16 pu:2");
   // Unpinned workers: no CPUs.
   CHECK(weft::topology::spin_groups(machine, std::vector<std::vector<unsigned>>(4)).bound.empty());
