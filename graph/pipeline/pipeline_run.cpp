@@ -394,6 +394,10 @@ bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32
     arrive_join(carrier, slot, stage);
     return false;
   }
+  if (s.kind == StageKind::sequence) [[unlikely]] {  // held in its slot until its key's turn
+    arrive_sequence(carrier, slot, stage);
+    return false;
+  }
   if (!s.ordered) {  // markers never come here
     s.lock.lock();
     if (s.running < s.concurrency) {
@@ -455,6 +459,10 @@ void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
 
 void Run::release(Carrier& carrier, std::uint32_t stage) noexcept {
   StageState& s = state(stage);
+  if (s.kind == StageKind::sequence) [[unlikely]] {
+    release_sequence(carrier, stage);
+    return;
+  }
   if (!s.ordered) {
     s.lock.lock();
     --s.running;

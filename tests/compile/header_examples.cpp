@@ -429,17 +429,21 @@ struct File {
 struct Part {
   int id = 0;
 };
+struct Result {
+  std::size_t index = 0;
+};
 void task_scope_hpp_forks(weft::TaskScope& scope, const weft::Stream<long>& values, const weft::Stream<int>& jobs,
                           const weft::Stream<File>& files, const weft::Stream<long>& squares,
                           const weft::Stream<long>& cubes, const weft::Stream<Part>& heads,
-                          const weft::Stream<Part>& bodies) {
+                          const weft::Stream<Part>& bodies, const weft::Stream<Result>& results) {
   auto [left, right] = scope.broadcast<2>(values, {.name = "tee"});
   auto [even, odd] = scope.split<2>(jobs);
   auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
   auto pairs = scope.join(std::tuple{squares, cubes}, {.name = "pair"});
   auto orders = scope.join_by_key(std::tuple{heads, bodies}, [](const auto& part) { return part.id; });
   auto all = scope.merge({left, right}, {.name = "both"});
-  (void)even, (void)odd, (void)small, (void)large, (void)pairs, (void)orders, (void)all;
+  auto ordered = scope.sequence(results, [](const Result& r) { return r.index; }, {.name = "reorder"});
+  (void)even, (void)odd, (void)small, (void)large, (void)pairs, (void)orders, (void)all, (void)ordered;
 }
 
 void task_scope_hpp_pipeline(weft::TaskScope& scope, std::istream& in, std::ostream& out) {

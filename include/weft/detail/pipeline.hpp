@@ -66,6 +66,12 @@ class StageBody {
   virtual void destroy_state(void* state) noexcept { static_cast<void>(state); }
   // Destroys an output of this stage at `slot` (an element, for a fan-out stage).
   virtual void destroy(void* slot) noexcept = 0;
+  // A sequence stage: the sequence number of the item at `slot` (its key function's value). Throws
+  // std::out_of_range, naming the stage, for a negative key.
+  virtual std::uint64_t sequence_key(void* slot) {
+    static_cast<void>(slot);
+    return 0;
+  }
   // Forgets what the body recorded in a run (a join's waiting items, a round-robin split's turn), once every item
   // of that run is gone: the next run of a reused pipeline starts afresh.
   virtual void reset() noexcept {}
@@ -339,8 +345,9 @@ class SplitBody final : public StageBody {
   using State = SplitState<T>;
   template <class G>
   explicit SplitBody(G&& route) : route_(std::forward<G>(route)) {}
-  // Called once the stage is named: errors name it.
-  void name(std::string stage, std::string pipeline) {
+  // Called once the stage is named: errors name it and `who`, the public call that made it.
+  void name(const char* who, std::string stage, std::string pipeline) {
+    who_ = who;
     stage_ = std::move(stage);
     pipeline_ = std::move(pipeline);
   }
@@ -352,7 +359,7 @@ class SplitBody final : public StageBody {
     } else {
       const auto index = std::invoke(route_, std::as_const(*input.input));
       if (std::cmp_less(index, 0) || std::cmp_greater_equal(index, N)) {
-        throw std::out_of_range("weft::TaskScope::split: stage '" + stage_ + "' of pipeline '" + pipeline_ +
+        throw std::out_of_range(std::string(who_) + ": stage '" + stage_ + "' of pipeline '" + pipeline_ +
                                 "': its route returned " + std::to_string(index) + " for a split into " +
                                 std::to_string(N) + " branches (0 .. " + std::to_string(N - 1) + ")");
       }
@@ -379,9 +386,49 @@ class SplitBody final : public StageBody {
  private:
   [[no_unique_address]] Route route_;
   std::atomic<std::uint64_t> turn_{0};  // RoundRobin: the next item's number; relaxed, only its count matters
+  const char* who_ = "weft::TaskScope::split";
   std::string stage_;
   std::string pipeline_;
 };
+
+// A sequence stage: passes each item on unchanged; the run holds items until their key's turn (0, 1, 2, ...).
+template <class T, class Key>
+class SequenceBody final : public StageBody {
+ public:
+  template <class G>
+  explicit SequenceBody(G&& key) : key_(std::forward<G>(key)) {}
+  // Called once the stage is named: errors name it and `who`, the public call that made it.
+  void name(const char* who, std::string stage, std::string pipeline) {
+    who_ = who;
+    stage_ = std::move(stage);
+    pipeline_ = std::move(pipeline);
+  }
+  std::uint64_t sequence_key(void* slot) override {
+    const auto key = std::invoke(key_, std::as_const(*slot_as<T>(slot)));
+    if (std::cmp_less(key, 0)) {
+      throw std::out_of_range(std::string(who_) + ": stage '" + stage_ + "' of pipeline '" + pipeline_ +
+                              "': its key returned " + std::to_string(key) +
+                              ": a sequence number is 0, 1, 2, ... (never negative)");
+    }
+    return static_cast<std::uint64_t>(key);
+  }
+  bool process(void* slot) override {
+    static_cast<void>(slot);  // the item stays where it is, now this stage's output
+    return true;
+  }
+  void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+
+ private:
+  [[no_unique_address]] Key key_;
+  const char* who_ = "weft::TaskScope::sequence";
+  std::string stage_;
+  std::string pipeline_;
+};
+
+// A sequence stage's key: callable with a const T&, returning an integer (not bool), the item's sequence number.
+template <class F, class T>
+concept SequenceKey = std::is_invocable_v<F&, const T&> && std::is_integral_v<std::invoke_result_t<F&, const T&>> &&
+                      !std::is_same_v<std::invoke_result_t<F&, const T&>, bool>;
 
 // A split's route: callable with a const T&, returning an integer index.
 template <class F, class T>
@@ -395,7 +442,7 @@ struct StreamInput {
   std::uint32_t port;
 };
 
-enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sink };
+enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sequence, sink };
 
 namespace pipeline {
 class Run;  // graph/pipeline/pipeline_run.hpp: a pipeline's layout, slots and carriers
