@@ -54,18 +54,17 @@ void Run::arrive_sequence(Carrier& carrier, Slot* slot, std::uint32_t stage) noe
   if (late || repeated) {
     // The item (or its twin, left in the heap) stays in its slot: reset() destroys it.
     const std::uint64_t bad = late ? key : expected - 1;
-    fail(error_of<std::out_of_range>(owner(), ": sequence '", stages_[stage].name, "' of pipeline '",
-                                     pipeline_.name(), "': key ", std::to_string(bad),
+    fail(error_of<std::out_of_range>(owner(), ": sequence '", stages_[stage].name, "' of pipeline '", pipeline_.name(),
+                                     "': key ", std::to_string(bad),
                                      " came twice (or after its turn: the stage had handed on every key below ",
                                      std::to_string(expected), "); each key 0, 1, 2, ... must come exactly once"));
     return;
   }
   if (full) {
-    fail(error_of<weft::inbox_full>(owner(), ": sequence '", stages_[stage].name, "' of pipeline '",
-                                    pipeline_.name(), "' holds ", std::to_string(held),
-                                    " item(s) waiting for key ", std::to_string(expected), " (capacity ",
-                                    std::to_string(s.capacity), ", Overflow::Fail) and key ", std::to_string(key),
-                                    " came: the run is cancelled"));
+    fail(error_of<weft::inbox_full>(owner(), ": sequence '", stages_[stage].name, "' of pipeline '", pipeline_.name(),
+                                    "' holds ", std::to_string(held), " item(s) waiting for key ",
+                                    std::to_string(expected), " (capacity ", std::to_string(s.capacity),
+                                    ", Overflow::Fail) and key ", std::to_string(key), " came: the run is cancelled"));
     return;
   }
   while (Slot* start = starts.pop()) offer(carrier, Step{Step::Kind::stage, stage, start, nullptr});
@@ -82,8 +81,8 @@ void Run::release_sequence(Carrier& carrier, std::uint32_t stage) noexcept {
   s.lock.unlock();
   while (Slot* start = starts.pop()) offer(carrier, Step{Step::Kind::stage, stage, start, nullptr});
   if (repeated) {
-    fail(error_of<std::out_of_range>(owner(), ": sequence '", stages_[stage].name, "' of pipeline '",
-                                     pipeline_.name(), "': key ", std::to_string(expected - 1),
+    fail(error_of<std::out_of_range>(owner(), ": sequence '", stages_[stage].name, "' of pipeline '", pipeline_.name(),
+                                     "': key ", std::to_string(expected - 1),
                                      " came twice (or after its turn: the stage had handed on every key below ",
                                      std::to_string(expected), "); each key 0, 1, 2, ... must come exactly once"));
   }
@@ -111,8 +110,8 @@ bool Run::check_sequences() noexcept {
     if (s.kind != StageKind::sequence || s.held.empty()) continue;
     std::uint64_t highest = 0;
     for (const Slot* slot : s.held) highest = std::max(highest, slot->seq);
-    const std::string held = std::to_string(s.held.size()) + " item(s) (keys " +
-                             std::to_string(s.held.front()->seq) + " .. " + std::to_string(highest) + ")";
+    const std::string held = std::to_string(s.held.size()) + " item(s) (keys " + std::to_string(s.held.front()->seq) +
+                             " .. " + std::to_string(highest) + ")";
     pool_lock_.lock();
     std::size_t live = 0;
     for (const Segment& segment : segments_) live += segment.live;
@@ -126,8 +125,8 @@ bool Run::check_sequences() noexcept {
           "leaves its key missing); the items held are destroyed"));
     } else {
       fail(error_of<weft::would_deadlock>(
-          owner(), ": pipeline '", pipeline_.name(), "' cannot go on: sequence '", stages_[k].name,
-          "' waits for key ", std::to_string(s.next_seq), " and holds ", held,
+          owner(), ": pipeline '", pipeline_.name(), "' cannot go on: sequence '", stages_[k].name, "' waits for key ",
+          std::to_string(s.next_seq), " and holds ", held,
           ", which fill the room the pipeline's bound leaves, so the item of key ", std::to_string(s.next_seq),
           " can never be made (raise the sequence's capacity, or make the keys follow the source's order more "
           "closely)"));

@@ -54,7 +54,8 @@ TEST_CASE("a sequence hands every item on once, in key order, after a parallel s
               },
               parallel);
           const StageOptions sequence_options{.name = "reorder", .capacity = capacity};
-          auto ordered = scope.sequence(shuffled, [](const Counted& c) { return c.value(); }, sequence_options);
+          auto ordered = scope.sequence(
+              shuffled, [](const Counted& c) { return c.value(); }, sequence_options);
           Job<void> done = scope.sink(ordered, [&](Counted c) { seen.push_back(c.value()); });
           CHECK(scope.run_and_wait() == RunStatus::Completed);
           CHECK_NOTHROW(done.get());
@@ -82,21 +83,19 @@ TEST_CASE("keys that do not follow the source's order come out in key order; Ord
       if (next == items) return std::nullopt;
       return next++ ^ 3U;
     });
-    auto shuffled = scope.stage(
-        keyed,
-        [seed](std::uint64_t x) {
-          random_spin(seed, x, 1'000);
-          return x;
-        },
-        {.concurrency = 3});
+    auto shuffled = scope.stage(keyed,
+                                [seed](std::uint64_t x) {
+                                  random_spin(seed, x, 1'000);
+                                  return x;
+                                },
+                                {.concurrency = 3});
     auto ordered = scope.sequence(shuffled, [](std::uint64_t x) { return x; }, {.capacity = 8});
-    auto again = scope.stage(
-        ordered,
-        [seed](std::uint64_t x) {
-          random_spin(seed + 1, x, 1'000);
-          return x;
-        },
-        {.concurrency = kUnlimited});
+    auto again = scope.stage(ordered,
+                             [seed](std::uint64_t x) {
+                               random_spin(seed + 1, x, 1'000);
+                               return x;
+                             },
+                             {.concurrency = kUnlimited});
     std::vector<std::uint64_t> seen;
     Job<void> done = scope.sink(again, [&](std::uint64_t x) { seen.push_back(x); }, {.order = Order::Input});
     CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -116,21 +115,18 @@ TEST_CASE("a sequence after a serial fan_out stage and a parallel stage orders t
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
       auto numbers = scope.source(numbers_below(inputs));
-      auto elements = scope.fan_out(
-          numbers,
-          [&census](std::uint64_t x) {
-            std::vector<Counted> out;
-            for (std::uint64_t j = 0; j < 3; ++j) out.emplace_back(census, x * 3 + j);
-            return out;
-          });  // serial: its elements are made in key order, so the key a sequence waits for is always alive
-               // or the next one made (a concurrent fan_out could fall behind by more than the bound)
-      auto shuffled = scope.stage(
-          elements,
-          [seed](Counted c) {
-            random_spin(seed, c.value(), 1'000);
-            return c;
-          },
-          {.concurrency = kUnlimited});
+      auto elements = scope.fan_out(numbers, [&census](std::uint64_t x) {
+        std::vector<Counted> out;
+        for (std::uint64_t j = 0; j < 3; ++j) out.emplace_back(census, x * 3 + j);
+        return out;
+      });  // serial: its elements are made in key order, so the key a sequence waits for is always alive
+           // or the next one made (a concurrent fan_out could fall behind by more than the bound)
+      auto shuffled = scope.stage(elements,
+                                  [seed](Counted c) {
+                                    random_spin(seed, c.value(), 1'000);
+                                    return c;
+                                  },
+                                  {.concurrency = kUnlimited});
       auto ordered = scope.sequence(shuffled, [](const Counted& c) { return c.value(); });
       scope.sink(ordered, [&](const Counted& c) { seen.push_back(c.value()); });
       CHECK(scope.run_and_wait() == RunStatus::Completed);
@@ -151,13 +147,12 @@ TEST_CASE("a StreamGraph's sequence starts from key 0 in every run, a failed run
       if (i == batch.size()) return std::nullopt;
       return batch[i];
     });
-    auto shuffled = pipe.stage(
-        items,
-        [seed](std::uint64_t x) {
-          random_spin(seed, x, 1'000);
-          return x;
-        },
-        {.concurrency = kUnlimited});
+    auto shuffled = pipe.stage(items,
+                               [seed](std::uint64_t x) {
+                                 random_spin(seed, x, 1'000);
+                                 return x;
+                               },
+                               {.concurrency = kUnlimited});
     auto ordered = pipe.sequence(shuffled, [](std::uint64_t x) { return x; }, {.name = "reorder"});
     std::vector<std::uint64_t> seen;
     pipe.sink(ordered, [&](std::uint64_t x) { seen.push_back(x); });
@@ -190,10 +185,12 @@ void check_keys_fail(const std::vector<std::int64_t>& keys, StageOptions options
     {
       Pool pool(PoolOptions{.threads = workers});
       TaskScope scope{pool};
-      auto items = scope.source([&census, &keys, i = std::size_t{0}]() mutable -> std::optional<Counted> {
-        if (i == keys.size()) return std::nullopt;
-        return Counted(census, static_cast<std::uint64_t>(keys[i++]));
-      }, {.name = "keys"});
+      auto items = scope.source(
+          [&census, &keys, i = std::size_t{0}]() mutable -> std::optional<Counted> {
+            if (i == keys.size()) return std::nullopt;
+            return Counted(census, static_cast<std::uint64_t>(keys[i++]));
+          },
+          {.name = "keys"});
       auto ordered = scope.sequence(
           items, [](const Counted& c) { return static_cast<std::int64_t>(c.value()); }, options);
       scope.sink(ordered, [](const Counted&) {});
@@ -292,9 +289,8 @@ TEST_CASE("bad options and streams given to sequence are refused, naming the cal
   check_throws_naming<invalid_option>(
       [&] { (void)scope.sequence(numbers, key, {.name = "s", .overflow = Overflow::Drop}); },
       {"weft::TaskScope::sequence", "StageOptions::overflow = Overflow::Drop", "missing"});
-  check_throws_naming<invalid_option>(
-      [&] { (void)scope.sequence(numbers, key, {.name = "s", .order = Order::Input}); },
-      {"weft::TaskScope::sequence", "StageOptions::order = Order::Input"});
+  check_throws_naming<invalid_option>([&] { (void)scope.sequence(numbers, key, {.name = "s", .order = Order::Input}); },
+                                      {"weft::TaskScope::sequence", "StageOptions::order = Order::Input"});
   check_throws_naming<invalid_option>([&] { (void)scope.sequence(numbers, key, {.name = "s", .capacity = 0}); },
                                       {"weft::TaskScope::sequence", "capacity = 0"});
   check_throws_naming<invalid_graph>([&] { (void)scope.sequence(Stream<std::uint64_t>{}, key, {.name = "s"}); },

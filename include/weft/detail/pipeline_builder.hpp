@@ -180,7 +180,7 @@ template <class Owner, class SinkResult>
 template <class T, class F>
 auto PipelineBuilder<Owner, SinkResult>::fan_out(const Stream<T>& in, F&& f, StageOptions options) {
   using D = std::decay_t<F>;
-  using R = fan_range_t<D, T>;                  // void if f does not take the item
+  using R = fan_range_t<D, T>;                // void if f does not take the item
   using U = typename range_element<R>::type;  // void unless R is a movable input range
   static_assert(ItemCallable<D, T>,
                 "weft::{TaskScope,StreamGraph}::fan_out(stream, f): f must take the stream's item (as T, T&& or "
@@ -445,8 +445,8 @@ Stream<Out> PipelineBuilder<Owner, SinkResult>::add_joined(const char* who, cons
     outputs.push_back(Pipeline::Output{inputs[i].stage, inputs[i].port});
   }
   const std::shared_ptr<Pipeline> pipeline = *first;
-  const std::uint32_t index =
-      pipeline->add_join(who, outputs, kind, std::move(options), std::move(body), sizeof(Out), alignof(Out));
+  const std::uint32_t index = pipeline->add_join(who, outputs, kind, std::move(options), std::move(body), sizeof(Out),
+                                                 alignof(Out));
   return Stream<Out>(pipeline, index);
 }
 
