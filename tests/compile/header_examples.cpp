@@ -27,6 +27,7 @@
 
 #include "weft/algorithms.hpp"
 #include "weft/async_task.hpp"
+#include "weft/cell.hpp"
 #include "weft/condition_variable.hpp"
 #include "weft/event.hpp"
 #include "weft/future.hpp"
@@ -820,3 +821,16 @@ int sum_to_five() {
 }
 
 }  // namespace examples
+
+// cell.hpp
+void show(double) {}
+void log(const std::string&) {}
+void cell_hpp(weft::Pool& pool, weft::TaskScope& scope, const weft::Stream<double>& readings,
+              const weft::Stream<std::string>& errors) {
+  weft::OverwriteCell<double> latest;
+  scope.sink(readings, latest.writer());   // each reading replaces the one before
+  pool.post([&] { show(latest.get()); });  // waits for the first reading, then shows the latest
+  weft::WriteOnceCell<std::string> first_error;
+  scope.sink(errors, [&](std::string e) { (void)first_error.try_put(std::move(e)); });
+  pool.post([&] { log(first_error.get()); });  // waits for the first error
+}
