@@ -29,8 +29,8 @@ int main() {
       return r;
     });
     weft::OverwriteCell<double> latest;
-    scope.sink(readings, latest.writer());        // each reading replaces the one before
-    pool.post([&] { show(latest.get()); });       // waits for the first reading, then shows the latest
+    scope.sink(readings, latest.writer());   // each reading replaces the one before
+    pool.post([&] { show(latest.get()); });  // waits for the first reading, then shows the latest
     scope.run_and_wait();
     pool.wait_idle();  // the task showing the reading ended too
     if (shown < 0) return 1;

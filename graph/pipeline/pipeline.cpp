@@ -155,6 +155,10 @@ std::uint32_t Pipeline::push(const char* who, std::uint32_t from, std::uint32_t 
                     "Order::Any: a sequence takes its items in the order of their keys, whatever order they come in");
     }
   }
+  if (kind == StageKind::priority && options.order != Order::Any) {
+    refuse_option(who, name, name_, "order", "Order::Input",
+                  "Order::Any: a priority buffer hands its items on by their rank, not in the order they came");
+  }
   stages_.reserve(stages_.size() + 1);  // so that push_back below cannot throw after the checks
   options.name = name;
   slot_size_ = std::max(slot_size_, size);

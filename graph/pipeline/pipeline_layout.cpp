@@ -129,7 +129,7 @@ Run::Run(Pipeline& pipeline, std::size_t workers)
     // The numbers waiting are of items alive in the segments feeding the stage.
     std::size_t span = 0;
     for (const std::uint32_t segment : feeds[k]) span += segments_[segment].budget;
-    if (state.kind == StageKind::sequence) state.held.reserve(span);
+    if (state.kind == StageKind::sequence || state.kind == StageKind::priority) state.held.reserve(span);
     if (state.ordered) {
       std::size_t size = 1;
       while (size < span) size *= 2;
@@ -139,12 +139,13 @@ Run::Run(Pipeline& pipeline, std::size_t workers)
   }
   // A marker leaving stage k (an item filtered out there, or dropped on its way into k) goes to the next
   // Order::Input stage along the stages each consuming the one before, or to a join by position (which loses
-  // the item's partners). A stage that numbers its items anew (fan-out, fork, merge, join, sequence: by key) ends
+  // the item's partners). A stage that numbers its items anew (fan-out, fork, merge, join, sequence by key,
+  // priority buffer by rank) ends
   // the walk, its own number included: a marker leaving it has no one to tell (so an item filtered out before a
   // sequence leaves its key missing there, which the run's end reports).
   const auto renumbers = [](StageKind kind) {
     return kind == StageKind::fan_out || kind == StageKind::fork || kind == StageKind::merge ||
-           kind == StageKind::join || kind == StageKind::sequence;
+           kind == StageKind::join || kind == StageKind::sequence || kind == StageKind::priority;
   };
   for (std::uint32_t k = 0; k < n; ++k) {
     if (renumbers(states_[k].kind)) continue;

@@ -99,6 +99,7 @@ class StreamGraph : private detail::PipelineBuilder<StreamGraph, void> {
   // - sink(stream, f): the end of the pipeline (or of one branch of it), f(item) returning nothing; a run is over
   //   when the last item has left every sink;
   // - sequence(stream, key): each item goes on in the order of key(item), its number 0, 1, 2, ... in each run;
+  // - priority_buffer(stream, less): the items waiting go on highest first, by less(a, b);
   // - broadcast<N>(stream): every item to each of N branches, each its own copy;
   // - split<N>(stream): each item to one of N branches, in turn from each run's start; split<N>(stream, route):
   //   each item to branch route(item);
@@ -106,7 +107,7 @@ class StreamGraph : private detail::PipelineBuilder<StreamGraph, void> {
   //   items of equal key(item) make a tuple;
   // - merge(streams) (a span or a braced list:  pipe.merge({a, b})): every item of every stream, as they arrive.
   using Builder::broadcast, Builder::split, Builder::join, Builder::join_by_key, Builder::merge;
-  using Builder::stage, Builder::fan_out, Builder::sink, Builder::sequence;
+  using Builder::stage, Builder::fan_out, Builder::sink, Builder::sequence, Builder::priority_buffer;
 
   // Starts a run on `pool` (or queues it behind the run in flight): the source is called anew. Throws
   // invalid_graph for a graph with no source or a stream that feeds nothing, pool_closed for a shut-down pool,

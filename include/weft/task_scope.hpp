@@ -387,6 +387,18 @@ class TaskScope : private detail::PipelineBuilder<TaskScope, Job<void>> {
   // other than 1, Overflow::Drop (a dropped item's key would be missing), Order::Input.
   // Example: auto ordered = scope.sequence(results, [](const Result& r) { return r.index; }, {.name = "reorder"});
   using Builder::sequence;
+  // A priority buffer (oneTBB's priority_queue_node): an Order::Any stage that passes items on unchanged, except
+  // that the items waiting for it leave highest first by less(a, b) (taking two const T&; true if a ranks below b,
+  // as std::priority_queue's comparison), not in the order they came. Items wait only while the stage's
+  // `concurrency` slots are taken, so the buffer ranks anything only when what follows holds it back: put it before
+  // a slow stage of a small capacity, and give the buffer the capacity (items beyond it act by `overflow`, as any
+  // stage's). Items leave numbered anew, in the order they leave (Order::Input stages after it follow that).
+  // The comparison runs under the stage's lock: keep it cheap; its exception fails the run. Order::Input is
+  // refused with weft::invalid_option.
+  // Example:
+  //   auto by_rank = [](const Request& a, const Request& b) { return a.rank < b.rank; };
+  //   auto urgent_first = scope.priority_buffer(requests, by_rank, {.capacity = 64});
+  using Builder::priority_buffer;
   // A fork stage that gives every item to N branches: returns N streams, each to be consumed by one stage;
   // branch j < N - 1 gets a copy of each item (T must be copyable), branch N - 1 the item itself. `in` is
   // consumed: giving it to another stage throws weft::invalid_graph. Each branch gets the items in the order

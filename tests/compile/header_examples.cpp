@@ -433,10 +433,14 @@ struct Part {
 struct Result {
   std::size_t index = 0;
 };
+struct Request {
+  int rank = 0;
+};
 void task_scope_hpp_forks(weft::TaskScope& scope, const weft::Stream<long>& values, const weft::Stream<int>& jobs,
                           const weft::Stream<File>& files, const weft::Stream<long>& squares,
                           const weft::Stream<long>& cubes, const weft::Stream<Part>& heads,
-                          const weft::Stream<Part>& bodies, const weft::Stream<Result>& results) {
+                          const weft::Stream<Part>& bodies, const weft::Stream<Result>& results,
+                          const weft::Stream<Request>& requests) {
   auto [left, right] = scope.broadcast<2>(values, {.name = "tee"});
   auto [even, odd] = scope.split<2>(jobs);
   auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
@@ -444,7 +448,10 @@ void task_scope_hpp_forks(weft::TaskScope& scope, const weft::Stream<long>& valu
   auto orders = scope.join_by_key(std::tuple{heads, bodies}, [](const auto& part) { return part.id; });
   auto all = scope.merge({left, right}, {.name = "both"});
   auto ordered = scope.sequence(results, [](const Result& r) { return r.index; }, {.name = "reorder"});
+  auto by_rank = [](const Request& a, const Request& b) { return a.rank < b.rank; };
+  auto urgent_first = scope.priority_buffer(requests, by_rank, {.capacity = 64});
   (void)even, (void)odd, (void)small, (void)large, (void)pairs, (void)orders, (void)all, (void)ordered;
+  (void)urgent_first;
 }
 
 void task_scope_hpp_pipeline(weft::TaskScope& scope, std::istream& in, std::ostream& out) {

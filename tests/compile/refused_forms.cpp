@@ -164,6 +164,9 @@ void build(weft::Pool& pool) {
 #elif WEFT_CASE == 29
   auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
   (void)scope.sequence(numbers, [](int x) { return std::to_string(x); });  // a key that is not a number
+#elif WEFT_CASE == 30
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  (void)scope.priority_buffer(numbers, [](int x) { return x > 0; });  // one item, not two
 #else
 #error "no such WEFT_CASE"
 #endif

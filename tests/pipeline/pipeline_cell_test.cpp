@@ -59,13 +59,12 @@ TEST_CASE("an OverwriteCell written by an in-order sink ends with the last item;
       }
       TaskScope scope{pool};
       auto numbers = scope.source(numbers_below(items));
-      auto shuffled = scope.stage(
-          numbers,
-          [seed](std::uint64_t x) {
-            random_spin(seed, x, 500);
-            return Pair{x, ~x};
-          },
-          {.concurrency = kUnlimited});
+      auto shuffled = scope.stage(numbers,
+                                  [seed](std::uint64_t x) {
+                                    random_spin(seed, x, 500);
+                                    return Pair{x, ~x};
+                                  },
+                                  {.concurrency = kUnlimited});
       scope.sink(shuffled, cell.writer(), {.order = Order::Input});
       CHECK(scope.run_and_wait() == RunStatus::Completed);
       for (Future<std::uint64_t>& reader : readers) CHECK(reader.get() < items);
@@ -124,16 +123,15 @@ TEST_CASE("of many writers at once, a WriteOnceCell takes exactly one value, the
       std::atomic<std::uint64_t> winner{0};
       TaskScope scope{pool};
       auto numbers = scope.source(numbers_below(items));
-      scope.sink(
-          numbers,
-          [&, seed](std::uint64_t x) {
-            random_spin(seed, x, 200);
-            if (cell.try_put(Pair{x, ~x})) {
-              won.fetch_add(1);
-              winner.store(x);
-            }
-          },
-          {.concurrency = kUnlimited});
+      scope.sink(numbers,
+                 [&, seed](std::uint64_t x) {
+                   random_spin(seed, x, 200);
+                   if (cell.try_put(Pair{x, ~x})) {
+                     won.fetch_add(1);
+                     winner.store(x);
+                   }
+                 },
+                 {.concurrency = kUnlimited});
       CHECK(scope.run_and_wait() == RunStatus::Completed);
       CHECK(won.load() == 1);
       REQUIRE(cell.has_value());
@@ -155,13 +153,12 @@ TEST_CASE("a reader waiting inside the pipeline's own stage for a value its sink
     std::atomic<std::uint64_t> read{~std::uint64_t{0}};
     TaskScope scope{pool};
     auto numbers = scope.source(numbers_below(40));
-    auto waited = scope.stage(
-        numbers,
-        [&](std::uint64_t x) {
-          if (x == 30) read.store(first.get());  // items 0 .. 29 reach the sink meanwhile
-          return x;
-        },
-        {.concurrency = 2});
+    auto waited = scope.stage(numbers,
+                              [&](std::uint64_t x) {
+                                if (x == 30) read.store(first.get());  // items 0 .. 29 reach the sink meanwhile
+                                return x;
+                              },
+                              {.concurrency = 2});
     scope.sink(waited, first.writer());
     CHECK(scope.run_and_wait() == RunStatus::Completed);
     CHECK(read.load() == first.value());

@@ -72,6 +72,15 @@ class StageBody {
     static_cast<void>(slot);
     return 0;
   }
+  // A priority buffer stage: true if the item at `a` ranks below the one at `b` (its comparison, less(a, b)).
+  // Called under the stage's lock; an exception of the comparison is kept (take_error) and the answer is false.
+  virtual bool ranks_below(void* a, void* b) noexcept {
+    static_cast<void>(a);
+    static_cast<void>(b);
+    return false;
+  }
+  // A priority buffer stage: the exception its comparison threw, if any, taken once (under the stage's lock).
+  virtual std::exception_ptr take_error() noexcept { return nullptr; }
   // Forgets what the body recorded in a run (a join's waiting items, a round-robin split's turn), once every item
   // of that run is gone: the next run of a reused pipeline starts afresh.
   virtual void reset() noexcept {}
@@ -425,6 +434,39 @@ class SequenceBody final : public StageBody {
   std::string pipeline_;
 };
 
+// A priority buffer stage: passes each item on unchanged; the run hands its waiting items on highest first, by
+// `less` (as std::priority_queue: the item no other ranks below goes first).
+template <class T, class Less>
+class PriorityBody final : public StageBody {
+ public:
+  template <class G>
+  explicit PriorityBody(G&& less) : less_(std::forward<G>(less)) {}
+  bool ranks_below(void* a, void* b) noexcept override {
+    try {
+      return static_cast<bool>(std::invoke(less_, std::as_const(*slot_as<T>(a)), std::as_const(*slot_as<T>(b))));
+    } catch (...) {
+      if (!error_) error_ = std::current_exception();
+      return false;
+    }
+  }
+  std::exception_ptr take_error() noexcept override { return std::exchange(error_, nullptr); }
+  bool process(void* slot) override {
+    static_cast<void>(slot);  // the item stays where it is, now this stage's output
+    return true;
+  }
+  void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+  void reset() noexcept override { error_ = nullptr; }
+
+ private:
+  [[no_unique_address]] Less less_;
+  std::exception_ptr error_;  // guarded by the stage's lock
+};
+
+// A priority buffer's comparison: callable with two const T&, returning something convertible to bool.
+template <class F, class T>
+concept PriorityLess = std::is_invocable_v<F&, const T&, const T&> &&
+                       std::is_convertible_v<std::invoke_result_t<F&, const T&, const T&>, bool>;
+
 // A sequence stage's key: callable with a const T&, returning an integer (not bool), the item's sequence number.
 template <class F, class T>
 concept SequenceKey = std::is_invocable_v<F&, const T&> && std::is_integral_v<std::invoke_result_t<F&, const T&>> &&
@@ -442,7 +484,7 @@ struct StreamInput {
   std::uint32_t port;
 };
 
-enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sequence, sink };
+enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sequence, priority, sink };
 
 namespace pipeline {
 class Run;  // graph/pipeline/pipeline_run.hpp: a pipeline's layout, slots and carriers

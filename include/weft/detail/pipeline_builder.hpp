@@ -1,6 +1,6 @@
 // The building calls a pipeline's owner shares (weft::TaskScope's one-shot pipelines, weft::StreamGraph's reused
-// one): stage, fan_out, sink, sequence, broadcast, split, join, join_by_key, merge and the source's stage, written
-// once.
+// one): stage, fan_out, sink, sequence, priority_buffer, broadcast, split, join, join_by_key, merge and the source's
+// stage, written once.
 #pragma once
 
 #include <array>
@@ -72,6 +72,9 @@ class PipelineBuilder {
   // A sequencer: each item goes on in the order of key(item), its sequence number (0, 1, 2, ...).
   template <class T, class F>
   [[nodiscard]] Stream<T> sequence(const Stream<T>& in, F&& key, StageOptions options = {});
+  // A priority buffer: the items waiting go on highest first, by less(a, b).
+  template <class T, class F>
+  [[nodiscard]] Stream<T> priority_buffer(const Stream<T>& in, F&& less, StageOptions options = {});
   // Every item to each of N branches, each its own copy.
   template <std::size_t N, class T>
   [[nodiscard]] std::array<Stream<T>, N> broadcast(const Stream<T>& in, StageOptions options = {});
@@ -240,6 +243,24 @@ Stream<T> PipelineBuilder<Owner, SinkResult>::sequence(const Stream<T>& in, F&& 
                                        sizeof(T), alignof(T));
     named->name(name.data(), out.pipeline_->stage_name(out.stage_), out.pipeline_->name());
     return out;
+  } else {
+    return {};
+  }
+}
+
+template <class Owner, class SinkResult>
+template <class T, class F>
+Stream<T> PipelineBuilder<Owner, SinkResult>::priority_buffer(const Stream<T>& in, F&& less, StageOptions options) {
+  using D = std::decay_t<F>;
+  static_assert(PriorityLess<D, T>,
+                "weft::{TaskScope,StreamGraph}::priority_buffer(stream, less): less must take two items as const T& "
+                "and return whether the first ranks below the second (a bool), as std::priority_queue's comparison");
+  if constexpr (PriorityLess<D, T>) {
+    static constexpr auto name = who("::priority_buffer");
+    require_callable(less, name.data());
+    return add_stage<T>(name.data(), in, StageKind::priority,
+                        std::make_unique<PriorityBody<T, D>>(std::forward<F>(less)), std::move(options), sizeof(T),
+                        alignof(T));
   } else {
     return {};
   }
