@@ -37,9 +37,9 @@ TEST_CASE("items waiting in a priority buffer leave highest first, every item ex
         for (std::uint64_t i = 0; i < items; ++i) out.emplace_back(census, shuffled(i, items));
         return out;
       });
-      auto ranked = scope.priority_buffer(
-          numbers, [](const Counted& a, const Counted& b) { return a.value() < b.value(); },
-          {.name = "ranked", .capacity = items});
+      auto ranked = scope.priority_buffer(numbers,
+                                          [](const Counted& a, const Counted& b) { return a.value() < b.value(); },
+                                          {.name = "ranked", .capacity = items});
       scope.sink(ranked, [&](Counted c) { seen.push_back(c.value()); }, {.capacity = 1});
       CHECK(scope.run_and_wait() == RunStatus::Completed);
     }
@@ -71,13 +71,12 @@ TEST_CASE("a StreamGraph's priority buffer passes every item of every run exactl
       return shuffled(i, n);
     });
     auto ranked = pipe.priority_buffer(items, std::greater<>(), {.capacity = 4});  // lowest first
-    auto slow = pipe.stage(
-        ranked,
-        [seed](std::uint64_t x) {
-          random_spin(seed, x, 1'000);
-          return x;
-        },
-        {.concurrency = 2, .capacity = 1});
+    auto slow = pipe.stage(ranked,
+                           [seed](std::uint64_t x) {
+                             random_spin(seed, x, 1'000);
+                             return x;
+                           },
+                           {.concurrency = 2, .capacity = 1});
     std::vector<std::uint64_t> seen;
     pipe.sink(slow, [&](std::uint64_t x) { seen.push_back(x); });
     for (std::uint64_t round = 1; round <= 4; ++round) {
