@@ -2,6 +2,7 @@
 // before a run (the run itself is graph/pipeline/, reused run after run).
 #include "weft/stream_graph.hpp"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -16,11 +17,21 @@ StreamGraph::~StreamGraph() = default;  // graph_'s destructor waits for the run
 
 std::string StreamGraph::name() const { return pipeline_ == nullptr ? std::string() : pipeline_->name(); }
 
-void StreamGraph::require_idle(const char* who) const {
+void StreamGraph::require_building(const char* who) const {
   if (!graph_.running()) return;
   throw graph_busy(std::string(who) +
                    ": a run of this StreamGraph is in flight or queued: change it only between "
                    "runs (wait for the last Run first)");
+}
+
+std::shared_ptr<detail::Pipeline> StreamGraph::new_pipeline(const char* who, const StageOptions& options) {
+  if (pipeline_ != nullptr) {
+    throw invalid_graph(std::string(who) + ": the graph has a source already (pipeline '" + pipeline_->name() +
+                        "'): a StreamGraph is one pipeline, with one source (fork its stream with broadcast or "
+                        "split to feed several branches)");
+  }
+  std::string name = options.name.empty() ? std::string("pipeline") : options.name;
+  return std::make_shared<detail::Pipeline>(this, std::move(name), "weft::StreamGraph", true);
 }
 
 void StreamGraph::require_complete(const char* who) const {

@@ -20,7 +20,6 @@
 // wrong value) marks that row as an error and makes the program exit 1.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,6 +27,7 @@
 #include "bench/common/graph_workloads_cases.hpp"
 #include "bench/common/graph_workloads_tbb.hpp"
 #include "bench/common/graph_workloads_weft.hpp"
+#include "bench/common/manual_timing.hpp"
 #include "bench/common/pipeline_workloads.hpp"
 #include "bench/common/pipeline_workloads_memory.hpp"
 #include "bench/common/pipeline_workloads_tbb.hpp"
@@ -43,19 +43,12 @@ bool failed = false;  // some workload computed a wrong result, or a child proce
 template <class Pipeline, class Side, class... Plan>
 void time_case(benchmark::State& state, Side& side, const PipelineCase& c, std::uint64_t steps, Plan... plan) {
   Pipeline pipeline(side, c, steps, std::move(plan)...);
-  bool ok = true;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    pipeline.run();
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    ok = pipeline.check() && ok;
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(c.items));
+  (void)time_iterations(state, static_cast<std::int64_t>(c.items), failed, "the pipeline computed a wrong result",
+                        [&pipeline](Stopwatch& watch) {
+                          watch.time([&pipeline] { pipeline.run(); });
+                          return pipeline.check();
+                        });
   state.counters["bound"] = static_cast<double>(pipeline.bound());
-  if (!ok) {
-    failed = true;
-    state.SkipWithError("the pipeline computed a wrong result");
-  }
 }
 
 // The counters are the children's figures, averaged over the iterations.
@@ -89,9 +82,7 @@ int main(int argc, char** argv) {
   if (const auto code = run_pipeline_memory_child_if_asked(argc, argv)) return *code;
   keep_heap_warm();
   const unsigned threads = graph_threads();
-  weft::PoolOptions options;  // not designated: -Wextra flags the members left out
-  options.threads = threads;
-  weft::Pool pool(std::move(options));
+  weft::Pool pool(pool_options(threads));
   WeftGraphSide weft_side(pool);
   TbbGraphSide tbb_side(threads);
   const std::uint64_t spin_steps = spin_steps_for(kPipelineSpin);
@@ -133,9 +124,5 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", TBB_runtime_version());
   benchmark::AddCustomContext("LCG steps per 10 us (spin cases)", std::to_string(spin_steps));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return failed ? 1 : 0;
+  return run_benchmarks(argc, argv, failed);
 }

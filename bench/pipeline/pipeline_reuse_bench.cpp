@@ -12,16 +12,15 @@
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "bench/common/graph_workloads_cases.hpp"
 #include "bench/common/graph_workloads_tbb.hpp"
+#include "bench/common/manual_timing.hpp"
 #include "weft/pool.hpp"
 #include "weft/stream_graph.hpp"
 #include "weft/task_scope.hpp"
@@ -64,24 +63,17 @@ constexpr auto second = [](std::uint64_t x) noexcept { return x * 2; };
 
 template <class RunOnce>
 void time_runs(benchmark::State& state, Batch& batch, RunOnce&& run_once) {
-  bool ok = true;
-  for (auto _ : state) {
-    double seconds = 0;
-    for (int r = 0; r < kRuns; ++r) {
-      batch.refill();
-      const auto start = std::chrono::steady_clock::now();
-      run_once();
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      ok = batch.check() && ok;
-    }
-    state.SetIterationTime(seconds);
-    state.counters["us_per_run"] = seconds * 1e6 / kRuns;
-  }
-  state.SetItemsProcessed(state.iterations() * kRuns * static_cast<std::int64_t>(kItems));
-  if (!ok) {
-    failed = true;
-    state.SkipWithError("the pipeline computed a wrong result");
-  }
+  const double seconds = time_iterations(state, kRuns * static_cast<std::int64_t>(kItems), failed,
+                                         "the pipeline computed a wrong result", [&](Stopwatch& watch) {
+                                           bool ok = true;
+                                           for (int r = 0; r < kRuns; ++r) {
+                                             batch.refill();
+                                             watch.time(run_once);
+                                             ok = batch.check() && ok;
+                                           }
+                                           return ok;
+                                         });
+  state.counters["us_per_run"] = seconds * 1e6 / kRuns;
 }
 
 const weft::StageOptions kParallel{.concurrency = weft::kUnlimited};
@@ -146,9 +138,7 @@ void one_tbb(benchmark::State& state, TbbGraphSide& side) {
 int main(int argc, char** argv) {
   keep_heap_warm();
   const unsigned threads = graph_threads();
-  weft::PoolOptions options;  // not designated: -Wextra flags the members left out
-  options.threads = threads;
-  weft::Pool pool(std::move(options));
+  weft::Pool pool(pool_options(threads));
   TbbGraphSide tbb_side(threads);
   benchmark::RegisterBenchmark("reuse_16x4/stream_graph", [&pool](benchmark::State& s) { stream_graph(s, pool); })
       ->Unit(benchmark::kMillisecond)
@@ -162,9 +152,5 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", TBB_runtime_version());
   benchmark::AddCustomContext("Taskflow", "not available (no package): no tf::Pipeline row");
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return failed ? 1 : 0;
+  return run_benchmarks(argc, argv, failed);
 }

@@ -18,14 +18,13 @@
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/version.h>
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <tuple>
-#include <utility>
 
 #include "bench/common/graph_workloads_cases.hpp"
+#include "bench/common/manual_timing.hpp"
 #include "weft/pool.hpp"
 #include "weft/task_scope.hpp"
 
@@ -102,18 +101,8 @@ std::uint64_t tbb_run(tbb::task_arena& arena) {
 
 template <class Run>
 void time_case(benchmark::State& state, Run run) {
-  bool ok = true;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    const std::uint64_t sum = run();
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    ok = ok && sum == expected_sum();
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kMessages));
-  if (!ok) {
-    failed = true;
-    state.SkipWithError("the sum is wrong");
-  }
+  (void)time_iterations(state, static_cast<std::int64_t>(kMessages), failed, "the sum is wrong",
+                        [&run](Stopwatch& watch) { return watch.time(run) == expected_sum(); });
 }
 
 }  // namespace
@@ -121,9 +110,7 @@ void time_case(benchmark::State& state, Run run) {
 int main(int argc, char** argv) {
   keep_heap_warm();
   const unsigned threads = graph_threads();
-  weft::PoolOptions options;  // not designated: -Wextra flags the members left out
-  options.threads = threads;
-  weft::Pool pool(std::move(options));
+  weft::Pool pool(pool_options(threads));
   const tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
   tbb::task_arena arena(static_cast<int>(threads));
   arena.initialize();
@@ -143,9 +130,5 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("oneTBB", TBB_runtime_version());
   benchmark::AddCustomContext("messages", std::to_string(kMessages));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return failed ? 1 : 0;
+  return run_benchmarks(argc, argv, failed);
 }

@@ -139,6 +139,26 @@ std::uint32_t Pipeline::push(const char* who, std::uint32_t from, std::uint32_t 
     refuse_option(who, name, name_, "priority", std::to_string(static_cast<int>(options.priority)),
                   "High, Normal or Low");
   }
+  if (kind == StageKind::sequence) {
+    if (options.concurrency != 1) {
+      refuse_option(who, name, name_, "concurrency",
+                    options.concurrency == kUnlimited ? std::string("weft::kUnlimited")
+                                                      : std::to_string(options.concurrency),
+                    "a sequence hands its items on one at a time, in the order of their keys: 1");
+    }
+    if (options.overflow == Overflow::Drop) {
+      refuse_option(who, name, name_, "overflow", "Overflow::Drop",
+                    "Block or Fail: an item a sequence dropped would leave its key missing for good");
+    }
+    if (options.order != Order::Any) {
+      refuse_option(who, name, name_, "order", "Order::Input",
+                    "Order::Any: a sequence takes its items in the order of their keys, whatever order they come in");
+    }
+  }
+  if (kind == StageKind::priority && options.order != Order::Any) {
+    refuse_option(who, name, name_, "order", "Order::Input",
+                  "Order::Any: a priority buffer hands its items on by their rank, not in the order they came");
+  }
   stages_.reserve(stages_.size() + 1);  // so that push_back below cannot throw after the checks
   options.name = name;
   slot_size_ = std::max(slot_size_, size);

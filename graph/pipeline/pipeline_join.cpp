@@ -75,6 +75,7 @@ void Run::lose(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
 
 void Run::check_end() noexcept {
   if (stop_.load(std::memory_order_relaxed) || run_state_->cancelled()) return;
+  if (check_sequences()) return;
   for (std::uint32_t k = 0; k < stages_.size(); ++k) {
     const StageState& s = state(k);
     if (s.kind != StageKind::join) continue;

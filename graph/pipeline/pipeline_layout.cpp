@@ -126,10 +126,11 @@ Run::Run(Pipeline& pipeline, std::size_t workers)
     state.capacity = options.capacity;
     state.overflow = options.overflow;
     state.ordered = k != 0 && options.order == Order::Input;
+    // The numbers waiting are of items alive in the segments feeding the stage.
+    std::size_t span = 0;
+    for (const std::uint32_t segment : feeds[k]) span += segments_[segment].budget;
+    if (state.kind == StageKind::sequence || state.kind == StageKind::priority) state.held.reserve(span);
     if (state.ordered) {
-      // The numbers waiting are of items alive in the segments feeding the stage.
-      std::size_t span = 0;
-      for (const std::uint32_t segment : feeds[k]) span += segments_[segment].budget;
       std::size_t size = 1;
       while (size < span) size *= 2;
       state.ring.assign(size, nullptr);
@@ -138,10 +139,13 @@ Run::Run(Pipeline& pipeline, std::size_t workers)
   }
   // A marker leaving stage k (an item filtered out there, or dropped on its way into k) goes to the next
   // Order::Input stage along the stages each consuming the one before, or to a join by position (which loses
-  // the item's partners). A stage that numbers its items anew (fan-out, fork, merge, join) ends the walk, its
-  // own number included: a marker leaving it has no one to tell.
+  // the item's partners). A stage that numbers its items anew (fan-out, fork, merge, join, sequence by key,
+  // priority buffer by rank) ends
+  // the walk, its own number included: a marker leaving it has no one to tell (so an item filtered out before a
+  // sequence leaves its key missing there, which the run's end reports).
   const auto renumbers = [](StageKind kind) {
-    return kind == StageKind::fan_out || kind == StageKind::fork || kind == StageKind::merge || kind == StageKind::join;
+    return kind == StageKind::fan_out || kind == StageKind::fork || kind == StageKind::merge ||
+           kind == StageKind::join || kind == StageKind::sequence || kind == StageKind::priority;
   };
   for (std::uint32_t k = 0; k < n; ++k) {
     if (renumbers(states_[k].kind)) continue;
@@ -204,6 +208,7 @@ void Run::reset() noexcept {
     s.inbox = SlotList();
     s.parked = SlotList();
     std::fill(s.ring.begin(), s.ring.end(), nullptr);
+    s.held.clear();  // its items were destroyed above, with every slot's
     s.next_seq = 0;
     s.waiting = 0;
     s.dropped = 0;

@@ -321,7 +321,7 @@ void Run::run_stage(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept 
   }
   if (produced) {
     slot->holder = stage;
-    if (s.kind == StageKind::merge) {  // a merge numbers its items anew, in the order they leave it
+    if (s.kind == StageKind::merge || s.kind == StageKind::priority) {  // numbered anew, in the order they leave
       slot->seq = state(stage).emitted.fetch_add(1, std::memory_order_relaxed);
       slot->origin = stage;
       slot->port = 0;
@@ -394,6 +394,13 @@ bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32
     arrive_join(carrier, slot, stage);
     return false;
   }
+  if (s.kind == StageKind::sequence) [[unlikely]] {  // held in its slot until its key's turn
+    arrive_sequence(carrier, slot, stage);
+    return false;
+  }
+  if (s.kind == StageKind::priority) [[unlikely]] {  // waits in a heap by rank, not in a FIFO
+    return arrive_priority(carrier, slot, stage, producer);
+  }
   if (!s.ordered) {  // markers never come here
     s.lock.lock();
     if (s.running < s.concurrency) {
@@ -455,6 +462,14 @@ void Run::drop(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept {
 
 void Run::release(Carrier& carrier, std::uint32_t stage) noexcept {
   StageState& s = state(stage);
+  if (s.kind == StageKind::sequence) [[unlikely]] {
+    release_sequence(carrier, stage);
+    return;
+  }
+  if (s.kind == StageKind::priority) [[unlikely]] {
+    release_priority(carrier, stage);
+    return;
+  }
   if (!s.ordered) {
     s.lock.lock();
     --s.running;

@@ -26,6 +26,13 @@
 //   the inbox, when a slot of the stage starts an item from it. Items for an Order::Input stage, and a fan-out
 //   stage's elements, wait in the inbox beyond its capacity instead: the item an Order::Input stage needs next
 //   could otherwise sit behind producers parked on later ones. The segment's budget bounds both.
+// - A sequence stage numbers each item by its key (key(item)) and holds it, in a heap of the items alive (never
+//   more than its segments' budgets), until every smaller key has passed; it hands items on one at a time, in key
+//   order, numbered by key, so Order::Input stages after it follow the keys. A key below the next one (a repeat)
+//   fails the run at once; items still held once every task ended (a key that never came, or held items filling
+//   the room the missing one needs) fail it in check_end.
+// - A priority buffer is an Order::Any stage whose waiting items sit in a heap ordered by the body's comparison
+//   instead of a FIFO: a slot freed starts the highest; it numbers its items anew as they leave it.
 // - Order::Input stages take items by sequence number (given by the segment's producer in the order it
 //   produced them). An item filtered out or dropped becomes a marker that goes on to the following
 //   Order::Input stages of its segment, so they skip its number. The waiting items of such a stage are those
@@ -187,6 +194,23 @@ class Run {
   bool deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer = kNone) noexcept;
   // An item (or a marker) reached a join stage: records it, and builds and sends on the tuple it completes.
   void arrive_join(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // An item reached a sequence stage: numbers it by its key and holds it until the key's turn (or fails the run
+  // for a key that came twice or too late, or whose key function threw).
+  void arrive_sequence(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
+  // A sequence stage's body ended: starts the item whose key's turn came, if it is there.
+  void release_sequence(Carrier& carrier, std::uint32_t stage) noexcept;
+  // With the stage's lock held: takes the items that may start now from the front of the sequence's heap, in key
+  // order; sets `repeated` (and stops) at an item whose key was handed on already.
+  static void take_sequenced(StageState& state, SlotList& starts, bool& repeated) noexcept;
+  // Once every task ended: fails the run if a sequence still holds items (a key never came, or the items it holds
+  // fill the room the one it waits for needs). True if it did.
+  bool check_sequences() noexcept;
+  // An item reached a priority buffer: starts at once if a slot of the stage is free, else waits in the stage's
+  // heap, or (heap full) parks holding its producer's slot, is dropped or fails the run, by the stage's overflow.
+  // Returns true if it parked (as deliver()).
+  bool arrive_priority(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer) noexcept;
+  // A priority buffer's body ended: starts its highest waiting item, and lets a parked item into the heap.
+  void release_priority(Carrier& carrier, std::uint32_t stage) noexcept;
   // Destroys an item at a join whose partner was lost, and frees its slot.
   void lose(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
   // Once every task ended: fails the run if a join still holds items (its inputs ended unequally) or if items

@@ -33,7 +33,9 @@ struct alignas(atomics::kCacheLine) Run::StageState {
   SlotList parked;          // Order::Any, Block: items that found the inbox full, holding their producer's slot
   std::vector<Slot*> ring;  // Order::Input: waiting items and markers, at their number modulo its size
   std::uint64_t mask = 0;
-  std::uint64_t next_seq = 0;  // Order::Input: the number the stage takes next
+  std::vector<Slot*> held;     // a sequence stage: the items waiting for their key's turn, a min-heap by Slot::seq
+                               // (reserved for every item its segments can hold: pushing never allocates)
+  std::uint64_t next_seq = 0;  // Order::Input, or a sequence stage: the number (key) the stage takes next
   std::size_t waiting = 0;     // Order::Input: items (not markers) in the ring
   std::uint64_t dropped = 0;
   // A fan-out stage: the number of its next element, in its segment's order. relaxed: only the numbers' uniqueness

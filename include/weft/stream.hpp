@@ -18,6 +18,8 @@ class StreamGraph;
 
 namespace detail {
 class Pipeline;  // include/weft/detail/pipeline.hpp: the stages of one pipeline, built by a TaskScope
+template <class Owner, class SinkResult>
+class PipelineBuilder;  // include/weft/detail/pipeline_builder.hpp: the building calls of TaskScope and StreamGraph
 }  // namespace detail
 
 // In which order a pipeline stage takes its items.
@@ -102,8 +104,8 @@ class Stream {
   [[nodiscard]] bool valid() const noexcept { return pipeline_ != nullptr; }
 
  private:
-  friend class TaskScope;
-  friend class StreamGraph;
+  template <class Owner, class SinkResult>
+  friend class detail::PipelineBuilder;
   Stream(std::shared_ptr<detail::Pipeline> pipeline, std::uint32_t stage, std::uint32_t port = 0) noexcept
       : pipeline_(std::move(pipeline)), stage_(stage), port_(port) {}
 

@@ -28,6 +28,7 @@
 #include "weft/detail/job_state.hpp"
 #include "weft/detail/job_traits.hpp"
 #include "weft/detail/pipeline.hpp"
+#include "weft/detail/pipeline_builder.hpp"
 #include "weft/detail/require_callable.hpp"
 #include "weft/errors.hpp"
 #include "weft/job.hpp"
@@ -70,7 +71,10 @@ namespace weft {
 //   scope.when_all({a, b}, [](std::vector<int> values) { return values[0] + values[1]; /* 21 + 42 */ });
 //   scope.run_and_wait();  // rethrows the first exception
 //   int r = b.get();       // 42
-class TaskScope {
+class TaskScope : private detail::PipelineBuilder<TaskScope, Job<void>> {
+  using Builder = detail::PipelineBuilder<TaskScope, Job<void>>;
+  friend Builder;
+
  public:
   // An empty scope whose run will go to `pool`, which must outlive the scope's run.
   explicit TaskScope(Pool& pool) : pool_(&pool), shared_(std::make_shared<detail::ScopeShared>()) {
@@ -363,15 +367,38 @@ class TaskScope {
     return add_source(deps.jobs(), std::forward<F>(f), std::move(options));
   }
   // A stage: f(item) -> U, or std::optional<U> to filter; the result is a Stream<U>.
-  template <class T, class F>
-  auto stage(const Stream<T>& in, F&& f, StageOptions options = {});
+  using Builder::stage;
   // A fan-out stage: f(item) -> a range; each element goes on as an item of the resulting Stream.
-  template <class T, class F>
-  auto fan_out(const Stream<T>& in, F&& f, StageOptions options = {});
+  using Builder::fan_out;
   // The end of a pipeline (or of one branch of it): f(item) for every item. The Job<void> finishes when the
   // whole pipeline did: with forks, when the last item has left every sink (each sink returns the same job).
-  template <class T, class F>
-  Job<void> sink(const Stream<T>& in, F&& f, StageOptions options = {});
+  using Builder::sink;
+  // A sequencer (oneTBB's sequencer_node; Order::Input generalised to a key of the user's): key(item) (taking a
+  // const T&, returning an integer) is the item's sequence number, and the items go on in that order: 0, 1, 2, ...
+  // from the start of the run, each held until every smaller key has passed. The stage hands items on one at a
+  // time (concurrency 1), numbered by their keys, so Order::Input stages after it follow the keys. The items held
+  // are alive items, within the pipeline's bound (see weft::StageOptions; the stage's capacity adds to it as any
+  // stage's does): keys far from the order the items come in can fill it. Errors fail the run, naming the stage,
+  // the pipeline and the key: a key that comes twice, or after its turn, with std::out_of_range at once (so does a
+  // negative key); a key that never came (an item filtered out or dropped before the stage leaves its key
+  // missing) with weft::unmatched_items once the source ended; items held that fill the room the missing key's
+  // item needs with weft::would_deadlock; Overflow::Fail with weft::inbox_full once more than `capacity` wait. The
+  // key function's exception fails the run as a stage's does. Refused with weft::invalid_option: a concurrency
+  // other than 1, Overflow::Drop (a dropped item's key would be missing), Order::Input.
+  // Example: auto ordered = scope.sequence(results, [](const Result& r) { return r.index; }, {.name = "reorder"});
+  using Builder::sequence;
+  // A priority buffer (oneTBB's priority_queue_node): an Order::Any stage that passes items on unchanged, except
+  // that the items waiting for it leave highest first by less(a, b) (taking two const T&; true if a ranks below b,
+  // as std::priority_queue's comparison), not in the order they came. Items wait only while the stage's
+  // `concurrency` slots are taken, so the buffer ranks anything only when what follows holds it back: put it before
+  // a slow stage of a small capacity, and give the buffer the capacity (items beyond it act by `overflow`, as any
+  // stage's). Items leave numbered anew, in the order they leave (Order::Input stages after it follow that).
+  // The comparison runs under the stage's lock: keep it cheap; its exception fails the run. Order::Input is
+  // refused with weft::invalid_option.
+  // Example:
+  //   auto by_rank = [](const Request& a, const Request& b) { return a.rank < b.rank; };
+  //   auto urgent_first = scope.priority_buffer(requests, by_rank, {.capacity = 64});
+  using Builder::priority_buffer;
   // A fork stage that gives every item to N branches: returns N streams, each to be consumed by one stage;
   // branch j < N - 1 gets a copy of each item (T must be copyable), branch N - 1 the item itself. `in` is
   // consumed: giving it to another stage throws weft::invalid_graph. Each branch gets the items in the order
@@ -379,18 +406,14 @@ class TaskScope {
   // bounds the pipeline: the fork hands out an item's copies only while the branches' shared budget has room
   // (see docs/pipelines.md). options.concurrency/capacity/order/overflow act as for any stage.
   // Example: auto [left, right] = scope.broadcast<2>(values, {.name = "tee"});
-  template <std::size_t N, class T>
-  [[nodiscard]] std::array<Stream<T>, N> broadcast(const Stream<T>& in, StageOptions options = {});
+  using Builder::broadcast;
   // A fork stage that gives each item to exactly one of N branches, in turn (round-robin: item k of the fork to
   // branch k mod N, k counted in the order the fork takes them). Items are moved, never copied.
   // Example: auto [even, odd] = scope.split<2>(jobs);
-  template <std::size_t N, class T>
-  [[nodiscard]] std::array<Stream<T>, N> split(const Stream<T>& in, StageOptions options = {});
   // A fork stage that gives each item to branch route(item) (route takes a const T& and returns an integer in
   // 0 .. N - 1). Another value fails the run with std::out_of_range naming the stage, the pipeline and the value.
   // Example: auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
-  template <std::size_t N, class T, class F>
-  [[nodiscard]] std::array<Stream<T>, N> split(const Stream<T>& in, F&& route, StageOptions options = {});
+  using Builder::split;
   // A join by position: the n-th item of each stream (in the order its fork stage or source handed them out)
   // make the n-th tuple, as oneTBB's join_node<queueing> when every branch keeps its order; the tuples go on in
   // the order they are completed. The streams must come from one source (branches of its forks); an item
@@ -398,25 +421,17 @@ class TaskScope {
   // under the join). Inputs that end unequally fail the run with weft::unmatched_items naming the join and the
   // items left on each input. The item types must be nothrow move constructible.
   // Example: auto pairs = scope.join(std::tuple{squares, cubes}, {.name = "pair"});
-  template <class... Ts>
-  [[nodiscard]] Stream<std::tuple<Ts...>> join(const std::tuple<Stream<Ts>...>& in, StageOptions options = {});
+  using Builder::join;
   // A join by key: one item of each stream with equal keys (key(item), called on items of every stream, perhaps
   // on several at once) make a tuple, as oneTBB's join_node<key_matching>; several items of one stream with one
   // key are matched in their arrival order. Items still waiting for a partner when the inputs end fail the run
   // with weft::unmatched_items; waiting items count against the pipeline's bound (see docs/pipelines.md).
   // Example: auto orders = scope.join_by_key(std::tuple{heads, bodies}, [](const auto& part) { return part.id; });
-  template <class... Ts, class F>
-  [[nodiscard]] Stream<std::tuple<Ts...>> join_by_key(const std::tuple<Stream<Ts>...>& in, F&& key,
-                                                      StageOptions options = {});
+  using Builder::join_by_key;
   // A merge: the items of every stream (of one source) go on as one stream, in the order they arrive. An empty
   // list of streams throws weft::invalid_graph.
   // Example: auto all = scope.merge({left, right}, {.name = "both"});
-  template <class T>
-  [[nodiscard]] Stream<T> merge(std::span<const Stream<T>> in, StageOptions options = {});
-  template <class T>
-  [[nodiscard]] Stream<T> merge(std::initializer_list<Stream<T>> in, StageOptions options = {}) {
-    return merge(std::span<const Stream<T>>(in.begin(), in.size()), std::move(options));
-  }
+  using Builder::merge;
 
   // Starts the run. Throws graph_busy if the scope already ran (one-shot), else what TaskGraph::run throws
   // (pool_closed, invalid_option for an affinity past the pool's workers): the jobs then never run.
@@ -566,21 +581,15 @@ class TaskScope {
   template <class R, class Make>
   Job<R> add_job(const char* who, std::span<const AnyJob> deps, NodeOptions options, Make make);
 
-  // Checks `in` (valid, of this scope, not consumed yet) and adds the stage after it.
-  template <class Out, class Body, class T>
-  Stream<Out> add_stage(const char* who, const Stream<T>& in, detail::StageKind kind, std::unique_ptr<Body> body,
-                        StageOptions options, std::size_t size, std::size_t align, std::uint32_t outputs = 1);
-  // Checks `inputs` (not empty, valid, of this scope, of one pipeline) and adds a join or merge stage after them.
-  template <class Out, class Body>
-  Stream<Out> add_joined(const char* who, const std::vector<detail::StreamInput>& inputs, detail::StageKind kind,
-                         std::unique_ptr<Body> body, StageOptions options);
-  template <class... Ts>
-  static std::vector<detail::StreamInput> inputs_of(const std::tuple<Stream<Ts>...>& in);
-  // Adds a fork stage (broadcast, split) after `in` and returns its N branches.
-  template <class T, std::size_t N, class Body>
-  std::array<Stream<T>, N> add_fork(const char* who, const Stream<T>& in, std::unique_ptr<Body> body,
-                                    StageOptions options, std::size_t size, std::size_t align);
+  // What detail::PipelineBuilder asks of its owner (see weft/detail/pipeline_builder.hpp).
+  static constexpr char kPipelineOwner[] = "weft::TaskScope";
+  static constexpr const char* kForeignStream = "another TaskScope: a stage may only consume streams of its own scope";
+  // Throws graph_busy, naming `who`, once the scope has run.
   void require_building(const char* who) const;
+  [[nodiscard]] bool owns(const detail::Pipeline& pipeline) const noexcept { return pipeline.scope() == shared_.get(); }
+  // A pipeline for a new source, named by options.name, else "pipeline <job index>".
+  std::shared_ptr<detail::Pipeline> new_pipeline(const char* who, const StageOptions& options);
+  static Job<void> sunk(const std::shared_ptr<detail::Pipeline>& pipeline) { return pipeline->job; }
   // KeepGoing, once the run is over: fills shared_->skipped_because from the run's outcomes.
   void note_skipped_jobs() noexcept;
   void check_dependency(const AnyJob& dep, std::size_t position, const char* who) const;

@@ -8,6 +8,7 @@
 
 #include "weft/algorithms.hpp"
 #include "weft/async_task.hpp"
+#include "weft/cell.hpp"
 #include "weft/condition_variable.hpp"
 #include "weft/errors.hpp"
 #include "weft/event.hpp"

@@ -27,6 +27,7 @@
 
 #include "weft/algorithms.hpp"
 #include "weft/async_task.hpp"
+#include "weft/cell.hpp"
 #include "weft/condition_variable.hpp"
 #include "weft/event.hpp"
 #include "weft/future.hpp"
@@ -429,17 +430,28 @@ struct File {
 struct Part {
   int id = 0;
 };
+struct Result {
+  std::size_t index = 0;
+};
+struct Request {
+  int rank = 0;
+};
 void task_scope_hpp_forks(weft::TaskScope& scope, const weft::Stream<long>& values, const weft::Stream<int>& jobs,
                           const weft::Stream<File>& files, const weft::Stream<long>& squares,
                           const weft::Stream<long>& cubes, const weft::Stream<Part>& heads,
-                          const weft::Stream<Part>& bodies) {
+                          const weft::Stream<Part>& bodies, const weft::Stream<Result>& results,
+                          const weft::Stream<Request>& requests) {
   auto [left, right] = scope.broadcast<2>(values, {.name = "tee"});
   auto [even, odd] = scope.split<2>(jobs);
   auto [small, large] = scope.split<2>(files, [](const File& f) { return f.size > 1 << 20 ? 1 : 0; });
   auto pairs = scope.join(std::tuple{squares, cubes}, {.name = "pair"});
   auto orders = scope.join_by_key(std::tuple{heads, bodies}, [](const auto& part) { return part.id; });
   auto all = scope.merge({left, right}, {.name = "both"});
-  (void)even, (void)odd, (void)small, (void)large, (void)pairs, (void)orders, (void)all;
+  auto ordered = scope.sequence(results, [](const Result& r) { return r.index; }, {.name = "reorder"});
+  auto by_rank = [](const Request& a, const Request& b) { return a.rank < b.rank; };
+  auto urgent_first = scope.priority_buffer(requests, by_rank, {.capacity = 64});
+  (void)even, (void)odd, (void)small, (void)large, (void)pairs, (void)orders, (void)all, (void)ordered;
+  (void)urgent_first;
 }
 
 void task_scope_hpp_pipeline(weft::TaskScope& scope, std::istream& in, std::ostream& out) {
@@ -816,3 +828,16 @@ int sum_to_five() {
 }
 
 }  // namespace examples
+
+// cell.hpp
+void show(double) {}
+void log(const std::string&) {}
+void cell_hpp(weft::Pool& pool, weft::TaskScope& scope, const weft::Stream<double>& readings,
+              const weft::Stream<std::string>& errors) {
+  weft::OverwriteCell<double> latest;
+  scope.sink(readings, latest.writer());   // each reading replaces the one before
+  pool.post([&] { show(latest.get()); });  // waits for the first reading, then shows the latest
+  weft::WriteOnceCell<std::string> first_error;
+  scope.sink(errors, [&](std::string e) { (void)first_error.try_put(std::move(e)); });
+  pool.post([&] { log(first_error.get()); });  // waits for the first error
+}

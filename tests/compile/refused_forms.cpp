@@ -13,14 +13,23 @@
 
 #include "weft/algorithms.hpp"
 #include "weft/parallel_for.hpp"
+#include "weft/stream_graph.hpp"
 #include "weft/task_scope.hpp"
 
 #ifndef WEFT_CASE
 #error "compile with -DWEFT_CASE=<n> (see tests/compile/meson.build)"
 #endif
 
+// A fan_out element that cannot be moved.
+struct Pinned {
+  Pinned() = default;
+  Pinned(const Pinned&) = delete;
+  Pinned(Pinned&&) = delete;
+};
+
 void build(weft::Pool& pool) {
   weft::TaskScope scope{pool};
+  weft::StreamGraph pipe;
   auto a = scope.submit([] { return 1; });
   auto b = scope.submit([] { return 2; });
   auto s = scope.submit([] { return std::string("s"); });
@@ -71,6 +80,14 @@ void build(weft::Pool& pool) {
   auto kept = scope.stage(named, [](std::string&& x) -> std::optional<std::string> { return x; });
   auto lengths = scope.fan_out(kept, [](const std::string& x) { return std::vector<std::size_t>{x.size()}; });
   scope.sink(lengths, [](std::size_t) {});
+  // The same calls of a StreamGraph (one building code for both).
+  auto items = pipe.source([](std::size_t i) -> std::optional<int> {
+    if (i == 2) return std::nullopt;
+    return static_cast<int>(i);
+  });
+  auto texts = pipe.stage(items, [](int x) { return std::to_string(x); });
+  auto in_order = pipe.sequence(texts, [](const std::string& x) { return x.size() - 1; });
+  pipe.sink(in_order, [](const std::string&) {});
 #elif WEFT_CASE == 1
   scope.when_all({a, b}, [](int x, int y) { return x + y; });  // one argument per job: needs a tuple
 #elif WEFT_CASE == 2
@@ -136,6 +153,20 @@ void build(weft::Pool& pool) {
   // Over a Range2d: a body written for indices.
   static_cast<void>(weft::parallel_reduce(
       pool, weft::Range2d<int>(0, 4, 0, 4), 0, [](int, int, int acc) { return acc; }, std::plus<>()));
+#elif WEFT_CASE == 26
+  pipe.source([] { return 1; });  // a StreamGraph's source: not a std::optional either
+#elif WEFT_CASE == 27
+  auto items = pipe.source([]() -> std::optional<int> { return std::nullopt; });
+  pipe.sink(items, [](int x) { return x; });  // a StreamGraph's sink returning a value
+#elif WEFT_CASE == 28
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  scope.fan_out(numbers, [](int) { return std::vector<Pinned>(1); });  // elements that cannot move on
+#elif WEFT_CASE == 29
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  (void)scope.sequence(numbers, [](int x) { return std::to_string(x); });  // a key that is not a number
+#elif WEFT_CASE == 30
+  auto numbers = scope.source([]() -> std::optional<int> { return std::nullopt; });
+  (void)scope.priority_buffer(numbers, [](int x) { return x > 0; });  // one item, not two
 #else
 #error "no such WEFT_CASE"
 #endif

@@ -66,6 +66,21 @@ class StageBody {
   virtual void destroy_state(void* state) noexcept { static_cast<void>(state); }
   // Destroys an output of this stage at `slot` (an element, for a fan-out stage).
   virtual void destroy(void* slot) noexcept = 0;
+  // A sequence stage: the sequence number of the item at `slot` (its key function's value). Throws
+  // std::out_of_range, naming the stage, for a negative key.
+  virtual std::uint64_t sequence_key(void* slot) {
+    static_cast<void>(slot);
+    return 0;
+  }
+  // A priority buffer stage: true if the item at `a` ranks below the one at `b` (its comparison, less(a, b)).
+  // Called under the stage's lock; an exception of the comparison is kept (take_error) and the answer is false.
+  virtual bool ranks_below(void* a, void* b) noexcept {
+    static_cast<void>(a);
+    static_cast<void>(b);
+    return false;
+  }
+  // A priority buffer stage: the exception its comparison threw, if any, taken once (under the stage's lock).
+  virtual std::exception_ptr take_error() noexcept { return nullptr; }
   // Forgets what the body recorded in a run (a join's waiting items, a round-robin split's turn), once every item
   // of that run is gone: the next run of a reused pipeline starts afresh.
   virtual void reset() noexcept {}
@@ -339,8 +354,9 @@ class SplitBody final : public StageBody {
   using State = SplitState<T>;
   template <class G>
   explicit SplitBody(G&& route) : route_(std::forward<G>(route)) {}
-  // Called once the stage is named: errors name it.
-  void name(std::string stage, std::string pipeline) {
+  // Called once the stage is named: errors name it and `who`, the public call that made it.
+  void name(const char* who, std::string stage, std::string pipeline) {
+    who_ = who;
     stage_ = std::move(stage);
     pipeline_ = std::move(pipeline);
   }
@@ -352,7 +368,7 @@ class SplitBody final : public StageBody {
     } else {
       const auto index = std::invoke(route_, std::as_const(*input.input));
       if (std::cmp_less(index, 0) || std::cmp_greater_equal(index, N)) {
-        throw std::out_of_range("weft::TaskScope::split: stage '" + stage_ + "' of pipeline '" + pipeline_ +
+        throw std::out_of_range(std::string(who_) + ": stage '" + stage_ + "' of pipeline '" + pipeline_ +
                                 "': its route returned " + std::to_string(index) + " for a split into " +
                                 std::to_string(N) + " branches (0 .. " + std::to_string(N - 1) + ")");
       }
@@ -379,9 +395,82 @@ class SplitBody final : public StageBody {
  private:
   [[no_unique_address]] Route route_;
   std::atomic<std::uint64_t> turn_{0};  // RoundRobin: the next item's number; relaxed, only its count matters
+  const char* who_ = "weft::TaskScope::split";
   std::string stage_;
   std::string pipeline_;
 };
+
+// A sequence stage: passes each item on unchanged; the run holds items until their key's turn (0, 1, 2, ...).
+template <class T, class Key>
+class SequenceBody final : public StageBody {
+ public:
+  template <class G>
+  explicit SequenceBody(G&& key) : key_(std::forward<G>(key)) {}
+  // Called once the stage is named: errors name it and `who`, the public call that made it.
+  void name(const char* who, std::string stage, std::string pipeline) {
+    who_ = who;
+    stage_ = std::move(stage);
+    pipeline_ = std::move(pipeline);
+  }
+  std::uint64_t sequence_key(void* slot) override {
+    const auto key = std::invoke(key_, std::as_const(*slot_as<T>(slot)));
+    if (std::cmp_less(key, 0)) {
+      throw std::out_of_range(std::string(who_) + ": stage '" + stage_ + "' of pipeline '" + pipeline_ +
+                              "': its key returned " + std::to_string(key) +
+                              ": a sequence number is 0, 1, 2, ... (never negative)");
+    }
+    return static_cast<std::uint64_t>(key);
+  }
+  bool process(void* slot) override {
+    static_cast<void>(slot);  // the item stays where it is, now this stage's output
+    return true;
+  }
+  void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+
+ private:
+  [[no_unique_address]] Key key_;
+  const char* who_ = "weft::TaskScope::sequence";
+  std::string stage_;
+  std::string pipeline_;
+};
+
+// A priority buffer stage: passes each item on unchanged; the run hands its waiting items on highest first, by
+// `less` (as std::priority_queue: the item no other ranks below goes first).
+template <class T, class Less>
+class PriorityBody final : public StageBody {
+ public:
+  template <class G>
+  explicit PriorityBody(G&& less) : less_(std::forward<G>(less)) {}
+  bool ranks_below(void* a, void* b) noexcept override {
+    try {
+      return static_cast<bool>(std::invoke(less_, std::as_const(*slot_as<T>(a)), std::as_const(*slot_as<T>(b))));
+    } catch (...) {
+      if (!error_) error_ = std::current_exception();
+      return false;
+    }
+  }
+  std::exception_ptr take_error() noexcept override { return std::exchange(error_, nullptr); }
+  bool process(void* slot) override {
+    static_cast<void>(slot);  // the item stays where it is, now this stage's output
+    return true;
+  }
+  void destroy(void* slot) noexcept override { slot_as<T>(slot)->~T(); }
+  void reset() noexcept override { error_ = nullptr; }
+
+ private:
+  [[no_unique_address]] Less less_;
+  std::exception_ptr error_;  // guarded by the stage's lock
+};
+
+// A priority buffer's comparison: callable with two const T&, returning something convertible to bool.
+template <class F, class T>
+concept PriorityLess = std::is_invocable_v<F&, const T&, const T&> &&
+                       std::is_convertible_v<std::invoke_result_t<F&, const T&, const T&>, bool>;
+
+// A sequence stage's key: callable with a const T&, returning an integer (not bool), the item's sequence number.
+template <class F, class T>
+concept SequenceKey = std::is_invocable_v<F&, const T&> && std::is_integral_v<std::invoke_result_t<F&, const T&>> &&
+                      !std::is_same_v<std::invoke_result_t<F&, const T&>, bool>;
 
 // A split's route: callable with a const T&, returning an integer index.
 template <class F, class T>
@@ -395,7 +484,7 @@ struct StreamInput {
   std::uint32_t port;
 };
 
-enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sink };
+enum class StageKind : std::uint8_t { source, map, fan_out, fork, join, merge, sequence, priority, sink };
 
 namespace pipeline {
 class Run;  // graph/pipeline/pipeline_run.hpp: a pipeline's layout, slots and carriers
