@@ -129,7 +129,7 @@ Run::Run(Pipeline& pipeline, std::size_t workers)
     // The numbers waiting are of items alive in the segments feeding the stage.
     std::size_t span = 0;
     for (const std::uint32_t segment : feeds[k]) span += segments_[segment].budget;
-    if (state.kind == StageKind::sequence || state.kind == StageKind::priority) state.held.reserve(span);
+    if (state.kind == StageKind::sequence || state.kind == StageKind::priority) state.held().reserve(span);
     if (state.ordered) {
       std::size_t size = 1;
       while (size < span) size *= 2;
@@ -207,8 +207,11 @@ void Run::reset() noexcept {
     s.running = 0;
     s.inbox = SlotList();
     s.parked = SlotList();
-    std::fill(s.ring.begin(), s.ring.end(), nullptr);
-    s.held.clear();  // its items were destroyed above, with every slot's
+    if (s.ordered) {
+      std::fill(s.ring.begin(), s.ring.end(), nullptr);
+    } else {
+      s.held().clear();  // a sequence or priority stage: its items were destroyed above, with every slot's
+    }
     s.next_seq = 0;
     s.waiting = 0;
     s.dropped = 0;

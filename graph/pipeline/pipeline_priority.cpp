@@ -31,7 +31,7 @@ bool Run::arrive_priority(Carrier& carrier, Slot* slot, std::uint32_t stage, std
     offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
     return false;
   }
-  if (s.held.size() >= s.capacity) {
+  if (s.held().size() >= s.capacity) {
     if (s.overflow == Overflow::Block && producer != kNone) {
       slot->held = producer;
       s.parked.push(slot);
@@ -47,8 +47,8 @@ bool Run::arrive_priority(Carrier& carrier, Slot* slot, std::uint32_t stage, std
   }
   // Within the capacity, or beyond it under Block for an item whose producer holds no slot (a fan-out's element):
   // the segment's budget bounds those, and the heap was reserved for all of them.
-  s.held.push_back(slot);
-  std::push_heap(s.held.begin(), s.held.end(), order);
+  s.held().push_back(slot);
+  std::push_heap(s.held().begin(), s.held().end(), order);
   const std::exception_ptr error = s.body->take_error();
   s.lock.unlock();
   if (error) fail(error);
@@ -62,15 +62,15 @@ void Run::release_priority(Carrier& carrier, std::uint32_t stage) noexcept {
   std::uint32_t held = kNone;  // the producer's slot held by a parked item that takes the room just made
   s.lock.lock();
   --s.running;
-  if (!s.held.empty()) {  // non-empty only while every slot was taken: one is free now
-    std::pop_heap(s.held.begin(), s.held.end(), order);
-    next = s.held.back();
-    s.held.pop_back();
+  if (!s.held().empty()) {  // non-empty only while every slot was taken: one is free now
+    std::pop_heap(s.held().begin(), s.held().end(), order);
+    next = s.held().back();
+    s.held().pop_back();
     ++s.running;
     if (Slot* entered = s.parked.pop()) {
       held = std::exchange(entered->held, kNone);  // under the lock: once in the heap, others may take it
-      s.held.push_back(entered);
-      std::push_heap(s.held.begin(), s.held.end(), order);
+      s.held().push_back(entered);
+      std::push_heap(s.held().begin(), s.held().end(), order);
     }
   }
   const std::exception_ptr error = s.body->take_error();

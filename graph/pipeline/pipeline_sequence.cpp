@@ -41,15 +41,15 @@ void Run::arrive_sequence(Carrier& carrier, Slot* slot, std::uint32_t stage) noe
   if (key < s.next_seq) {
     late = true;
   } else if (s.overflow == Overflow::Fail && !(key == s.next_seq && s.running < s.concurrency) &&
-             s.held.size() >= s.capacity) {
+             s.held().size() >= s.capacity) {
     full = true;
   } else {
-    s.held.push_back(slot);  // reserved for every item alive: no allocation
-    std::push_heap(s.held.begin(), s.held.end(), LaterKey{});
+    s.held().push_back(slot);  // reserved for every item alive: no allocation
+    std::push_heap(s.held().begin(), s.held().end(), LaterKey{});
     take_sequenced(s, starts, repeated);
     expected = s.next_seq;
   }
-  held = s.held.size();
+  held = s.held().size();
   s.lock.unlock();
   if (late || repeated) {
     // The item (or its twin, left in the heap) stays in its slot: reset() destroys it.
@@ -89,15 +89,15 @@ void Run::release_sequence(Carrier& carrier, std::uint32_t stage) noexcept {
 }
 
 void Run::take_sequenced(StageState& s, SlotList& starts, bool& repeated) noexcept {
-  while (!s.held.empty() && s.running < s.concurrency) {
-    Slot* front = s.held.front();
+  while (!s.held().empty() && s.running < s.concurrency) {
+    Slot* front = s.held().front();
     if (front->seq < s.next_seq) {  // a second item of a key handed on already
       repeated = true;
       return;
     }
     if (front->seq != s.next_seq) return;  // the next key has not come yet
-    std::pop_heap(s.held.begin(), s.held.end(), LaterKey{});
-    s.held.pop_back();
+    std::pop_heap(s.held().begin(), s.held().end(), LaterKey{});
+    s.held().pop_back();
     ++s.running;
     ++s.next_seq;
     starts.push(front);
@@ -107,16 +107,16 @@ void Run::take_sequenced(StageState& s, SlotList& starts, bool& repeated) noexce
 bool Run::check_sequences() noexcept {
   for (std::uint32_t k = 0; k < stages_.size(); ++k) {
     const StageState& s = state(k);
-    if (s.kind != StageKind::sequence || s.held.empty()) continue;
+    if (s.kind != StageKind::sequence || s.held().empty()) continue;
     std::uint64_t highest = 0;
-    for (const Slot* slot : s.held) highest = std::max(highest, slot->seq);
-    const std::string held = std::to_string(s.held.size()) + " item(s) (keys " + std::to_string(s.held.front()->seq) +
-                             " .. " + std::to_string(highest) + ")";
+    for (const Slot* slot : s.held()) highest = std::max(highest, slot->seq);
+    const std::string held = std::to_string(s.held().size()) + " item(s) (keys " +
+                             std::to_string(s.held().front()->seq) + " .. " + std::to_string(highest) + ")";
     pool_lock_.lock();
     std::size_t live = 0;
     for (const Segment& segment : segments_) live += segment.live;
     pool_lock_.unlock();
-    if (source_ended_ && live == s.held.size()) {
+    if (source_ended_ && live == s.held().size()) {
       // Nothing else alive: the key it waits for will never come.
       fail(error_of<weft::unmatched_items>(
           owner(), ": sequence '", stages_[k].name, "' of pipeline '", pipeline_.name(), "' waits for key ",

@@ -29,12 +29,13 @@ struct alignas(atomics::kCacheLine) Run::StageState {
   std::size_t capacity = 1;
   Overflow overflow = Overflow::Block;
   bool ordered = false;
-  SlotList inbox;           // Order::Any: items waiting for a slot, oldest first
-  SlotList parked;          // Order::Any, Block: items that found the inbox full, holding their producer's slot
-  std::vector<Slot*> ring;  // Order::Input: waiting items and markers, at their number modulo its size
+  SlotList inbox;   // Order::Any: items waiting for a slot, oldest first
+  SlotList parked;  // Order::Any, Block: items that found the inbox full, holding their producer's slot
+  // Order::Input: waiting items and markers, at their number modulo its size. A sequence or priority stage (never
+  // Order::Input) keeps its waiting items here instead, as a heap (held()): one vector for both keeps this state,
+  // one per stage of every run, within its cache lines.
+  std::vector<Slot*> ring;
   std::uint64_t mask = 0;
-  std::vector<Slot*> held;     // a sequence stage: the items waiting for their key's turn, a min-heap by Slot::seq
-                               // (reserved for every item its segments can hold: pushing never allocates)
   std::uint64_t next_seq = 0;  // Order::Input, or a sequence stage: the number (key) the stage takes next
   std::size_t waiting = 0;     // Order::Input: items (not markers) in the ring
   std::uint64_t dropped = 0;
@@ -45,6 +46,12 @@ struct alignas(atomics::kCacheLine) Run::StageState {
   std::unique_ptr<std::atomic<std::uint64_t>[]> port_emitted;
   // A join stage: per input, the stage that numbered its items (and the branch, after a fork).
   std::vector<Origin> join_origins;
+
+  // A sequence stage: the items waiting for their key's turn, a min-heap by Slot::seq; a priority stage: its
+  // waiting items, a heap by the stage's order. Reserved for every item its segments can hold: pushing never
+  // allocates.
+  [[nodiscard]] std::vector<Slot*>& held() noexcept { return ring; }
+  [[nodiscard]] const std::vector<Slot*>& held() const noexcept { return ring; }
 };
 
 inline Run::StageState& Run::state(std::uint32_t stage) const noexcept { return states_[stage]; }
