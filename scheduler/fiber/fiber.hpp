@@ -39,17 +39,7 @@
 #include <utility>
 
 #include "scheduler/fiber/fiber_stack.hpp"
-
-// Declares `[[gnu::noinline]] Type* Name() noexcept` returning the address of the thread_local `Variable` as seen
-// by the thread that calls it. Each call computes the address anew: the function is not inlined, and the empty
-// asm makes its result opaque, so the compiler cannot fold two calls into one across a fiber switch (which it
-// may do with a plain `&Variable`, or with an accessor it can see through, even at -O0 on clang).
-#define WEFT_FIBER_SAFE_TLS(Name, Type, Variable)  \
-  [[gnu::noinline]] inline Type* Name() noexcept { \
-    Type* address = &(Variable);                   \
-    asm volatile("" : "+r"(address));              \
-    return address;                                \
-  }
+#include "scheduler/fiber/safe_tls.hpp"
 
 namespace weft::fiber {
 
