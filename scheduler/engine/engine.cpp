@@ -14,7 +14,6 @@
 
 #include "scheduler/engine/engine_internal.hpp"
 #include "scheduler/fiber/fiber_stack.hpp"
-#include "scheduler/fiber/safe_tls.hpp"
 #if WEFT_FIBERS
 #include "scheduler/fiber/fiber_overflow.hpp"
 #endif
@@ -143,13 +142,14 @@ unsigned checked_options(PoolOptions& options, Topology& topology, std::vector<s
 
 }  // namespace
 
-namespace {
-WEFT_FIBER_SAFE_TLS(worker_slot, Worker*, tls_worker)
-}  // namespace
-
-// Through an accessor that is never inlined: a unity build (or LTO) that inlined this into a wait would read the
-// worker of the thread the task ran on before it suspended.
-Worker* Engine::this_thread_worker() noexcept { return *worker_slot(); }
+// Never inlined (engine.hpp), its address made opaque as WEFT_FIBER_SAFE_TLS does (scheduler/fiber/safe_tls.hpp): a
+// unity build (or LTO) that inlined this into a wait would read the worker of the thread the task ran on before it
+// suspended. One call, not an accessor's call inside this one: every wait on a worker asks.
+Worker* Engine::this_thread_worker() noexcept {
+  Worker** slot = &tls_worker;
+  asm volatile("" : "+r"(slot));
+  return *slot;
+}
 
 Engine::Engine(PoolOptions options)
     : options_(std::move(options)), hooks_(options_), parking_(asymmetric_parking(options_)) {

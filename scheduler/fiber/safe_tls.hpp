@@ -1,6 +1,7 @@
 // Reading a thread_local where the running code may have moved to another thread since it last read one: on a
 // fiber, after any call that may suspend it (a wait, a task run inline), since a suspended fiber may resume on
-// another worker. Built with or without fibers (the engine's accessors use it either way).
+// another worker. Needs no fibers itself: the rule holds for code built either way (Engine::this_thread_worker,
+// the stack guard's *_here checks follow it without the macro).
 //
 // Why: compilers take the thread pointer as fixed for the length of a function. They compute a thread_local's
 // address (on ARM64: `mrs tpidr_el0` plus the variable's offset) once and reuse it, across calls and out of
