@@ -228,10 +228,20 @@ void RunState::help_from_outside() noexcept {
   if (claim_roots()) {
     void* const outer = engine::exchange_task_local(kCurrentRunSlot, this);
     // As one task of the pool: inside its hooks, and marked so that the pool's waits refuse to wait from here.
-    // Refused (false) if the thread can have no slot in the pool: the roots task runs them all then.
-    (void)engine.run_here(Priority::Normal, [this] { run_roots(true); });
-    (void)engine::exchange_task_local(kCurrentRunSlot, outer);
-    finish_unit();  // the roots' unit, which the claim handed to this thread; *this may be gone after it
+    // The roots' unit, which the claim handed to this thread, is given back inside the frame too: if it is the
+    // pass's last, this thread ends the pass, and the next pass of run_n / run_until (or the next queued run)
+    // is posted from here; outside the frame, a Drain's closed gate would refuse it and fail an accepted run.
+    // *this may be gone after finish_unit. Refused (false) if the thread can have no slot in the pool: the
+    // roots task runs them all then.
+    const bool ran = engine.run_here(Priority::Normal, [this, outer] {
+      run_roots(true);
+      (void)engine::exchange_task_local(kCurrentRunSlot, outer);  // out of this run, as run_task leaves it
+      finish_unit();
+    });
+    if (!ran) {
+      (void)engine::exchange_task_local(kCurrentRunSlot, outer);
+      finish_unit();
+    }
   }
   // release: idle() reads finished with acquire, and then everything the nodes run here did.
   inline_runs.finished.fetch_add(1, std::memory_order_release);

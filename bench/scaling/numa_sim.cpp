@@ -8,7 +8,13 @@
 //   homed on that worker's node. Run on another node, a task's cost is multiplied by kRemoteWork.
 // - An idle worker sweeps the other workers in its order (flat: all of them from a random start; by distance: tier by
 //   tier, each from a random start), paying kProbe (local) or kProbeRemote (other node) for each victim it looks
-//   at, and kSteal or kStealRemote for the steal that succeeds. A sweep that finds nothing is repeated (no parking).
+//   at, and kSteal or kStealRemote for the steal that succeeds. A sweep that finds nothing is repeated.
+// - With the spin bound (scheduler/topology/spin_groups.hpp, the library's own groups), a worker whose sweep found
+//   nothing while its node already has as many idle sweepers as its bound parks instead, and costs nothing until a
+//   wake-up: the engine's two, a worker that publishes work while nobody sweeps anywhere wakes one parked worker,
+//   and a sweeper that stole from a deque with more left hands over to one. A woken worker sweeps after kWake. Which
+//   parked worker wakes is the longest parked (the event count's order is not by distance). Without the bound,
+//   nobody parks (an idle worker spins for ever; the engine's spin_before_park timeout is not modelled).
 // - Each sweep is evaluated at the time it starts (what it sees does not change while it looks).
 // Workloads: fib (a binary tree of tasks), wavefront (a grid, each cell after its upper and left neighbours) and
 // pipeline (items through serial stages of unequal cost).
@@ -27,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/topology/spin_groups.hpp"
 #include "scheduler/topology/steal_order.hpp"
 #include "weft/topology.hpp"
 
@@ -37,6 +44,7 @@ constexpr double kProbeRemote = 0.2;  // ... on another node
 constexpr double kSteal = 0.5;        // a successful steal from this node (the CAS, the task's first lines)
 constexpr double kStealRemote = 2.0;  // ... from another node
 constexpr double kRemoteWork = 1.3;   // a task run away from its data's node takes this much longer
+constexpr double kWake = 5.0;         // a parked worker's wake-up, until its first sweep (a futex wake, a schedule)
 
 struct Task {
   std::uint32_t a = 0;
@@ -134,6 +142,7 @@ struct Result {
   std::uint64_t remote_probes = 0;
   double work = 0;
   double remote_work = 0;  // work run away from its data's node (its cost before kRemoteWork)
+  std::uint64_t parks = 0;
 };
 
 struct Worker {
@@ -148,9 +157,11 @@ struct Worker {
   }
 };
 
-// Runs `workload` on the workers placed on `topology`, stealing in `orders` (empty: the flat sweep).
+// Runs `workload` on the workers placed on `topology`, stealing in `orders` (empty: the flat sweep), idle sweepers
+// bounded per node by `groups` (empty: no bound).
 Result simulate(const weft::Topology& topology, const std::vector<std::vector<unsigned>>& placement,
-                const std::vector<weft::topology::StealOrder>& orders, Workload& workload, std::uint64_t seed) {
+                const std::vector<weft::topology::StealOrder>& orders, const weft::topology::SpinGroups& groups,
+                Workload& workload, std::uint64_t seed) {
   const auto count = static_cast<unsigned>(placement.size());
   std::vector<Worker> workers(count);
   for (unsigned w = 0; w < count; ++w) {
@@ -170,6 +181,24 @@ Result simulate(const weft::Topology& topology, const std::vector<std::vector<un
   for (unsigned w = 0; w < count; ++w) events.emplace(0.0, w);
   std::uint64_t outstanding = 1;  // tasks ready or running
   double now = 0;
+  // The spin bound: who sweeps (idle and not parked) per group and in all, who is parked (longest first).
+  const bool bounded = !groups.bound.empty();
+  std::vector<unsigned> sweeping(groups.bound.size(), 0);
+  unsigned sweepers = 0;
+  std::vector<bool> is_sweeping(count, false);
+  std::deque<unsigned> parked;
+  const auto stop_sweeping = [&](unsigned w) {
+    if (!is_sweeping[w]) return;
+    is_sweeping[w] = false;
+    --sweeping[groups.group_of[w]];
+    --sweepers;
+  };
+  const auto wake_one = [&] {
+    if (parked.empty()) return;
+    const unsigned woken = parked.front();
+    parked.pop_front();
+    events.emplace(now + kWake, woken);
+  };
   while (outstanding > 0) {
     const auto [time, w] = events.top();
     events.pop();
@@ -184,6 +213,8 @@ Result simulate(const weft::Topology& topology, const std::vector<std::vector<un
         self.deque.push_back(task);
       }
       outstanding += ready.size();
+      // A producer wakes a parked worker only when nobody sweeps (parking.hpp's notify()).
+      if (bounded && !ready.empty() && sweepers == 0) wake_one();
       ready.clear();
       if (outstanding == 0) break;
     }
@@ -205,6 +236,8 @@ Result simulate(const weft::Topology& topology, const std::vector<std::vector<un
         delay += remote ? kStealRemote : kSteal;
         ++result.steals;
         result.remote_steals += remote ? 1 : 0;
+        // A sweeper that found work with more visible hands the search over to a parked worker.
+        if (bounded && !workers[victim].deque.empty()) wake_one();
         return true;
       };
       if (orders.empty()) {
@@ -225,6 +258,22 @@ Result simulate(const weft::Topology& topology, const std::vector<std::vector<un
         }
       }
     }
+    if (bounded) {
+      if (task) {
+        stop_sweeping(w);
+      } else if (!is_sweeping[w]) {
+        const unsigned group = groups.group_of[w];
+        if (sweeping[group] >= groups.bound[group]) {
+          // Its node has its sweepers: this worker parks, and is no event until a wake-up.
+          parked.push_back(w);
+          ++result.parks;
+          continue;
+        }
+        is_sweeping[w] = true;
+        ++sweeping[group];
+        ++sweepers;
+      }
+    }
     if (task) {
       const double base = workload.cost(*task);
       const bool away = task->home != self.node;
@@ -241,8 +290,9 @@ Result simulate(const weft::Topology& topology, const std::vector<std::vector<un
 }
 
 void report(const char* machine, const char* order, const char* workload, const Result& r) {
-  std::printf("| %s | %s | %s | %.0f | %.1f%% | %llu | %.1f%% | %.1f%% | %.1f%% |\n", machine, workload, order, r.time,
-              100.0 * r.idle, static_cast<unsigned long long>(r.steals),
+  std::printf("| %s | %s | %s | %.0f | %.1f%% | %llu | %llu | %.1f%% | %.1f%% | %.1f%% |\n", machine, workload, order,
+              r.time, 100.0 * r.idle, static_cast<unsigned long long>(r.steals),
+              static_cast<unsigned long long>(r.probes),
               r.steals == 0 ? 0.0 : 100.0 * static_cast<double>(r.remote_steals) / static_cast<double>(r.steals),
               r.probes == 0 ? 0.0 : 100.0 * static_cast<double>(r.remote_probes) / static_cast<double>(r.probes),
               r.work == 0 ? 0.0 : 100.0 * r.remote_work / r.work);
@@ -264,8 +314,8 @@ weft::Topology machine_of(unsigned packages, unsigned cores) {
 
 int main() {
   std::printf(
-      "| machine | workload | steal order | time | idle | steals | cross-node steals | cross-node probes | "
-      "work away from its node |\n|---|---|---|---|---|---|---|---|---|\n");
+      "| machine | workload | steal order | time | idle | steals | probes | cross-node steals | cross-node probes | "
+      "work away from its node |\n|---|---|---|---|---|---|---|---|---|---|\n");
   struct Machine {
     const char* name;
     unsigned packages;
@@ -276,22 +326,26 @@ int main() {
     const unsigned workers = m.packages * m.cores;
     const auto placement = weft::placement(topology, {.pinning = weft::Pinning::Cores}, workers);
     const auto tiered = weft::topology::steal_orders(topology, placement);
+    const auto groups = weft::topology::spin_groups(topology, placement);
     const std::vector<std::function<std::unique_ptr<Workload>()>> workloads = {
         [] { return std::make_unique<Fib>(24); },
         [] { return std::make_unique<Wavefront>(256); },
         [] { return std::make_unique<Pipeline>(2000, 16); },
     };
     for (const auto& make : workloads) {
-      for (const bool by_distance : {false, true}) {
+      // Random victims; by distance; by distance with the spin bound per node.
+      for (const int variant : {0, 1, 2}) {
         // The median of three seeds, by time.
         std::vector<Result> runs;
         for (std::uint64_t seed = 1; seed <= 3; ++seed) {
           auto workload = make();
-          runs.push_back(simulate(topology, placement, by_distance ? tiered : std::vector<weft::topology::StealOrder>{},
-                                  *workload, seed));
+          runs.push_back(simulate(topology, placement,
+                                  variant == 0 ? std::vector<weft::topology::StealOrder>{} : tiered,
+                                  variant == 2 ? groups : weft::topology::SpinGroups{}, *workload, seed));
         }
         std::sort(runs.begin(), runs.end(), [](const Result& a, const Result& b) { return a.time < b.time; });
-        report(m.name, by_distance ? "by distance" : "random", make()->name(), runs[1]);
+        const char* names[] = {"random", "by distance", "by distance, spin bound"};
+        report(m.name, names[variant], make()->name(), runs[1]);
       }
     }
   }

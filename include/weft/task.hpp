@@ -38,6 +38,18 @@
 #include "weft/task_graph.hpp"
 #include "weft/wait_group.hpp"
 
+// Task frames from the global heap rather than the block cache: under AddressSanitizer (see TaskPromiseBase).
+#if defined(__SANITIZE_ADDRESS__)
+#define WEFT_TASK_FRAMES_FROM_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WEFT_TASK_FRAMES_FROM_HEAP 1
+#endif
+#endif
+#ifndef WEFT_TASK_FRAMES_FROM_HEAP
+#define WEFT_TASK_FRAMES_FROM_HEAP 0
+#endif
+
 namespace weft {
 
 template <class T = void>
@@ -62,6 +74,28 @@ struct TaskJoin {
 // or when_all's join), and the exception the body let out.
 class TaskPromiseBase {
  public:
+  // A Task's frame (the promise, the body's locals, its awaiters) comes from the calling thread's block cache, as
+  // a Future's state does (detail/block_cache.hpp): a frame of up to 256 bytes is popped from the thread's own free
+  // list and pushed back to whichever thread's list frees it, where the global operator new's malloc and free were
+  // half of the instructions of a co_await of a Task that ends at once. A larger frame comes from the heap. Under
+  // AddressSanitizer every frame comes from the heap, so that a frame used after its Task was destroyed, or never
+  // freed, is reported (a recycled block stays valid memory). Throws std::bad_alloc (the call that makes the Task
+  // throws it).
+  static void* operator new(std::size_t bytes) {
+#if WEFT_TASK_FRAMES_FROM_HEAP
+    return ::operator new(bytes);
+#else
+    return allocate_future_state(bytes, __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+#endif
+  }
+  static void operator delete(void* frame, std::size_t bytes) noexcept {
+#if WEFT_TASK_FRAMES_FROM_HEAP
+    ::operator delete(frame, bytes);
+#else
+    deallocate_future_state(frame, bytes, __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+#endif
+  }
+
   // Lazily started: the body runs when the Task is awaited (or given to sync_wait, spawn, when_all).
   std::suspend_always initial_suspend() noexcept { return {}; }
 

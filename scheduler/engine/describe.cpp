@@ -58,7 +58,13 @@ std::string Engine::describe() const {
   }
   add({"; topology from ", source_text(topology_.source()), " (", std::to_string(topology_.numa_nodes()), " nodes, ",
        std::to_string(topology_.cores()), " cores, ", std::to_string(topology_.cpus().size()), " CPUs); stealing ",
-       steal_orders_.empty() ? "at random" : "by distance", "\n"});
+       steal_orders_.empty() ? "at random" : "by distance"});
+  if (spin_quota_.bounded()) {
+    out.append("; idle spinners at most");
+    for (unsigned g = 0; g < spin_quota_.groups(); ++g)
+      add({g == 0 ? " " : ", ", std::to_string(spin_quota_.bound(g)), " of node group ", std::to_string(g)});
+  }
+  out.append("\n");
   for (std::size_t w = 0; w < placement_.size(); ++w) {
     const auto& cpus = placement_[w];
     add({"worker ", std::to_string(w), cpus.size() == 1 ? ": CPU" : ": CPUs"});

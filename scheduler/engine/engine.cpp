@@ -155,6 +155,7 @@ Engine::Engine(PoolOptions options)
     : options_(std::move(options)), hooks_(options_), parking_(asymmetric_parking(options_)) {
   const unsigned count = checked_options(options_, topology_, placement_);
   steal_orders_ = topology::steal_orders(topology_, placement_);
+  spin_quota_ = SpinQuota(topology::spin_groups(topology_, placement_));
   make_workers(count);
   start_workers();
 }

@@ -25,6 +25,7 @@
 #include "scheduler/engine/resumed_queue.hpp"
 #include "scheduler/engine/slot_lease.hpp"
 #include "scheduler/engine/slot_table.hpp"
+#include "scheduler/engine/spin_quota.hpp"
 #include "scheduler/engine/task_errors.hpp"
 #include "scheduler/engine/task_hooks.hpp"
 #include "scheduler/engine/timer_queue.hpp"
@@ -99,6 +100,8 @@ class Engine {
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(workers_.size()); }
   // Where each worker sits (Pool::placement, Pool::describe).
   [[nodiscard]] const std::vector<std::vector<unsigned>>& placement() const noexcept { return placement_; }
+  // How many idle workers of each NUMA node spin at once, and the most seen (scheduler/engine/spin_quota.hpp).
+  [[nodiscard]] const SpinQuota& spin_quota() const noexcept { return spin_quota_; }
   [[nodiscard]] std::string describe() const;
   [[nodiscard]] std::optional<unsigned> current_worker() const noexcept;
   // Pool::current_thread_index: the worker index on a worker of this engine; size() + its slot's index on
@@ -439,6 +442,9 @@ class Engine {
   Topology topology_;
   std::vector<std::vector<unsigned>> placement_;
   std::vector<topology::StealOrder> steal_orders_;
+  // How many idle workers of each NUMA node may spin at once (scheduler/engine/spin_quota.hpp); no bound unless
+  // the workers' places are known. Built with the steal orders, before the workers start.
+  SpinQuota spin_quota_;
 
   // The pool's timers and their thread (scheduler/engine/timer_queue.hpp). Last: destroyed first, its thread
   // joined (if a shutdown did not) while everything it hands tasks to still exists.

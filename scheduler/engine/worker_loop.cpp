@@ -73,6 +73,9 @@ void Engine::worker_main(Worker& start) {
     parking_.begin_search(woken);
     woken = false;
     Task* found = nullptr;
+    // A worker whose NUMA node has as many spinners as it may (scheduler/engine/spin_quota.hpp) makes one look,
+    // then parks; its node's spinners keep looking for it.
+    const bool spins = spin_quota_.try_enter(me->index);
     const auto spin_until = std::chrono::steady_clock::now() + options_.spin_before_park;
     unsigned looks = 0;
     do {
@@ -87,7 +90,8 @@ void Engine::worker_main(Worker& start) {
       found = find_task(*me);
       // A resumed task is taken at the loop's top.
       if (me->fibers != nullptr && !resumed_.empty_hint()) break;
-    } while (found == nullptr && std::chrono::steady_clock::now() < spin_until);
+    } while (found == nullptr && spins && std::chrono::steady_clock::now() < spin_until);
+    if (spins) spin_quota_.leave(me->index);
     const bool last_searcher = parking_.end_search();
     if (found != nullptr) {
       // The last searcher found work, and producers skipped waking anyone while we searched. If more work is

@@ -5,34 +5,9 @@
 #include <optional>
 #include <utility>
 
+#include "scheduler/topology/seat.hpp"
+
 namespace weft::topology {
-namespace {
-
-// Where a worker sits: its node, and its core if it is pinned to one CPU.
-struct Seat {
-  unsigned node = 0;
-  std::optional<unsigned> core;
-};
-
-std::optional<Seat> seat_of(const Topology& topology, const std::vector<unsigned>& cpus) {
-  if (cpus.empty()) return std::nullopt;
-  Seat seat;
-  for (std::size_t i = 0; i < cpus.size(); ++i) {
-    const CpuInfo* cpu = topology.find(cpus[i]);
-    if (cpu == nullptr) return std::nullopt;
-    if (i == 0) {
-      seat.node = cpu->numa_node;
-      seat.core = cpu->core;
-    } else if (cpu->numa_node != seat.node) {
-      return std::nullopt;
-    } else if (seat.core != cpu->core) {
-      seat.core.reset();
-    }
-  }
-  return seat;
-}
-
-}  // namespace
 
 std::vector<StealOrder> steal_orders(const Topology& topology, std::span<const std::vector<unsigned>> placement) {
   const auto count = static_cast<unsigned>(placement.size());

@@ -20,6 +20,8 @@
 #include <variant>
 #include <vector>
 
+#include "scheduler/engine/future_alloc.hpp"
+#include "scheduler/lockfree/node_pool.hpp"
 #include "tests/coro/coro_configs.hpp"
 #include "tests/support/sanitizers.hpp"
 #include "weft/weft.hpp"
@@ -88,6 +90,12 @@ Task<int> fib(int n) {
   co_return a + b;
 }
 int serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
+Task<int> fib_from_pool(weft::Pool& pool, int n) {
+  co_await pool.schedule();
+  co_return co_await fib(n);
+}
+// Most blocks a thread's cache keeps in one list (scheduler/lockfree/node_pool.hpp).
+constexpr std::uint64_t kFrameCacheBlocks = weft::lockfree::NodeCache<weft::atomics::StdMemoryModel>::kCapacity;
 
 // Never resumes what awaits it: the coroutine stays suspended until its frame is destroyed.
 struct Forever {
@@ -174,6 +182,27 @@ TEST_CASE("destroying a never-started or a suspended Task frees its frame") {
   // A when_all never awaited frees its Tasks.
   { auto all = weft::when_all(suspended_forever(Tracked{}), value_of(2)); }
   CHECK(Tracked::live.load() == 0);
+}
+
+// A Task's frame comes from the block cache of the thread that makes it and goes back to the list of the thread
+// that frees it (weft/task.hpp): frames made on one worker and freed on another must still come back round, not
+// pile up on the freeing threads' lists. Under AddressSanitizer frames come from the heap and hold no block.
+TEST_CASE("Task frames made and freed on different threads: the blocks held stay bounded") {
+  on_each_pool([](weft::Pool& pool) {
+    constexpr int kRounds = 20;
+    const std::uint64_t before = weft::detail::future_state_blocks_held();
+    std::uint64_t first = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      CHECK(weft::sync_wait(fib_from_pool(pool, 16)) == 987);
+      const std::uint64_t grown = weft::detail::future_state_blocks_held() - before;
+      if (round == 0) first = grown;
+      // After the first round, each thread's cache may hold up to two lists of each size class more (freed and
+      // taken, NodeCache::kCapacity each) than the round left behind, but never a round's frames again.
+      const std::uint64_t caches = (pool.size() + 1) * 2 * kFrameCacheBlocks * weft::detail::kBlockClasses;
+      INFO("round " << round << ": " << grown << " blocks more than before (after the first round: " << first << ")");
+      REQUIRE(grown <= first + caches);
+    }
+  });
 }
 
 TEST_CASE("a co_await chain a million deep (10,000 under sanitizers and emulation) runs in constant stack") {

@@ -90,7 +90,9 @@ TEST_CASE("one worker: a pipeline stage waits on a future whose task needs the s
 }
 
 TEST_CASE("10,000 tasks suspended at once on an Event, then released; the stacks stay within the bound") {
-  const std::size_t tasks = kThreadSanitizer || kAddressSanitizer ? 2000 : 10000;
+  // Fewer where every stack's mapping costs many times its price (reduced_runs(): TSan, an emulator) or its
+  // shadow does (ASan): still thousands of stacks held at once, far past any cache of free ones.
+  const std::size_t tasks = weft::test::reduced_runs() ? 1000 : kAddressSanitizer ? 2000 : 10000;
   const std::size_t bound = tasks + 64;
   for (const unsigned workers : {1u, 2u, 4u}) {
     INFO("workers = " << workers);
@@ -200,7 +202,8 @@ TEST_CASE("every worker deep in nested waits, each waiting on a task bound to it
   // Without fibers, waits past Engine::kMaxWaitDepth run only their own deque, so a task bound to the worker
   // (in its mailbox) can be stranded when every worker is that deep; with fibers the waiting task suspends
   // and the worker's loop takes the mailbox task.
-  const unsigned depth = 200;
+  // Past Engine::kMaxWaitDepth (64) either way; half as deep where each level costs many times its price.
+  const unsigned depth = weft::test::reduced_runs() ? 100 : 200;
   for (const unsigned workers : kWorkerCounts) {
     INFO("workers = " << workers);
     const Watchdog watchdog("bound chains", patience(60));

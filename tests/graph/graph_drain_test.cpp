@@ -304,6 +304,29 @@ TEST_CASE("a DropPending shutdown cuts a TaskScope chain in flight with a messag
 
 namespace {
 
+// Takes every one of the pool's `workers` with a task that spins until `release`: the thread waiting for a run then
+// takes its roots over and runs the graph in place.
+void hold_every_worker(weft::Pool& pool, unsigned workers, std::atomic<unsigned>& held, std::atomic<bool>& release) {
+  for (unsigned w = 0; w < workers; ++w) {
+    pool.post([&held, &release] {
+      held.fetch_add(1);
+      while (!release.load()) std::this_thread::yield();
+    });
+  }
+  while (held.load() < workers) std::this_thread::yield();
+}
+
+// A thread outside the pool that waits for `run` (helping it), keeping a task_dropped's message in `failure`.
+std::thread wait_on_a_thread(weft::Run& run, std::optional<std::string>& failure) {
+  return std::thread([&run, &failure] {
+    try {
+      (void)run.wait();
+    } catch (const weft::task_dropped& e) {
+      failure = e.what();
+    }
+  });
+}
+
 // A graph an outside waiter runs while shutdown(Drain) closes the pool: a chain whose every node also has a leaf
 // (fan-out: the leaf is posted to the pool), or a one-node graph run run_n times (each pass posts its roots).
 enum class Shape { fan_out, run_n };
@@ -347,22 +370,10 @@ DrainFigures drain_with_outside_waiter(Shape shape, unsigned workers) {
     // Every worker held first, as above: the waiter takes the roots over and runs the graph in place.
     std::atomic<bool> release{false};
     std::atomic<unsigned> held{0};
-    for (unsigned w = 0; w < workers; ++w) {
-      pool.post([&] {
-        held.fetch_add(1);
-        while (!release.load()) std::this_thread::yield();
-      });
-    }
-    while (held.load() < workers) std::this_thread::yield();
+    hold_every_worker(pool, workers, held, release);
     weft::Run run = shape == Shape::fan_out ? graph.run(pool) : graph.run_n(pool, kChain);
     std::optional<std::string> failure;
-    std::thread waiting([&] {
-      try {
-        (void)run.wait();
-      } catch (const weft::task_dropped& e) {
-        failure = e.what();
-      }
-    });
+    std::thread waiting = wait_on_a_thread(run, failure);
     // run_n: the waiter runs the first pass and posts the next one to the held workers.
     const unsigned started = shape == Shape::fan_out ? 20 : 1;
     while (ran.load(std::memory_order_relaxed) < started) std::this_thread::yield();
@@ -399,4 +410,52 @@ TEST_CASE("shutdown(Drain) with an outside waiter running a fan-out or run_n gra
       CHECK(figures.cut == 0);
     });
   }
+}
+
+// The waiter of a run_n run ends a pass itself while a Drain has closed the gate: the pass's first node (which the
+// waiter runs, the workers being held) returns only once an outside post is refused, and after the worker's roots
+// task has had time to give its unit back, so the waiter's own unit is the pass's last and the waiter posts the
+// next pass. That post is work of a run the pool accepted: admitted, and the run completes. (Before, the waiter
+// gave its unit back outside the frame that marks it as running the pool's work, and the run failed with
+// task_dropped whenever its unit was the last; a race the test above met about once in forty rounds.)
+TEST_CASE("shutdown(Drain) while an outside waiter ends a run_n pass: the next pass is admitted") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const Watchdog watchdog(named("Drain while the waiter ends a pass", workers), patience(120));
+    constexpr unsigned kPasses = 3;
+    weft::Pool pool{weft::PoolOptions{.threads = workers}};
+    std::atomic<bool> release{false};
+    std::atomic<bool> closed{false};
+    std::atomic<unsigned> held{0};
+    std::atomic<unsigned> ran{0};
+    weft::TaskGraph graph;
+    (void)graph.add_node([&] {
+      if (ran.fetch_add(1) != 0) return;
+      while (!closed.load()) std::this_thread::yield();
+      std::this_thread::sleep_for(20ms);  // the released workers run the roots task meanwhile
+    });
+    hold_every_worker(pool, workers, held, release);
+    weft::Run run = graph.run_n(pool, kPasses);
+    std::optional<std::string> failure;
+    std::thread waiting = wait_on_a_thread(run, failure);
+    while (ran.load() == 0) std::this_thread::yield();
+    // A thread outside the pool learns when the gate closes: its post is refused from then on.
+    std::thread probe([&] {
+      for (;;) {
+        try {
+          pool.post([] {});
+        } catch (const weft::pool_closed&) {
+          closed.store(true);
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    release.store(true);
+    (void)pool.shutdown(weft::Shutdown::Drain);
+    probe.join();
+    waiting.join();
+    INFO("error: " << failure.value_or("none"));
+    CHECK_FALSE(failure.has_value());
+    CHECK(ran.load() == kPasses);
+  });
 }

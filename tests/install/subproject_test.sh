@@ -18,6 +18,10 @@
 #                  from the tarball of `meson dist` (of the committed tree: meson dist archives git's HEAD),
 #                  with --wrap-mode=nodownload and the tarball in subprojects/packagecache: its source_url (a
 #                  file: URL) must not be needed. Skipped (77) when SOURCE_ROOT is not a git work tree.
+# fallback, get_variable and wrap_file also pass -Dweft:library_unity=true on the consumer's command line (an
+# option of weft's passed through): weft's library then compiles in unity files, a third of the CPU, and these
+# three check how meson finds weft, not how its sources compile; dependency, fallback_pair, readme_test.sh and
+# install_test.sh build it source by source, as users do.
 #
 # usage: subproject_test.sh STYLE SOURCE_ROOT B_SANITIZE MESON NINJA CXX...
 #   B_SANITIZE: the outer build's b_sanitize; anything but 'none' skips (77): this rebuilds weft.
@@ -53,7 +57,8 @@ case "$style" in
   fallback)
     get_weft="weft_dep = dependency('weft', fallback: 'weft',
   default_options: ['fibers=disabled', 'default_library=static'])"
-    expect_library='static library' expect_fibers=disabled ;;
+    expect_library='static library' expect_fibers=disabled
+    setup_options=(-Dweft:library_unity=true) ;;
   fallback_pair)
     get_weft="weft_dep = dependency('weft', fallback: ['weft', 'weft_dep'],
   default_options: ['default_library=shared'])"
@@ -61,12 +66,18 @@ case "$style" in
   get_variable)
     get_weft="weft_dep = subproject('weft').get_variable('weft_dep')"
     expect_library='static library' expect_fibers=auto
-    setup_options=(-Dbuildtype=release -Db_lto=true) ;;
+    setup_options=(-Dbuildtype=release -Db_lto=true -Dweft:library_unity=true) ;;
   wrap_file)
     get_weft="weft_dep = dependency('weft')"
-    expect_library='static library' expect_fibers=auto ;;
+    expect_library='static library' expect_fibers=auto
+    setup_options=(-Dweft:library_unity=true) ;;
   *) echo "$name: unknown style (dependency, fallback, fallback_pair, get_variable, wrap_file)" >&2; exit 2 ;;
 esac
+
+expect_unity=false
+for option in "${setup_options[@]}"; do
+  [ "$option" != -Dweft:library_unity=true ] || expect_unity=true
+done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/weft-subproject-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -120,13 +131,15 @@ done
 "$meson" introspect "$build" --targets >"$work/targets.json"
 "$meson" introspect "$build" --tests >"$work/tests.json"
 "$meson" introspect "$build" --buildoptions >"$work/options.json"
-python3 - "$work" "$expect_library" "$expect_fibers" <<'PY' || fail "the consumer's build is not as expected"
+python3 - "$work" "$expect_library" "$expect_fibers" "$expect_unity" <<'PY' || fail "the consumer's build is not as expected"
 import json, sys
-work, expect_library, expect_fibers = sys.argv[1:]
+work, expect_library, expect_fibers, expect_unity = sys.argv[1:]
 targets = json.load(open(work + '/targets.json'))
 weft = sorted((t['name'], t['type']) for t in targets if t.get('subproject') == 'weft')
 tests = json.load(open(work + '/tests.json'))
-fibers = [o['value'] for o in json.load(open(work + '/options.json')) if o['name'] == 'weft:fibers']
+options = json.load(open(work + '/options.json'))
+fibers = [o['value'] for o in options if o['name'] == 'weft:fibers']
+unity = [o['value'] for o in options if o['name'] == 'weft:library_unity']
 errors = []
 if weft != [('weft', expect_library)]:
     errors.append('weft built %d targets, %s; expected its library alone, a %s'
@@ -136,6 +149,8 @@ if tests:
     errors.append('the build has tests, so weft defined its own: %s' % [t['name'] for t in tests][:10])
 if fibers != [expect_fibers]:
     errors.append("weft's fibers option is %s; expected %s" % (fibers, expect_fibers))
+if unity != [expect_unity == 'true']:
+    errors.append("weft's library_unity option is %s; expected %s" % (unity, expect_unity))
 for e in errors:
     print('  ' + e, file=sys.stderr)
 sys.exit(1 if errors else 0)

@@ -5,16 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/topology/synthetic.hpp"
 #include "weft/errors.hpp"
 #include "weft/topology.hpp"
 
 namespace {
-
-bool placement_synthetic_or_skip() {
-  if (weft::Topology::synthetic_available()) return true;
-  MESSAGE("skipped: weft was built without hwloc, so Topology::synthetic is not available");
-  return false;
-}
 
 // One CPU per worker, as placement gives it for a pinning.
 std::vector<unsigned> pinned(const weft::Topology& topology, const weft::PoolOptions& options, unsigned workers) {
@@ -51,7 +46,7 @@ std::string placement_error(const weft::Topology& topology, const weft::PoolOpti
 
 // "pack:2 numa:2 core:16 pu:2": CPU c is thread c % 2 of core c / 2, on node c / 32, package c / 64.
 TEST_CASE("placement on two packages of two nodes of 16 two-thread cores") {
-  if (!placement_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   const auto machine = weft::Topology::synthetic("pack:2 numa:2 core:16 pu:2");
   using weft::Pinning;
 
@@ -86,7 +81,7 @@ TEST_CASE("placement on two packages of two nodes of 16 two-thread cores") {
 
 // "pack:8 numa:1 core:24 pu:2": node n holds CPUs 48n..48n+47, core c CPUs 2c and 2c+1.
 TEST_CASE("placement on eight packages of one node of 24 two-thread cores") {
-  if (!placement_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   const auto machine = weft::Topology::synthetic("pack:8 numa:1 core:24 pu:2");
   using weft::Pinning;
   CHECK(pinned(machine, {.pinning = Pinning::Spread}, 9) ==
@@ -99,7 +94,7 @@ TEST_CASE("placement on eight packages of one node of 24 two-thread cores") {
 }
 
 TEST_CASE("placement on small machines") {
-  if (!placement_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   using weft::Pinning;
   // One core of two threads: Cores can only share it.
   const auto one_core = weft::Topology::synthetic("pack:1 numa:1 core:1 pu:2");

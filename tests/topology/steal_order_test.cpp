@@ -6,15 +6,10 @@
 #include <vector>
 
 #include "scheduler/topology/steal_order.hpp"
+#include "tests/topology/synthetic.hpp"
 #include "weft/topology.hpp"
 
 namespace {
-
-bool steal_synthetic_or_skip() {
-  if (weft::Topology::synthetic_available()) return true;
-  MESSAGE("skipped: weft was built without hwloc, so Topology::synthetic is not available");
-  return false;
-}
 
 // A worker's tiers, each sorted.
 std::vector<std::vector<unsigned>> tiers(const weft::topology::StealOrder& order) {
@@ -39,7 +34,7 @@ std::vector<unsigned> workers_on(const std::vector<std::vector<unsigned>>& place
 }  // namespace
 
 TEST_CASE("steal order on two packages of two nodes: core, node, package, machine") {
-  if (!steal_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   const auto machine = weft::Topology::synthetic("pack:2 numa:2 core:16 pu:2");
   const auto placement = weft::placement(machine, {.pinning = weft::Pinning::Cores}, 128);
   const auto orders = weft::topology::steal_orders(machine, placement);
@@ -74,7 +69,7 @@ TEST_CASE("steal order on two packages of two nodes: core, node, package, machin
 }
 
 TEST_CASE("steal order on eight single-node packages with Spread: no sibling tier") {
-  if (!steal_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   const auto machine = weft::Topology::synthetic("pack:8 numa:1 core:24 pu:2");
   const auto placement = weft::placement(machine, {.pinning = weft::Pinning::Spread}, 16);
   const auto orders = weft::topology::steal_orders(machine, placement);
@@ -103,7 +98,7 @@ TEST_CASE("steal order with distances the machine gives") {
 }
 
 TEST_CASE("no steal order where distance tells nothing: random victims stay") {
-  if (!steal_synthetic_or_skip()) return;
+  if (!weft::test::synthetic_or_skip()) return;
   // One node, one worker per core: every victim is as near as the next.
   const auto small = weft::Topology::synthetic("pack:1 numa:1 core:4 pu:2");
   CHECK(weft::topology::steal_orders(small, weft::placement(small, {.pinning = weft::Pinning::Cores}, 4)).empty());
