@@ -10,6 +10,8 @@ std::size_t page_size() noexcept {
   return page > 0 ? static_cast<std::size_t>(page) : 4096;
 }
 
+std::size_t stack_guard_size() noexcept { return page_size(); }
+
 void* map_guarded_stack(std::size_t usable, std::size_t guard) noexcept {
   // MAP_NORESERVE: a stack costs only the pages it touches. MAP_STACK: a hint, and documents the use.
   void* base = ::mmap(nullptr, guard + usable, PROT_READ | PROT_WRITE,

@@ -142,7 +142,14 @@ unsigned checked_options(PoolOptions& options, Topology& topology, std::vector<s
 
 }  // namespace
 
-Worker* Engine::this_thread_worker() noexcept { return tls_worker; }
+// Never inlined (engine.hpp), its address made opaque as WEFT_FIBER_SAFE_TLS does (scheduler/fiber/safe_tls.hpp): a
+// unity build (or LTO) that inlined this into a wait would read the worker of the thread the task ran on before it
+// suspended. One call, not an accessor's call inside this one: every wait on a worker asks.
+Worker* Engine::this_thread_worker() noexcept {
+  Worker** slot = &tls_worker;
+  asm volatile("" : "+r"(slot));
+  return *slot;
+}
 
 Engine::Engine(PoolOptions options)
     : options_(std::move(options)), hooks_(options_), parking_(asymmetric_parking(options_)) {

@@ -120,8 +120,9 @@ class Engine {
   // An inline run finished: whoever waits for idle should look again.
   void inline_run_finished() noexcept { idle_.notify(); }
 
-  // The worker the calling thread is, in whatever engine, or null.
-  [[nodiscard]] static Worker* this_thread_worker() noexcept;
+  // The worker the calling thread is, in whatever engine, or null. Read anew on every call, never inlined
+  // (scheduler/fiber/safe_tls.hpp): the way to learn the worker again after a point where a task may have moved.
+  [[nodiscard, gnu::noinline]] static Worker* this_thread_worker() noexcept;
   // The Pool this engine serves (set once by Pool's constructor, before any task can run).
   void set_pool(Pool& pool) noexcept { pool_ = &pool; }
   // The pool of the innermost task the calling thread runs: the engine of its innermost RunningFrame (a task it
@@ -554,7 +555,8 @@ bool Engine::wait_on_worker(Worker& self, Ready ready, std::chrono::steady_clock
   // level, so the reserve (stack_guard.hpp) absorbs the seven levels between two looks. Looking at every wait put
   // its cost, and a different inlining of the spawn + get path, on every Future::get inside a task (callgrind
   // figures for fib(28) in docs/perf-log.md).
-  const bool short_of_stack = (me->wait_depth & 7) == 7 && fiber::stack_low();
+  // Out of line (stack_low_here): wait_on_fiber, above, may have moved this wait to another thread.
+  const bool short_of_stack = (me->wait_depth & 7) == 7 && fiber::stack_low_here();
   if (short_of_stack && refuse_as != nullptr) [[unlikely]]
     fiber::require_stack(refuse_as);
   // No task run below suspends (Worker::no_suspend): this wait's frames stay on this thread, so `me` stays
@@ -621,7 +623,8 @@ std::optional<bool> Engine::wait_on_fiber(Worker*& me, Ready& ready, Sleep& slee
     // as a pool without fibers does, while the fiber's stack has twice its reserve left (suspending needs no stack;
     // stack_guard.hpp) and no High task waits (the loop takes that first once this task suspends). Not in a timed
     // wait: the task could run past the deadline.
-    if (!timed && !fiber::stack_low_for_nesting() &&
+    // The stack check out of line: this loop may have moved to another thread at its last suspension.
+    if (!timed && !fiber::stack_low_for_nesting_here() &&
         injected_[static_cast<std::size_t>(Priority::High)]->empty_hint()) {
       if (auto own = me->deque.pop()) {
         me = &execute_awaited(*me, *own, exclusive);

@@ -67,9 +67,13 @@ bool enter(std::atomic<std::uint32_t>& word, std::uint32_t expected, Lot::Waiter
 
 namespace {
 // The FiberWorker whose running fiber may suspend in the next park_word on this thread (see SuspendingWait).
-// Read and written as a plain value (initial-exec TLS, never by address), so code that moved to another thread
-// reaches that thread's.
+// Reached only through suspending_slot(), never inlined: a SuspendingWait ends after its fiber suspended and
+// resumed, perhaps on another thread, and its destructor must clear that thread's mark. Inlined into the wait (a
+// unity build put this file beside wait_primitives.cpp), the address of the mark was computed before the switch,
+// so the destructor cleared the old thread's mark and left the new thread's set: that thread's next park_word,
+// in code that must not suspend, then suspended the wrong fiber (ARM64: Boost.Context's `nullptr != t.fctx`).
 thread_local FiberWorker* tls_suspending = nullptr;
+WEFT_FIBER_SAFE_TLS(suspending_slot, FiberWorker*, tls_suspending)
 
 // Sets the stack guard's limit (stack_guard.hpp) for code about to run on `stack`.
 void guard_stack(const fiber::FiberStack& stack) noexcept {
@@ -80,11 +84,11 @@ void guard_stack(const fiber::FiberStack& stack) noexcept {
 }
 }  // namespace
 
-SuspendingWait::SuspendingWait(FiberWorker& fibers) noexcept { tls_suspending = &fibers; }
-SuspendingWait::~SuspendingWait() { tls_suspending = nullptr; }
-FiberWorker* SuspendingWait::take_here() noexcept { return std::exchange(tls_suspending, nullptr); }
+SuspendingWait::SuspendingWait(FiberWorker& fibers) noexcept { *suspending_slot() = &fibers; }
+SuspendingWait::~SuspendingWait() { *suspending_slot() = nullptr; }
+FiberWorker* SuspendingWait::take_here() noexcept { return std::exchange(*suspending_slot(), nullptr); }
 SuspendingWait::Hold::~Hold() {
-  if (held_ != nullptr) tls_suspending = held_;
+  if (held_ != nullptr) *suspending_slot() = held_;
 }
 
 // --- FiberWorker -------------------------------------------------------------------------------------------------

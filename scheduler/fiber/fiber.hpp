@@ -1,5 +1,7 @@
 // Fibers: a function running on its own FiberStack, switched to and from explicitly, on Boost.Context's fcontext
-// fibers. Only compiled when weft is built with fibers (WEFT_FIBERS=1: Boost.Context found, `fibers` allowed).
+// fibers (fiber.cpp), or on weft's own switch where weft is built without Boost.Context (fiber_switch.cpp: MinGW-w64
+// on x86-64 Windows). Only compiled when weft is built with fibers (WEFT_FIBERS=1: `fibers` allowed, and
+// Boost.Context found where it is the switch).
 //
 // The model is asymmetric: whoever calls Fiber::resume() (a thread's own stack or another fiber) runs the fiber
 // until it calls ThisFiber::suspend() or its body ends; control then returns from resume(). A suspended fiber may be
@@ -14,9 +16,10 @@
 //   the fiber has then finished and its stack is back in the pool. Never suspend inside a `catch` block: the
 //   C++ runtime keeps the exception being handled per thread, so the handler would end on the wrong thread (or
 //   pop another fiber's exception) after a switch.
-// - A Fiber destroyed while suspended is unwound: suspend() throws boost::context::detail::forced_unwind inside
-//   it, the destructors on its stack run, and its stack returns to the pool. Code on a fiber must let that
-//   exception pass: a `catch (...)` on a fiber rethrows when ThisFiber::unwinding() is true.
+// - A Fiber destroyed while suspended is unwound: suspend() throws the switch's forced unwind inside it
+//   (boost::context::detail::forced_unwind, or fiber_switch.cpp's own; neither is a std::exception), the
+//   destructors on its stack run, and its stack returns to the pool. Code on a fiber must let that exception
+//   pass: a `catch (...)` on a fiber rethrows when ThisFiber::unwinding() is true.
 // - Sanitizers: every switch is annotated for AddressSanitizer (stack bounds and fake stacks) and ThreadSanitizer
 //   (one TSan fiber per Fiber). fiber.cpp, which holds every switch, is compiled without the sanitizers'
 //   instrumentation so that no instrumented frame spans a switch; see fiber.cpp.
@@ -36,17 +39,7 @@
 #include <utility>
 
 #include "scheduler/fiber/fiber_stack.hpp"
-
-// Declares `[[gnu::noinline]] Type* Name() noexcept` returning the address of the thread_local `Variable` as seen
-// by the thread that calls it. Each call computes the address anew: the function is not inlined, and the empty
-// asm makes its result opaque, so the compiler cannot fold two calls into one across a fiber switch (which it
-// may do with a plain `&Variable`, or with an accessor it can see through, even at -O0 on clang).
-#define WEFT_FIBER_SAFE_TLS(Name, Type, Variable)  \
-  [[gnu::noinline]] inline Type* Name() noexcept { \
-    Type* address = &(Variable);                   \
-    asm volatile("" : "+r"(address));              \
-    return address;                                \
-  }
+#include "scheduler/fiber/safe_tls.hpp"
 
 namespace weft::fiber {
 
@@ -67,7 +60,7 @@ class ThisFiber {
   ThisFiber& operator=(const ThisFiber&) = delete;
 
   // Switches back to whoever resumed this fiber; returns when the fiber is resumed again (perhaps on another
-  // thread). Throws boost::context::detail::forced_unwind if the Fiber is destroyed meanwhile: let it pass.
+  // thread). Throws the forced unwind (above) if the Fiber is destroyed meanwhile: let it pass.
   void suspend();
   // Like suspend(), but `hook(fiber)` runs on the resumer's side once this fiber's context is saved, with the
   // suspended Fiber; from then on the hook's owner may resume it on any thread. `hook` must not throw; it is

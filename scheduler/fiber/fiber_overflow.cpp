@@ -66,7 +66,11 @@ bool report_overflow(std::uintptr_t address) noexcept {
   message.add_decimal(size);
   message.add(
       " bytes; address space is reserved, memory is used only as the stack grows), or make the task "
+#if defined(_WIN32)
+      "recurse less deeply. The process dies of the exception.\n");
+#else
       "recurse less deeply. The process dies of SIGSEGV.\n");
+#endif
   message.write();
   return true;
 }

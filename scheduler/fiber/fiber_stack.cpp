@@ -48,6 +48,7 @@ std::size_t FiberStack::guard_size() const noexcept { return pool_->guard_size()
 FiberStackPool::FiberStackPool(FiberStackOptions options)
     : options_(checked(options)),
       page_(os::page_size()),
+      guard_(os::stack_guard_size()),
       stack_size_((options.stack_size + page_ - 1) / page_ * page_) {}
 
 FiberStackPool::~FiberStackPool() {
@@ -83,7 +84,7 @@ FiberStack FiberStackPool::acquire_up_to(std::size_t most) noexcept {
     if (live_ > peak_) peak_ = live_;
     note_live();
   }
-  void* bottom = os::map_guarded_stack(stack_size_, page_);
+  void* bottom = os::map_guarded_stack(stack_size_, guard_);
   const std::lock_guard lock(mutex_);
   if (bottom == nullptr) {
     --live_;
@@ -110,7 +111,7 @@ void FiberStackPool::release(void* bottom) noexcept {
     ++unmapped_;
     note_live();
   }
-  os::unmap_guarded_stack(bottom, stack_size_, page_);
+  os::unmap_guarded_stack(bottom, stack_size_, guard_);
 }
 
 void FiberStackPool::trim(std::size_t keep) noexcept {
@@ -131,7 +132,7 @@ void FiberStackPool::trim(std::size_t keep) noexcept {
   // Unmapped outside the lock: munmap is a system call, and no other thread can reach these stacks any more.
   while (doomed != nullptr) {
     FreeLink* next = doomed->next;
-    os::unmap_guarded_stack(bottom_of(doomed), stack_size_, page_);
+    os::unmap_guarded_stack(bottom_of(doomed), stack_size_, guard_);
     doomed = next;
   }
 }

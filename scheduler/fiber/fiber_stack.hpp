@@ -7,10 +7,11 @@
 // overflow touches the guard page first and dies of SIGSEGV instead of writing over whatever lies below.
 //
 // Bound: acquire() hands out at most `max_stacks` stacks at once (in use plus kept free), so the pool's address
-// space is at most max_stacks * (stack_size + one page); at the bound it returns an empty FiberStack and the caller
-// falls back, it never crashes. acquire_past_bound() may go past it, up to `ceiling`, for a caller whose fallback
-// could never end (a suspending wait: scheduler/engine/fiber_worker.hpp); each stack it maps past max_stacks is counted
-// (FiberStackStats::overshoot) and unmapped when released, so the pool comes back under its bound on its own.
+// space is at most max_stacks * (stack_size + its guard: one page on Linux, 72 KiB on Windows); at the bound it returns
+// an empty FiberStack and the caller falls back, it never crashes. acquire_past_bound() may go past it, up to
+// `ceiling`, for a caller whose fallback could never end (a suspending wait: scheduler/engine/fiber_worker.hpp); each
+// stack it maps past max_stacks is counted (FiberStackStats::overshoot) and unmapped when released, so the pool comes
+// back under its bound on its own.
 //
 // Shrinking: release() keeps at most `keep_free` unused stacks mapped and unmaps any stack beyond that, so a burst
 // of fibers does not pin its peak memory; trim() lets the owner go lower (to zero) when it goes idle.
@@ -91,9 +92,10 @@ class FiberStack {
   [[nodiscard]] void* top() const noexcept;
   // Usable bytes, top() - bottom(): the pool's stack_size(), a whole number of pages.
   [[nodiscard]] std::size_t size() const noexcept;
-  // The guard page: guard_size() bytes just below bottom(), mapped PROT_NONE.
+  // The guard: guard_size() bytes just below bottom(), mapped PROT_NONE (on Windows laid out as src/stack_memory.hpp
+  // says).
   [[nodiscard]] void* guard() const noexcept;
-  // The guard page's size (one page).
+  // The guard's size (one page on Linux: os::stack_guard_size()).
   [[nodiscard]] std::size_t guard_size() const noexcept;
   // Returns the stack to its pool now; the handle becomes empty.
   void reset() noexcept;
@@ -133,8 +135,8 @@ class FiberStackPool {
   [[nodiscard]] bool past_bound() const noexcept { return past_bound_.load(std::memory_order_relaxed); }
   // Usable bytes per stack: options().stack_size rounded up to whole pages.
   [[nodiscard]] std::size_t stack_size() const noexcept { return stack_size_; }
-  // The guard below each stack: one page.
-  [[nodiscard]] std::size_t guard_size() const noexcept { return page_; }
+  // The guard below each stack: one page on Linux (os::stack_guard_size()).
+  [[nodiscard]] std::size_t guard_size() const noexcept { return guard_; }
   // The options as given (stack_size before rounding).
   [[nodiscard]] const FiberStackOptions& options() const noexcept { return options_; }
 
@@ -152,6 +154,7 @@ class FiberStackPool {
 
   const FiberStackOptions options_;
   const std::size_t page_;
+  const std::size_t guard_;  // os::stack_guard_size(): one page on Linux, more on Windows (src/stack_memory.hpp)
   const std::size_t stack_size_;
 
   mutable std::mutex mutex_;

@@ -37,3 +37,18 @@ void throw_too_deep(const char* call) {
 }
 
 }  // namespace weft::fiber::stack_guard_detail
+
+namespace weft::fiber {
+
+// The empty asms keep each call a call of its own (not pure, so never merged with another across a switch).
+bool stack_low_here() noexcept {
+  asm volatile("");
+  return stack_low();
+}
+
+bool stack_low_for_nesting_here() noexcept {
+  asm volatile("");
+  return stack_low_for_nesting();
+}
+
+}  // namespace weft::fiber

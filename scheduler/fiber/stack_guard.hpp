@@ -85,4 +85,11 @@ inline void require_stack(const char* call) {
     stack_guard_detail::throw_too_deep(call);
 }
 
+// stack_low() and stack_low_for_nesting() for a function that may have moved to another thread since it began
+// (on a fiber: a loop around a suspension). Never inlined, so they read the thread-locals of the thread they run
+// on (scheduler/fiber/safe_tls.hpp); the inline checks above, inlined there, could read the old thread's limit,
+// which belongs to whatever stack runs there now.
+[[nodiscard, gnu::noinline]] bool stack_low_here() noexcept;
+[[nodiscard, gnu::noinline]] bool stack_low_for_nesting_here() noexcept;
+
 }  // namespace weft::fiber

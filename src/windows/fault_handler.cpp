@@ -1,8 +1,8 @@
 // Windows: the fault handler is a vectored exception handler (AddVectoredExceptionHandler) that asks the filter
-// about an access violation and then lets the search go on, so that the exception ends the process as it would
-// have without it (or reaches whatever handler was there first). The alternate stack is the room Windows keeps on
-// the thread's own stack for its exception handlers (SetThreadStackGuarantee): Windows runs them on the faulting
-// stack and has no sigaltstack.
+// about an access violation or a stack overflow and then lets the search go on, so that the exception ends the process
+// as it would have without it (or reaches whatever handler was there first). The alternate stack is the room Windows
+// keeps on the thread's own stack for its exception handlers (SetThreadStackGuarantee): Windows runs them on the
+// faulting stack and has no sigaltstack.
 #include "src/fault_handler.hpp"
 
 #include <atomic>
@@ -20,14 +20,29 @@ std::mutex install_mutex;
 
 LONG WINAPI on_exception(EXCEPTION_POINTERS* pointers) {
   const EXCEPTION_RECORD* record = pointers != nullptr ? pointers->ExceptionRecord : nullptr;
-  if (record == nullptr || record->ExceptionCode != EXCEPTION_ACCESS_VIOLATION || record->NumberParameters < 2) {
-    return EXCEPTION_CONTINUE_SEARCH;
+  if (record == nullptr) return EXCEPTION_CONTINUE_SEARCH;
+  // The address the fault touched: an access violation's second parameter. A stack overflow (raised by the OS on a
+  // touch of a stack's guard page: src/windows/stack_memory.cpp) may carry none (Wine's does not): the stack
+  // pointer is then where the overflow was, within the guard.
+  std::uintptr_t address = 0;
+  if (record->ExceptionCode == EXCEPTION_ACCESS_VIOLATION && record->NumberParameters >= 2) {
+    address = static_cast<std::uintptr_t>(record->ExceptionInformation[1]);
+  } else if (record->ExceptionCode == EXCEPTION_STACK_OVERFLOW) {
+    if (record->NumberParameters >= 2) {
+      address = static_cast<std::uintptr_t>(record->ExceptionInformation[1]);
+    } else if (pointers->ContextRecord != nullptr) {
+#if defined(__x86_64__) || defined(_M_X64)
+      address = static_cast<std::uintptr_t>(pointers->ContextRecord->Rsp);
+#elif defined(__aarch64__) || defined(_M_ARM64)
+      address = static_cast<std::uintptr_t>(pointers->ContextRecord->Sp);
+#endif
+    }
   }
+  if (address == 0) return EXCEPTION_CONTINUE_SEARCH;
   // acquire: pairs with install_fault_filter's release store.
   const FaultFilter filter = installed_filter.load(std::memory_order_acquire);
-  // The second parameter of an access violation is the address it touched. Recognised or not, the search goes on:
-  // the filter only gets to say what happened before the process ends of it.
-  if (filter != nullptr) (void)filter(static_cast<std::uintptr_t>(record->ExceptionInformation[1]));
+  // Recognised or not, the search goes on: the filter only gets to say what happened before the process ends of it.
+  if (filter != nullptr) (void)filter(address);
   return EXCEPTION_CONTINUE_SEARCH;
 }
 

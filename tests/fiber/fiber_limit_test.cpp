@@ -14,9 +14,11 @@
 #include <thread>
 #include <vector>
 
+#if !defined(_WIN32)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include "tests/support/sanitizers.hpp"
 #include "tests/support/stress.hpp"
@@ -105,7 +107,9 @@ TEST_CASE("below max_fibers nothing overshoots") {
 // When no stack can be had even past the bound (here the address space is limited with RLIMIT_AS, which the
 // sanitizers' shadow memory cannot live with, and qemu-user ignores: it would limit the emulator's own), a wait
 // falls back to running other tasks on its stack: counted, and said once on stderr, naming max_fibers. Run in a
-// forked child, which reports through its exit code.
+// forked child, which reports through its exit code. Not on Windows: it has neither RLIMIT_AS nor fork (a job
+// object's memory limit would be the counterpart; not written).
+#if !defined(_WIN32)
 TEST_CASE("a wait that finds no stack at all is counted and reported, naming max_fibers" *
           doctest::skip(weft::test::kAddressSanitizer || weft::test::kThreadSanitizer || weft::test::emulated())) {
   int pipe_ends[2];
@@ -153,5 +157,6 @@ TEST_CASE("a wait that finds no stack at all is counted and reported, naming max
   CHECK(err.find("a waiting task could not suspend") != std::string::npos);
   CHECK(err.find("PoolOptions::max_fibers = 2") != std::string::npos);
 }
+#endif
 
 }  // namespace

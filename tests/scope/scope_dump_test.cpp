@@ -160,11 +160,16 @@ TEST_CASE("an empty scope dumps an empty digraph") {
   CHECK(out.str() == "digraph weft {\n}\n");
 }
 
-// The program named by WEFT_DOT (Graphviz's dot, when meson found it), or null: the caller then skips, saying so.
+// The program named by WEFT_DOT (Graphviz's dot, when meson found it and this program can start it), or null: the
+// caller then skips, saying so (and why, from WEFT_DOT_SKIPPED when meson set it).
 const char* dot_program() {
   const char* dot = std::getenv("WEFT_DOT");
   if (dot == nullptr || *dot == '\0') {
-    MESSAGE("skipped: Graphviz's dot was not found when the tests were configured (WEFT_DOT unset)");
+    if (const char* why = std::getenv("WEFT_DOT_SKIPPED"); why != nullptr && *why != '\0') {
+      MESSAGE("skipped: " << why);
+    } else {
+      MESSAGE("skipped: Graphviz's dot was not found when the tests were configured (WEFT_DOT unset)");
+    }
     return nullptr;
   }
   return dot;

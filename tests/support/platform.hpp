@@ -53,6 +53,17 @@ inline void free_memory(void* memory) noexcept {
 #endif
 }
 
+// The OS's memory page size, asked of the OS (not of src/).
+[[nodiscard]] inline std::size_t page_size() noexcept {
+#if defined(_WIN32)
+  SYSTEM_INFO info{};
+  GetSystemInfo(&info);
+  return static_cast<std::size_t>(info.dwPageSize);
+#else
+  return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+#endif
+}
+
 // Sets (or, with null, removes) an environment variable of this process. True on success.
 inline bool set_environment(const char* name, const char* value) noexcept {
 #if defined(_WIN32)
