@@ -56,12 +56,16 @@ weft_use_ccache() {
 
 # weft_configure DIR [meson options...]: set up DIR (or reconfigure it with these options) with warnings as errors.
 # WEFT_SETUP_ARGS (an array, may be unset): what only `meson setup` takes, such as --cross-file.
+# The setup runs from inside DIR: meson's cmake module runs `cmake --system-information` in the working directory,
+# which makes and removes __cmake_systeminformation there, and two setups at once from one directory (CI's release
+# stage and its background lane's first build) broke each other's ("CMAKE_CXX_COMPILER not set").
 weft_configure() {
   local dir=$1; shift
   if [ -f "$dir/build.ninja" ]; then
     meson configure "$dir" --werror "$@" >/dev/null
   else
-    meson setup "$dir" "$WEFT_ROOT" --werror ${WEFT_SETUP_ARGS[@]+"${WEFT_SETUP_ARGS[@]}"} "$@"
+    mkdir -p "$dir"
+    (cd "$dir" && meson setup "$dir" "$WEFT_ROOT" --werror ${WEFT_SETUP_ARGS[@]+"${WEFT_SETUP_ARGS[@]}"} "$@")
   fi
 }
 
