@@ -488,8 +488,11 @@ bool Engine::help_from_own_slot(Ready ready, weft::detail::InlineTag owner,
     if (!task) break;
     const weft::detail::InlineTag tag = (*task)->inline_tag;
     if (tag != weft::detail::kInlineFuture && (tag == weft::detail::kWorkersOnly || tag != owner)) {
-      // Back where it was. Cannot grow (the pop just freed the slot it fills), so cannot throw.
-      slot->deque.push(*task);
+      // Back where it was, announced as new work: a worker that searched while it was out found the slot empty
+      // and may have parked (seen as a hang: an outside thread waiting for a queued run whose predecessor's
+      // task it had put back, every worker asleep). Cannot grow (the pop just freed the slot it fills), so
+      // cannot throw.
+      parking_.republish([&]() noexcept { slot->deque.push(*task); });
       break;
     }
     // The null test first, as in execute_awaited: a caller with no `exclusive` (a group's or a run's wait) otherwise

@@ -83,6 +83,16 @@ class BasicParking {
     }
   }
 
+  // Producer: puts back work it had taken out of sight (an outside thread's pop of a task it may not run
+  // itself, Engine::help_from_own_slot), through `put_back`, then announces it as new work. While the work was
+  // out, a searcher found nothing and may have parked: the notify of its first publish is spent, so without a
+  // second one every worker can sleep beside it.
+  template <class PutBack>
+  void republish(PutBack&& put_back) noexcept(noexcept(put_back())) {
+    put_back();
+    if (!WEFT_PLANTED("parking.put_back_unannounced")) notify();
+  }
+
   // Wakes every sleeping worker (work only a given worker may take, shutdown). Does not touch the promise.
   void notify_all() noexcept { events_.notify_all(); }
 

@@ -59,6 +59,7 @@ inline constexpr PlantInfo plants[] = {
     {"parking.look_before_barrier", "a producer looks for sleepers before its light barrier"},
     {"parking.no_second_look", "a searcher that stops searching does not look once more"},
     {"parking.park_ignores_promise", "a parking worker ignores the wake in flight"},
+    {"parking.put_back_unannounced", "work taken out and put back is not announced again"},
     // scheduler/fiber/fiber_lot.hpp (tests/fiber/fiber_lot_model.cpp)
     {"fiber_lot.park_without_fence", "a parking fiber counts itself without its fence"},
     {"fiber_lot.park_ignores_refusal", "a fiber parks although its wait was refused (the owner dropped)"},

@@ -8,6 +8,9 @@
 //   hang of graph_differential under TSan: all workers asleep, a task in a slot, the flag stuck up.
 // - NO_SECOND_LOOK: notify() does not look again after taking back its promise.
 // - LOOK_BEFORE_BARRIER: notify()'s light path looks for sleepers before its barrier.
+// - PUT_BACK_UNANNOUNCED: republish() puts the work back without a notify. Found in CI on 2026-12-07 as a hang
+//   of pipeline_reuse under qemu (ARM64): an outside thread popped another run's task from its slot, pushed it
+//   back, and waited; the one worker that searched meanwhile had parked.
 // Every scenario runs twice: with the asymmetric barriers (production's default where the OS has them; the
 // model treats the pair as two seq_cst fences, src/process_barrier.hpp) and with the plain fences.
 #include <chrono>
@@ -138,6 +141,25 @@ struct HandOver : ParkingScenario<HandOver> {
   }
 };
 
+// An outside thread publishes an item, then takes it out of sight and puts it back (a wait that pops a task it
+// may not run: Engine::help_from_own_slot), while a worker searches and parks. The put-back must be announced.
+struct PutBack : ParkingScenario<PutBack> {
+  void thread(unsigned index) {
+    if (index == 0) {
+      items.push();
+      parking.notify();
+      if (items.take()) parking.republish([&] { items.push(); });
+    } else if (index == 1) {
+      parking.begin_search(/*woken=*/false);
+      const bool found = items.take();
+      if (parking.end_search() && found && items.visible()) parking.notify();
+      if (!found) workers[1] = WorkerEnd::idle(idle_worker(parking, items, 2));
+    } else {
+      workers[0] = WorkerEnd::idle(idle_worker(parking, items, 2));
+    }
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,12 +171,13 @@ int main(int argc, char** argv) {
     // The random searches' counts: 5x the latest execution at which each caught a plant (docs/perf-log.md, "the
     // models' random searches"). "two producers" at random catches parking.no_second_look only at execution 956,566
     // with the asymmetric barriers (26,721 with the plain fences, where park_ignores_promise needs 274,660); its
-    // bounded search catches both within 1,300 executions in either mode.
+    // bounded search catches both within 1,300 executions in either mode. "puts back" catches its plant at 10.
     ok = weft::model::check_scenario<TakenByBusyWorker>("taken by a busy worker", 20'000) && ok;
     ok = weft::model::check_scenario<TwoProducers>("two producers, one idle worker",
                                                    asymmetric ? 4'800'000 : 1'400'000) &&
          ok;
     ok = weft::model::check_scenario<HandOver>("a searcher hands over", 50'000) && ok;
+    ok = weft::model::check_scenario<PutBack>("an owner puts back what it took", 20'000) && ok;
   }
   return weft::model::plant_exit(ok);
 }

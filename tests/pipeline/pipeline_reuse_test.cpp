@@ -209,8 +209,12 @@ TEST_CASE("a run started while the previous one is in flight is queued behind it
     std::atomic<int> overlap{0};
     std::vector<std::uint64_t> indexes;
     std::atomic<std::uint64_t> total{0};
+    std::atomic<bool> hold{false};  // while set, a run's source waits before its first item
     StreamGraph pipe;
     auto items = pipe.source([&](std::size_t i) -> std::optional<std::uint64_t> {
+      if (i == 0) {
+        while (hold.load()) std::this_thread::yield();
+      }
       if (in_source.fetch_add(1) != 0) overlap.fetch_add(1);
       indexes.push_back(i);
       in_source.fetch_sub(1);
@@ -236,13 +240,15 @@ TEST_CASE("a run started while the previous one is in flight is queued behind it
     CHECK(overlap.load() == 0);
     REQUIRE(indexes.size() == 3 * 101);
     for (std::size_t i = 0; i < indexes.size(); ++i) CHECK(indexes[i] == i % 101);  // each run from 0
-    // Changing the graph while runs are in flight or queued is refused.
+    // Changing the graph while runs are in flight or queued is refused. The run is held at its source until
+    // the check is made: a run that had ended already would let the change through.
+    hold.store(true);
     Run busy = pipe.run(pool);
     Run queued = pipe.run(pool);
-    if (pipe.running()) {
-      check_throws_naming<graph_busy>([&] { (void)pipe.stage(slow, [](std::uint64_t x) { return x; }); },
-                                      {"weft::StreamGraph::stage", "in flight or queued"});
-    }
+    CHECK(pipe.running());
+    check_throws_naming<graph_busy>([&] { (void)pipe.stage(slow, [](std::uint64_t x) { return x; }); },
+                                    {"weft::StreamGraph::stage", "in flight or queued"});
+    hold.store(false);
     CHECK(queued.wait() == RunStatus::Completed);
     CHECK(busy.wait() == RunStatus::Completed);
   });
