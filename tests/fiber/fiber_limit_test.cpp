@@ -77,8 +77,8 @@ TEST_CASE("more waiters than max_fibers, queued before their signallers, all fin
   // The sizes that hung: 20,000 with the default bound, 2,000 with 16, 200 with 2. Where every stack's mapping
   // costs many times its native price (reduced_runs(): TSan, which also gives each fiber state and shadow mappings
   // of its own, so that 20,000 fibers alive at once exhaust the process's mappings inside its runtime, "failed to
-  // allocate"; or an emulator) the first two are 600 waiters against bounds of 300 and 16: past the bound by as
-  // large a share, so the same overshoot path runs, at a third of the mappings.
+  // allocate"; ASan, whose shadow each stack has; or an emulator) the first two are 600 waiters against bounds of 300
+  // and 16: past the bound by as large a share, so the same overshoot path runs, at a third of the mappings.
   const bool reduced = weft::test::reduced_runs();
   const Scenario scenarios[] = {
       reduced ? Scenario{600, 300} : Scenario{20'000, weft::PoolOptions{}.max_fibers},

@@ -91,8 +91,8 @@ TEST_CASE("one worker: a pipeline stage waits on a future whose task needs the s
 
 TEST_CASE("10,000 tasks suspended at once on an Event, then released; the stacks stay within the bound") {
   // Fewer where every stack's mapping costs many times its price (reduced_runs(): TSan, an emulator) or its
-  // shadow does (ASan): still thousands of stacks held at once, far past any cache of free ones.
-  const std::size_t tasks = weft::test::reduced_runs() ? 1000 : kAddressSanitizer ? 2000 : 10000;
+  // shadow does (ASan): still a thousand stacks held at once, far past any cache of free ones.
+  const std::size_t tasks = weft::test::reduced_runs() ? 1000 : 10000;
   const std::size_t bound = tasks + 64;
   for (const unsigned workers : {1u, 2u, 4u}) {
     INFO("workers = " << workers);

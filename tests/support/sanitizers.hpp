@@ -25,10 +25,13 @@ inline constexpr bool kAddressSanitizer = false;
   return value;
 }
 
-// True where every operation costs many times its native price: under ThreadSanitizer, or under an emulator.
-// Randomised and stress cases run the smaller of the two counts they name there (stress_count(reduced_runs() ?
-// few : many)); every case still runs, on every pool configuration it names.
-[[nodiscard]] inline bool reduced_runs() noexcept { return kThreadSanitizer || emulated(); }
+// True where every operation costs many times its native price: under ThreadSanitizer, under an emulator, and
+// under AddressSanitizer (its build at -Og, every access checked). Randomised and stress cases run the smaller of
+// the two counts they name there (stress_count(reduced_runs() ? few : many)); every case still runs, on every pool
+// configuration it names. Under AddressSanitizer the few suffice: a memory error shows on the first run of the
+// path that makes it, and the interleavings that need many rounds are ThreadSanitizer's and the release build's,
+// which run the full counts natively.
+[[nodiscard]] inline bool reduced_runs() noexcept { return kThreadSanitizer || kAddressSanitizer || emulated(); }
 
 // Deadlines only guard against hangs; sanitizers and emulation slow everything down, so they get more time.
 [[nodiscard]] inline std::chrono::seconds patience(int plain_seconds) {
