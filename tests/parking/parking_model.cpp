@@ -77,6 +77,16 @@ struct WorkerEnd {
   }
 };
 
+// A worker that makes a plain search (not woken): a found item runs for long (it looks no more, busy); finding
+// none, it parks as idle_worker does, for at most `rounds` parks. The last searcher that found an item and sees
+// more hands over.
+WorkerEnd searching_worker(Parking& parking, Items& items, int rounds) {
+  parking.begin_search(/*woken=*/false);
+  const bool found = items.take();
+  if (parking.end_search() && found && items.visible()) parking.notify();
+  return found ? WorkerEnd{} : WorkerEnd::idle(idle_worker(parking, items, rounds));
+}
+
 // What every scenario shares: three threads, the parking, the queue, and up to two workers (a worker not
 // modelled stays `busy`). The check: if work is left, some worker will look for it.
 template <class Scenario>
@@ -130,11 +140,7 @@ struct HandOver : ParkingScenario<HandOver> {
     if (index == 0) {
       produce_two();
     } else if (index == 1) {
-      parking.begin_search(/*woken=*/false);
-      const bool found = items.take();
-      if (parking.end_search() && found && items.visible()) parking.notify();
-      if (!found) workers[1] = WorkerEnd::idle(idle_worker(parking, items, 1));
-      // A found item runs for long: this worker looks no more.
+      workers[1] = searching_worker(parking, items, 1);
     } else {
       workers[0] = WorkerEnd::idle(idle_worker(parking, items, 2));
     }
@@ -150,10 +156,7 @@ struct PutBack : ParkingScenario<PutBack> {
       parking.notify();
       if (items.take()) parking.republish([&] { items.push(); });
     } else if (index == 1) {
-      parking.begin_search(/*woken=*/false);
-      const bool found = items.take();
-      if (parking.end_search() && found && items.visible()) parking.notify();
-      if (!found) workers[1] = WorkerEnd::idle(idle_worker(parking, items, 2));
+      workers[1] = searching_worker(parking, items, 2);
     } else {
       workers[0] = WorkerEnd::idle(idle_worker(parking, items, 2));
     }
