@@ -25,28 +25,8 @@ bool Run::arrive_priority(Carrier& carrier, Slot* slot, std::uint32_t stage, std
   StageState& s = state(stage);
   const RanksBelow order{s.body, storage_offset_};
   s.lock.lock();
-  if (s.running < s.concurrency) {  // nothing waits while a slot is free: it starts now
-    ++s.running;
-    s.lock.unlock();
-    offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
-    return false;
-  }
-  if (s.held().size() >= s.capacity) {
-    if (s.overflow == Overflow::Block && producer != kNone) {
-      slot->held = producer;
-      s.parked.push(slot);
-      s.lock.unlock();
-      return true;
-    }
-    if (s.overflow != Overflow::Block) {
-      if (s.overflow == Overflow::Drop) ++s.dropped;
-      s.lock.unlock();
-      drop(carrier, slot, stage);
-      return false;
-    }
-  }
-  // Within the capacity, or beyond it under Block for an item whose producer holds no slot (a fan-out's element):
-  // the segment's budget bounds those, and the heap was reserved for all of them.
+  const Arrival arrival = admit(carrier, slot, stage, producer, s.held().size());
+  if (arrival != Arrival::wait) return arrival == Arrival::parked;
   s.held().push_back(slot);
   std::push_heap(s.held().begin(), s.held().end(), order);
   const std::exception_ptr error = s.body->take_error();

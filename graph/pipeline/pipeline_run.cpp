@@ -403,26 +403,8 @@ bool Run::deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32
   }
   if (!s.ordered) {  // markers never come here
     s.lock.lock();
-    if (s.running < s.concurrency) {
-      ++s.running;
-      s.lock.unlock();
-      offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
-      return false;
-    }
-    if (s.inbox.size >= s.capacity) {
-      if (s.overflow == Overflow::Block && producer != kNone) {
-        slot->held = producer;
-        s.parked.push(slot);
-        s.lock.unlock();
-        return true;
-      }
-      if (s.overflow != Overflow::Block) {
-        if (s.overflow == Overflow::Drop) ++s.dropped;
-        s.lock.unlock();
-        drop(carrier, slot, stage);
-        return false;
-      }
-    }
+    const Arrival arrival = admit(carrier, slot, stage, producer, s.inbox.size);
+    if (arrival != Arrival::wait) return arrival == Arrival::parked;
     s.inbox.push(slot);
     s.lock.unlock();
     return false;

@@ -192,6 +192,14 @@ class Run {
   // Order::Any stage's Block inbox full and parked holding that slot: the caller must not release it, the stage
   // does once the item enters the inbox.
   bool deliver(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer = kNone) noexcept;
+  // What became of an item at an Order::Any stage (a FIFO inbox, or a priority buffer's heap) under admit().
+  enum class Arrival : std::uint8_t { wait, started, parked, dropped };
+  // With the stage's lock held and `waiting` items in its inbox or heap: starts `slot` now if a concurrency slot of
+  // the stage is free; else, the inbox full, parks it holding `producer`'s slot (Overflow::Block) or drops it (or
+  // fails the run: Overflow::Fail). Returns wait, the lock still held, when the caller is to queue the item;
+  // otherwise the lock is released.
+  Arrival admit(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer,
+                std::size_t waiting) noexcept;
   // An item (or a marker) reached a join stage: records it, and builds and sends on the tuple it completes.
   void arrive_join(Carrier& carrier, Slot* slot, std::uint32_t stage) noexcept;
   // An item reached a sequence stage: numbers it by its key and holds it until the key's turn (or fails the run

@@ -81,4 +81,30 @@ std::exception_ptr error_of(const Parts&... parts) noexcept {
   }
 }
 
+// Inline: deliver() takes it for every item that reaches an Order::Any stage.
+inline Run::Arrival Run::admit(Carrier& carrier, Slot* slot, std::uint32_t stage, std::uint32_t producer,
+                               std::size_t waiting) noexcept {
+  StageState& s = state(stage);
+  if (s.running < s.concurrency) {  // nothing waits while a slot is free: it starts now
+    ++s.running;
+    s.lock.unlock();
+    offer(carrier, Step{Step::Kind::stage, stage, slot, nullptr});
+    return Arrival::started;
+  }
+  if (waiting < s.capacity) return Arrival::wait;
+  if (s.overflow == Overflow::Block) {
+    // An item whose producer holds no slot (a fan-out's element) queues beyond the capacity: the segment's budget
+    // bounds those (a priority buffer's heap was reserved for all of them; an inbox is a list of the slots).
+    if (producer == kNone) return Arrival::wait;
+    slot->held = producer;
+    s.parked.push(slot);
+    s.lock.unlock();
+    return Arrival::parked;
+  }
+  if (s.overflow == Overflow::Drop) ++s.dropped;
+  s.lock.unlock();
+  drop(carrier, slot, stage);
+  return Arrival::dropped;
+}
+
 }  // namespace weft::detail::pipeline
