@@ -4,9 +4,8 @@
 # an existing meson.build), with weft as a symlink at subprojects/weft, builds with warnings as errors a program
 # made of the C++ blocks of the README and of docs/tour.md (the one-page tour the README links to): their
 # #includes first, then each file's other lines pasted into one function of its own; and runs it.
-# The one thing not as written: -Dweft:library_unity=true on the setup line (an option of weft's, passed through),
-# so that weft's library compiles in unity files, a third of the CPU. This test checks the README's snippet and
-# examples; subproject_test.sh's dependency and fallback_pair styles build the library source by source, as users do.
+# weft compiles source by source, as users build it, with the flags of subproject_test.sh's dependency style: under
+# ccache, whichever of the two runs second takes the other's objects (unity files here cost CI more, not less).
 #
 # usage: readme_test.sh SOURCE_ROOT B_SANITIZE MESON NINJA CXX...
 #   B_SANITIZE: the outer build's b_sanitize; anything but 'none' skips (77): this rebuilds weft.
@@ -69,7 +68,7 @@ tour_code=$(cpp_blocks "$tour")
 
 echo "readme_test: meson.build:"
 sed 's/^/  /' "$app/meson.build"
-CXX=$cxx "$meson" setup "$app/build" "$app" --wrap-mode=nodownload --werror -Dwarning_level=3 -Dweft:library_unity=true \
+CXX=$cxx "$meson" setup "$app/build" "$app" --wrap-mode=nodownload --werror -Dwarning_level=3 \
   >"$work/setup.log" 2>&1 || { cat "$work/setup.log" >&2; fail "meson setup of the README's consumer"; }
 "$ninja" -C "$app/build" -j 2 >"$work/build.log" 2>&1 || {
   head -c 6000 "$work/build.log" >&2

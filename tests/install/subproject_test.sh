@@ -20,8 +20,8 @@
 #                  file: URL) must not be needed. Skipped (77) when SOURCE_ROOT is not a git work tree.
 # fallback, get_variable and wrap_file also pass -Dweft:library_unity=true on the consumer's command line (an
 # option of weft's passed through): weft's library then compiles in unity files, a third of the CPU, and these
-# three check how meson finds weft, not how its sources compile (readme_test.sh does the same); dependency,
-# fallback_pair and install_test.sh's static build build it source by source, as users do.
+# three check how meson finds weft, not how its sources compile; dependency, fallback_pair, readme_test.sh and
+# install_test.sh's static build build it source by source, as users do.
 #
 # usage: subproject_test.sh STYLE SOURCE_ROOT B_SANITIZE MESON NINJA CXX...
 #   B_SANITIZE: the outer build's b_sanitize; anything but 'none' skips (77): this rebuilds weft.
