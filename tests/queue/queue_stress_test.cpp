@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/queue/queue_test_support.hpp"
+#include "tests/support/sanitizers.hpp"
 #include "tests/support/stress.hpp"
 
 namespace {
@@ -105,7 +106,7 @@ void run_mpmc(Domain& domain, const char* name, std::uint64_t total_items) {
 
 TEST_CASE("MSQueue + hazard pointers: 4 producers x 4 consumers, exactly once, in order per producer") {
   weft::test::HpDomain domain({.check_bounds = true});
-  run_mpmc(domain, "queue_mpmc_hp", weft::test::stress_count(4'000'000));
+  run_mpmc(domain, "queue_mpmc_hp", weft::test::stress_count(weft::test::reduced_runs() ? 400'000 : 4'000'000));
   const auto s = domain.stats();
   MESSAGE("HP: records ", s.records, ", peak retired per thread ", s.peak_retired_per_thread,
           " (R = ", 2 * s.hazard_slots, "), peak unreclaimed ", s.peak_unreclaimed,
@@ -115,7 +116,7 @@ TEST_CASE("MSQueue + hazard pointers: 4 producers x 4 consumers, exactly once, i
 
 TEST_CASE("MSQueue + QSBR: 4 producers x 4 consumers, exactly once, in order per producer") {
   weft::test::QsbrDomain domain;
-  run_mpmc(domain, "queue_mpmc_qsbr", weft::test::stress_count(4'000'000));
+  run_mpmc(domain, "queue_mpmc_qsbr", weft::test::stress_count(weft::test::reduced_runs() ? 400'000 : 4'000'000));
   const auto s = domain.stats();
   MESSAGE("QSBR: records ", s.records, ", peak retired per thread ", s.peak_retired_per_thread, ", reclaimed ",
           s.reclaimed, ", passes ", s.passes);
@@ -124,7 +125,8 @@ TEST_CASE("MSQueue + QSBR: 4 producers x 4 consumers, exactly once, in order per
 TEST_CASE("hazard-pointer bound holds at every retire over 10M operations") {
   weft::test::HpDomain domain({.check_bounds = true});
   MSQueue<std::uint64_t, weft::test::HpDomain> q(domain);
-  const std::uint64_t total_ops = weft::test::stress_count(10'000'000);
+  // 1M where runs are reduced (sanitizers, an emulator): the bound is checked at every retire all the same.
+  const std::uint64_t total_ops = weft::test::stress_count(weft::test::reduced_runs() ? 1'000'000 : 10'000'000);
   constexpr unsigned kThreads = 4;
   const std::uint64_t seed = weft::test::seed_for("queue_hp_bound");
   std::atomic<std::uint64_t> pops{0};
