@@ -249,3 +249,26 @@ TEST_CASE("the graph's destructor waits for its queued runs; run() from inside i
 }
 
 }  // namespace
+
+// The hang found under qemu: an outside thread runs a graph (its roots task in the thread's own slot), queues a
+// second run and waits for it. The wait takes the first run's task out of the slot, may not run it, and puts it
+// back; a worker that searched meanwhile found the slot empty and parked. Every round must end, each run's nodes
+// once. A fresh pool each round: the hang came on a pool's first post, its workers still starting to search.
+TEST_CASE("stress: waiting for a queued run while the run ahead's task sits in the waiter's slot, exactly once") {
+  for_each_graph_worker_count([](unsigned workers) {
+    const std::string what = named("queued run waited behind its slot's task", workers);
+    const Watchdog watchdog(what, patience(120));
+    Chain chain;
+    const auto rounds = static_cast<std::size_t>(stress_count(reduced_runs() ? 100 : 500));
+    for (std::size_t round = 0; round < rounds; ++round) {
+      weft::Pool pool{weft::PoolOptions{.threads = workers}};
+      weft::Run first = chain.graph.run(pool);
+      weft::Run second = chain.graph.run(pool);  // queued behind `first`
+      CHECK(second.wait() == weft::RunStatus::Completed);
+      CHECK(first.done());
+    }
+    CHECK(chain.a_ran.load() == 2 * rounds);
+    CHECK(chain.phase.load() == 4 * rounds);
+    CHECK(chain.overlapped.load() == 0);
+  });
+}

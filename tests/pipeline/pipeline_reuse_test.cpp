@@ -245,10 +245,16 @@ TEST_CASE("a run started while the previous one is in flight is queued behind it
     hold.store(true);
     Run busy = pipe.run(pool);
     Run queued = pipe.run(pool);
-    CHECK(pipe.running());
-    check_throws_naming<graph_busy>([&] { (void)pipe.stage(slow, [](std::uint64_t x) { return x; }); },
-                                    {"weft::StreamGraph::stage", "in flight or queued"});
-    hold.store(false);
+    {
+      // Released however the checks end (an exception they let through included), or the runs never would.
+      struct Release {
+        std::atomic<bool>& hold;
+        ~Release() { hold.store(false); }
+      } release{hold};
+      CHECK(pipe.running());
+      check_throws_naming<graph_busy>([&] { (void)pipe.stage(slow, [](std::uint64_t x) { return x; }); },
+                                      {"weft::StreamGraph::stage", "in flight or queued"});
+    }
     CHECK(queued.wait() == RunStatus::Completed);
     CHECK(busy.wait() == RunStatus::Completed);
   });
