@@ -1,7 +1,7 @@
-// weft::StreamGraph's memory stays flat over many runs: a warm run allocates the same small number of blocks as
-// the one before it (its weft::Run's state and what the pool's tasks need), never the pipeline's layout or item
-// slots again, so 10,000 runs allocate no more per run than the first hundred warm ones. Counted through the
-// replaced operator new (tests/support/counting_new.cpp), process-wide.
+// weft::StreamGraph's memory stays flat over many runs: a warm run allocates its weft::Run's state, never the
+// pipeline's layout or item slots again, and what the pool's task nodes take stays within the node caches' fixed
+// bound however many runs there are. Counted through the replaced operator new
+// (tests/support/counting_new.cpp), process-wide.
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -13,6 +13,7 @@
 #include "tests/scope/scope_test_support.hpp"
 #include "tests/support/counting_new.hpp"
 #include "tests/support/sanitizers.hpp"
+#include "weft/detail/block_cache.hpp"
 #include "weft/pool.hpp"
 #include "weft/stream_graph.hpp"
 
@@ -45,21 +46,25 @@ TEST_CASE("a StreamGraph run 10,000 times allocates no more per run than when wa
     runs(200);  // warm: the layout made, the slots allocated
     reset_allocation_count();
     count_allocations(true);
-    runs(100);
-    const std::uint64_t warm = allocations_counted();
-    reset_allocation_count();
     // 10,000 natively; a tenth where each run costs many times more (ThreadSanitizer, emulation).
     const int many_runs = weft::test::reduced_runs() ? 1'000 : 10'000;
     runs(many_runs);
     const std::uint64_t many = allocations_counted();
     count_allocations(false);
-    const double warm_per_run = static_cast<double>(warm) / 100.0;
-    const double per_run = static_cast<double>(many) / static_cast<double>(many_runs);
-    MESSAGE("workers " << workers << ": " << warm_per_run << " allocations per warm run, " << per_run << " over "
+    MESSAGE("workers " << workers << ": " << static_cast<double>(many) / many_runs << " allocations per run over "
                        << many_runs << " runs");
-    // The Run's state and little else; the pipeline's own layout and slots (dozens of blocks) never again.
-    CHECK(per_run <= 2.0);
-    CHECK(per_run <= warm_per_run + 0.5);
+    // Each run allocates its Run's state: one block. The pool's task nodes come from its node caches, which only
+    // reach their steady size over many runs, and how soon depends on which threads happened to free which
+    // nodes: the submitting thread takes a batch from the shared pool when its cache is empty, the workers give
+    // a batch back only when theirs are full. What the pool may hold is bounded by its design, per thread: fewer
+    // than kFreeListCapacity freed blocks and one taken batch in its cache, and the nodes it has retired and not
+    // yet reclaimed (fewer than 2·K·n hazard-pointer retirements, under a batch at these thread counts). So the
+    // blocks beyond one per run stay under that constant however many runs there are; the pipeline's layout and
+    // slots (dozens of blocks per run) never come back.
+    const std::uint64_t threads = workers + 1;  // the workers and this thread, the only submitter
+    const std::uint64_t pool_bound = threads * 3 * weft::detail::kFreeListCapacity;
+    CHECK(many >= static_cast<std::uint64_t>(many_runs));
+    CHECK(many - static_cast<std::uint64_t>(many_runs) <= pool_bound);
   });
 }
 
