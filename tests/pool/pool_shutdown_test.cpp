@@ -17,7 +17,7 @@ namespace {
 using namespace weft::test;
 using namespace std::chrono_literals;
 
-constexpr std::uint64_t kMillion = kThreadSanitizer ? 100'000 : 1'000'000;  // see pool_stress_test.cpp
+const std::uint64_t kMillion = reduced_runs() ? 100'000 : 1'000'000;  // see pool_stress_test.cpp
 
 TEST_CASE("shutdown(Drain) with 1,000,000 tasks pending runs every one of them") {
   for_each_worker_count([](unsigned workers) {
@@ -256,15 +256,18 @@ TEST_CASE("DropPending ends nested waits: their pending children report task_dro
     // while this thread was preempted between posts) is not free to start another parent. No pool with a
     // bounded number of workers can promise that; a 50 ms pause after the first post hung this test every time.
     while (parents_waiting.load() < 1) std::this_thread::yield();
+    // The children are released once the shutdown has begun (closed() says so once the state is DropPending's):
+    // a pending child can no longer start then, whatever the threads' timing. (Released after 20 ms instead, a
+    // shutdown that started late, its thread preempted under ThreadSanitizer, found every child run.)
     std::thread release([&] {
-      std::this_thread::sleep_for(20ms);
+      (void)eventually([&] { return pool.closed(); }, patience(30));
       go.store(true);
     });
     const std::uint64_t dropped = pool.shutdown(weft::Shutdown::DropPending);
     release.join();
     // Every accepted child ran or was dropped, and its parent's future said which.
     CHECK(children_ran.load() + children_dropped.load() == children_accepted.load());
-    // Children were still pending when the shutdown began (they wait 20 ms for `go`, and at most one runs per
+    // Children were still pending when the shutdown began (none finishes before `go`, and at most one runs per
     // worker): the nested waits must have seen them dropped rather than run them.
     CHECK(children_dropped.load() > 0);
     // The drops are exactly those children plus the parents that never started.
