@@ -163,7 +163,7 @@ TEST_CASE("parallel_for with a step: up, down, unsigned, mixed types, step 0 ref
 TEST_CASE("Range2d: parallel_for and parallel_reduce cover the rectangle once, tiles within the grains") {
   const std::uint64_t seed = seed_for("range2d");
   std::mt19937_64 random(seed);
-  const std::size_t big = kThreadSanitizer ? 150 : 500;
+  const std::size_t big = reduced_runs() ? 150 : 500;
   const std::vector<std::pair<std::size_t, std::size_t>> shapes = {{0, 0},     {0, 5},    {5, 0},        {1, 1},
                                                                    {1, 1000},  {1000, 1}, {2, 3},        {17, 129},
                                                                    {128, 128}, {129, 65}, {big, big / 3}};

@@ -25,7 +25,7 @@ using weft::test::coro::Config;
 using weft::test::coro::kConfigs;
 
 std::uint64_t rounds() {
-  const std::uint64_t base = weft::test::kThreadSanitizer ? 20 : 100;
+  const std::uint64_t base = weft::test::reduced_runs() ? 20 : 100;
   return weft::test::stress_count(base);
 }
 constexpr int kCoroutines = 24;

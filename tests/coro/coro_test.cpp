@@ -291,7 +291,7 @@ TEST_CASE("when_all runs Tasks in parallel, gives a tuple, and rethrows the firs
     };
     CHECK(weft::sync_wait(tuple()) == 2);
 
-    const int n = weft::test::kThreadSanitizer ? 14 : 18;
+    const int n = weft::test::reduced_runs() ? 14 : 18;
     auto fib_on = [&pool](int k) -> Task<int> {
       co_await pool.schedule();
       co_return co_await fib(k);

@@ -322,7 +322,7 @@ TEST_CASE("random DAGs with random options behave like the sequential reference"
   const std::uint64_t seed = seed_for("graph_differential");
   const std::optional<std::uint64_t> only_graph = env_number("WEFT_GRAPH");
   const std::optional<std::uint64_t> only_workers = env_number("WEFT_WORKERS");
-  const std::uint64_t graphs = stress_count(weft::test::reduced_runs() ? 400 : kAddressSanitizer ? 400 : 1000);
+  const std::uint64_t graphs = stress_count(weft::test::reduced_runs() ? 400 : 1000);
   for_each_graph_worker_count([&](unsigned workers) {
     if (only_workers && *only_workers != workers) return;
     Watchdog watchdog(named("differential", workers), patience(600));

@@ -81,7 +81,7 @@ TEST_CASE("fan-out to 100,000 nodes and fan-in to one") {
 }
 
 TEST_CASE("a dense layered graph: each node sums its predecessors' values") {
-  const std::size_t width = kThreadSanitizer ? 30 : 100, depth = kThreadSanitizer ? 30 : 100;
+  const std::size_t width = reduced_runs() ? 30 : 100, depth = reduced_runs() ? 30 : 100;
   for_each_graph_worker_count([=](unsigned workers) {
     const Watchdog watchdog(named("layered", workers), patience(300));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
@@ -267,7 +267,7 @@ TEST_CASE("a join group's members, or roots, are claimed by every idle worker: a
 }
 
 TEST_CASE("a binary tree out to 2^16 leaves and back to one root") {
-  const unsigned levels = kThreadSanitizer ? 13 : 16;
+  const unsigned levels = reduced_runs() ? 13 : 16;
   for_each_graph_worker_count([levels](unsigned workers) {
     const Watchdog watchdog(named("tree", workers), patience(300));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};

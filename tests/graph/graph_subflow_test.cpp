@@ -71,8 +71,8 @@ TEST_CASE("nested children with their own Subflow and join(): recursive fib") {
   for_each_graph_worker_count([](unsigned workers) {
     const Watchdog watchdog(named("fib", workers), patience(120));
     weft::Pool pool{weft::PoolOptions{.threads = workers}};
-    const unsigned n = kThreadSanitizer ? 16 : 21;
-    const std::uint64_t expected = kThreadSanitizer ? 987 : 10946;
+    const unsigned n = reduced_runs() ? 16 : 21;
+    const std::uint64_t expected = reduced_runs() ? 987 : 10946;
     std::uint64_t result = 0;
     weft::TaskGraph g;
     (void)g.add_node([&](weft::Subflow& sf) { result = fib(sf, n); });

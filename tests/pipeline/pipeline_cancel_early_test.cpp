@@ -19,7 +19,7 @@ namespace {
 TEST_CASE("cancel() from a stage before run() returned stops the run") {
   constexpr int kRounds = 10;
   constexpr std::uint64_t kItems = 20'000;
-  const int other_jobs = kThreadSanitizer ? 2'000 : 20'000;
+  const int other_jobs = reduced_runs() ? 2'000 : 20'000;
   for_each_scope_worker_count([&](unsigned workers) {
     const Watchdog watchdog(named("early cancel", workers), patience(60));
     int early = 0;

@@ -32,7 +32,7 @@ using TaskDomain = weft::engine::TaskDomain;
 using Cache = weft::lockfree::NodeCache<weft::atomics::StdMemoryModel>;
 
 constexpr unsigned kThreads = 4;  // new outside threads per round
-constexpr int kRounds = kThreadSanitizer ? 6 : 12;
+const int kRounds = reduced_runs() ? 6 : 12;
 [[nodiscard]] std::uint64_t per_thread() { return stress_count(weft::test::reduced_runs() ? 2'000 : 5'000); }
 
 // Blocks the pool's task domain holds from the system: in use, in a thread's cache or free in its shared pool.

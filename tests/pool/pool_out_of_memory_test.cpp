@@ -59,7 +59,7 @@ void submit_failing_each_allocation(Submit&& submit, std::atomic<std::int64_t>& 
   }
 }
 
-constexpr std::size_t kTasks = kThreadSanitizer ? 600 : 3000;  // past several doublings of each deque
+const std::size_t kTasks = reduced_runs() ? 600 : 3000;  // past several doublings of each deque
 
 // What one pool's worth of posts under failing allocations left behind, checked once the pool is gone.
 struct PostTally {

@@ -16,9 +16,9 @@ namespace {
 using namespace weft::test;
 
 // More than Engine::kMaxSlots (64) threads submit at once in the second wave, so some use the shared queues.
-constexpr unsigned kWaves = kThreadSanitizer ? 3 : 8;
+const unsigned kWaves = reduced_runs() ? 3 : 8;
 constexpr unsigned kThreadsPerWave = 80;
-constexpr std::uint64_t kTasksPerThread = kThreadSanitizer ? 100 : 400;
+const std::uint64_t kTasksPerThread = reduced_runs() ? 100 : 400;
 
 TEST_CASE("a slot's backlog is taken in batches and runs exactly once") {
   // Every worker is held while 2,000 tasks pile up in this thread's slot, so the first look of the first free

@@ -53,8 +53,8 @@ constexpr std::uint64_t fib_reference(unsigned n) {
 }
 
 TEST_CASE("recursive fib by submit + get on the workers") {
-  // fib(27) is ~630,000 tasks, each waited for by its parent on a worker. TSan: fib(23), ~93,000 tasks.
-  static constexpr unsigned n = kThreadSanitizer ? 23 : 27;
+  // fib(27) is ~630,000 tasks, each waited for by its parent on a worker. Reduced runs: fib(23), ~93,000 tasks.
+  static const unsigned n = reduced_runs() ? 23 : 27;
   for_each_worker_count([](unsigned workers) {
     for (const bool fibers : {false, true}) {
       const Watchdog watchdog(named("fib", workers), patience(60));

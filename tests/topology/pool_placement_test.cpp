@@ -74,7 +74,7 @@ TEST_CASE("every policy pins each worker where placement says, and runs spawned 
     MESSAGE("skipped: weft knows no cores or nodes of this machine (flat topology)");
     return;
   }
-  const unsigned depth = weft::test::kThreadSanitizer ? 8 : 12;
+  const unsigned depth = weft::test::reduced_runs() ? 8 : 12;
   for (const weft::Pinning policy :
        {weft::Pinning::OnePerCpu, weft::Pinning::Cores, weft::Pinning::Compact, weft::Pinning::Spread}) {
     for (const unsigned workers : {1U, 2U, 4U, 8U}) {

@@ -475,7 +475,7 @@ TEST_CASE("the JSON can be written while tasks record: it always parses") {
       std::this_thread::yield();
     }
   });
-  const int reads = kThreadSanitizer ? 5 : 30;
+  const int reads = reduced_runs() ? 5 : 30;
   double last = 0;
   for (int i = 0; i < reads; ++i) {
     const ReadTrace got = read(*trace, false);
