@@ -527,8 +527,11 @@ TEST_CASE("a shutdown that drops resumes every suspended task: its wait throws t
       // With one worker the parents cannot start either: they are dropped unrun.
       const std::size_t parents = workers > 1 ? 10 : 0;
       REQUIRE(eventually([&] { return pool.stats().suspended == 20 + parents; }, patience(10)));
-      std::thread releaser([&release] {
-        std::this_thread::sleep_for(50ms);  // while the shutdown drops
+      // Released once the shutdown has begun (closed() says so once the DropPending state is up): the tasks bound
+      // to worker 0 can no longer start then, whatever the threads' timing (a fixed delay let a late shutdown find
+      // them run).
+      std::thread releaser([&release, &pool] {
+        (void)eventually([&] { return pool.closed(); }, patience(30));
         release.store(true);
       });
       pool.shutdown(weft::Shutdown::DropPending);
