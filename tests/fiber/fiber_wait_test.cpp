@@ -552,6 +552,9 @@ TEST_CASE("a pool destroyed with tasks suspended on futures lets each finish (Dr
     const Watchdog watchdog("destroy with suspended tasks", patience(60));
     std::atomic<int> finished{0};
     weft::Event go;
+    // Joined after the pool's end, never detached: the tasks can finish while signal() is still inside `go`,
+    // which must outlive that call.
+    std::jthread signaller;
     {
       weft::Pool pool{weft::PoolOptions{.threads = workers}};
       for (int i = 0; i < 50; ++i) {
@@ -561,12 +564,12 @@ TEST_CASE("a pool destroyed with tasks suspended on futures lets each finish (Dr
         });
       }
       REQUIRE(eventually([&] { return pool.stats().suspended == 50; }, patience(10)));
-      std::thread signaller([&] {
+      signaller = std::jthread([&go] {
         std::this_thread::sleep_for(20ms);  // while the destructor drains
         go.signal();
       });
-      signaller.detach();
     }  // Drain: waits for the suspended tasks, which the signal resumes
+    signaller.join();
     CHECK(finished.load() == 50);
   }
 }
