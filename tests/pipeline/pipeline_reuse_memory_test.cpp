@@ -20,7 +20,8 @@
 namespace weft::test {
 namespace {
 
-TEST_CASE("a StreamGraph run 10,000 times allocates no more per run than when warm: memory stays flat") {
+TEST_CASE(
+    "a StreamGraph run 10,000 times allocates its Run's state and what the node caches bound: memory stays flat") {
   for_each_scope_worker_count([](unsigned workers) {
     Pool pool(PoolOptions{.threads = workers});
     std::vector<std::uint64_t> batch(16);
@@ -46,7 +47,7 @@ TEST_CASE("a StreamGraph run 10,000 times allocates no more per run than when wa
     runs(200);  // warm: the layout made, the slots allocated
     reset_allocation_count();
     count_allocations(true);
-    // 10,000 natively; a tenth where each run costs many times more (ThreadSanitizer, emulation).
+    // 10,000 natively; a tenth where each run costs many times more (reduced_runs(): sanitizers, emulation).
     const int many_runs = weft::test::reduced_runs() ? 1'000 : 10'000;
     runs(many_runs);
     const std::uint64_t many = allocations_counted();
