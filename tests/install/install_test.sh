@@ -123,7 +123,8 @@ check_prefix() {
     case "$word" in
       -L*|-l*|-pthread|-foptimize-sibling-calls) ;;
       -I*) [ "$word" = "-I$includedir" ] || fail "[$kind] weft.pc gives an include directory not its own: $word" ;;
-      *) fail "[$kind] weft.pc gives '$word': libraries must be -l names, and Cflags only weft's -I, -pthread and -foptimize-sibling-calls" ;;
+      *) fail "[$kind] weft.pc gives '$word': libraries must be -l names," \
+           "and Cflags only weft's -I, -pthread and -foptimize-sibling-calls" ;;
     esac
   done
   [ "$(pkg-config --libs-only-l weft | awk '{print $1}')" = -lweft ] \
