@@ -175,14 +175,16 @@ TEST_CASE("combinators chain with then, wait inside a task, and count a dropped 
   dropping.post([&] { gate.wait(); });  // holds the only worker
   auto never = dropping.submit([] { return 1; });
   auto settled = weft::when_all_settled(std::move(never));
+  // The gate opens once the shutdown has begun (closed() is true once the DropPending state is up), so `never`
+  // cannot start whatever the threads' timing: a fixed delay let a shutdown that began late find it run.
   std::thread opener([&] {
-    std::this_thread::sleep_for(1ms);
+    (void)eventually([&] { return dropping.closed(); }, patience(30));
     gate.open.store(true);
   });
   (void)dropping.shutdown(weft::Shutdown::DropPending);
   opener.join();
   auto [s] = settled.get();
-  CHECK_FALSE(s.has_value());
+  REQUIRE_FALSE(s.has_value());
   CHECK_THROWS_AS(std::rethrow_exception(s.error), weft::task_dropped);
 }
 
