@@ -5,7 +5,7 @@
 // weft, so that every public header compiles in each of those builds (warnings as errors), and prints the version
 // that <weft/version.hpp> (included by it) gives, which install_test.sh compares with the project's. It awaits a
 // chain of coroutines a million deep, which runs in constant stack only if weft's compile flags reached this build
-// (each of those builds is at its compiler's default level: g++ needs -foptimize-sibling-calls there, meson.build).
+// (most of those builds are at their compiler's default level: g++ needs -foptimize-sibling-calls there, meson.build).
 #include <weft/weft.hpp>
 
 #include <atomic>
